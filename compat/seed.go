@@ -1,0 +1,103 @@
+package compat
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/chash-dev/chash/hashfn"
+)
+
+// DefaultSeedLabel is the string the seed articles hash for virtual node i of a
+// server: "192.168.0.0:111&&VN0", "192.168.0.0:111&&VN1", ...
+const DefaultSeedLabel = "{name}&&VN{i}"
+
+// Seed is the ring of the seed articles' Java code: a TreeMap<Integer, String> from
+// getHash(label) to server, looked up with tailMap(getHash(key)).firstKey().
+//
+// A server owns Points×weight points, point i at HashFunc(Label with {name} and {i}
+// replaced); with Points zero it owns exactly one point, HashFunc(name), whatever its
+// weight. Keys are hashed with HashFunc too.
+//
+// Java orders the TreeMap by signed int. The default hash, java_fnv1_32, returns a
+// value in [0, 2^31) or, from Math.abs, exactly -2^31; Seed places v ≥ 0 at 2v+1 and
+// -2^31 at 0. That keeps Java's order, so routing is exact, and spreads the 2^31
+// possible values over the whole ring, so arc lengths are key fractions. With Signed
+// set (for hashes whose values are any Java int, such as java_hashcode) the sign bit
+// is flipped instead, which also keeps Java's order.
+//
+// Two differences from the Java programs, both on purpose: a key past the last point
+// wraps to the first (one article's program throws NoSuchElementException there), and
+// when two servers' points collide the ring's tie rule decides (chash.Node.Order, then
+// name) where Java's TreeMap.put keeps the server added last.
+//
+// The zero value is the first article's ring without virtual nodes.
+type Seed struct {
+	// Points is the number of virtual nodes per unit of weight. Zero means one point
+	// per server, at the hash of its name.
+	Points int
+	// Label is the string hashed for virtual node {i} of server {name}. If empty, it
+	// defaults to DefaultSeedLabel.
+	Label string
+	// HashFunc hashes labels and keys. If nil, it defaults to hashfn.JavaFNV1_32.
+	HashFunc hashfn.Func
+	// Signed says HashFunc's values are Java ints of either sign; see the type's doc.
+	Signed bool
+}
+
+// NumPoints returns Points×weight, or 1 when Points is zero.
+func (s Seed) NumPoints(weight, total, n int) int {
+	if s.Points <= 0 {
+		return 1
+	}
+	return s.Points * weight
+}
+
+// AppendPoints appends the positions of virtual nodes from..to-1 of name.
+func (s Seed) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
+	if s.Points <= 0 {
+		if from == 0 && to > 0 {
+			dst = append(dst, s.pos(s.hash()([]byte(name))))
+		}
+		return dst
+	}
+	label := s.Label
+	if label == "" {
+		label = DefaultSeedLabel
+	}
+	label = strings.ReplaceAll(label, "{name}", name)
+	before, after, ok := strings.Cut(label, "{i}")
+	h := s.hash()
+	var b []byte
+	for i := from; i < to; i++ {
+		b = append(b[:0], before...)
+		if ok {
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, strings.ReplaceAll(after, "{i}", strconv.Itoa(i))...)
+		}
+		dst = append(dst, s.pos(h(b)))
+	}
+	return dst
+}
+
+// Hash returns key's ring position.
+func (s Seed) Hash(key []byte) uint32 {
+	return s.pos(s.hash()(key))
+}
+
+func (s Seed) hash() hashfn.Func {
+	if s.HashFunc != nil {
+		return s.HashFunc
+	}
+	return hashfn.JavaFNV1_32
+}
+
+// pos maps a Java int, given as its 32 bits, to a ring position in Java's order.
+func (s Seed) pos(v uint32) uint32 {
+	if s.Signed {
+		return v ^ 1<<31
+	}
+	if v >= 1<<31 {
+		return 0 // only -2^31, from Math.abs(Integer.MIN_VALUE)
+	}
+	return v<<1 | 1
+}

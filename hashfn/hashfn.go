@@ -1,0 +1,54 @@
+// Package hashfn provides the key and point hash functions used by consistent-hash
+// rings, each a plain function from bytes to a 32-bit ring position.
+//
+// The functions are named as twemproxy spells them in its configuration (md5, crc32a,
+// fnv1a_64, ...) and are byte-exact with the programs that define them, quirks
+// included: several of twemproxy's hashes read key bytes as C's signed char, so keys
+// with bytes >= 0x80 hash differently from a "clean" unsigned implementation, and
+// twemproxy's fnv1a_64 is really a 32-bit FNV-1a with truncated 64-bit constants.
+// Those quirks are kept on purpose: a ring that must route like a deployed program
+// must hash like it.
+//
+// Every function is safe for concurrent use and allocates nothing.
+package hashfn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// Func hashes a key to a position on the 2^32 ring. It must not retain or modify key.
+type Func func(key []byte) uint32
+
+// funcs maps configuration names to functions.
+var funcs = map[string]Func{
+	"xxh64":        XXH64,
+	"java_fnv1_32": JavaFNV1_32,
+}
+
+// Lookup returns the function with the given configuration name (for example
+// "fnv1a_64" or "md5"). Names are matched exactly; an unknown name is an error that
+// lists the known ones.
+func Lookup(name string) (Func, error) {
+	if f, ok := funcs[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("hashfn: unknown hash %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Names returns the names Lookup accepts, sorted.
+func Names() []string {
+	names := make([]string, 0, len(funcs))
+	for n := range funcs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// String hashes s with f without copying it.
+func String(f Func, s string) uint32 {
+	return f(unsafe.Slice(unsafe.StringData(s), len(s)))
+}

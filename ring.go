@@ -1,0 +1,337 @@
+package chash
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"unsafe"
+)
+
+// ErrEmpty is returned by lookups on a ring that has no points.
+var ErrEmpty = errors.New("chash: ring has no nodes")
+
+// Node is a member of a ring.
+type Node struct {
+	// Name identifies the node; it is what lookups return, and most schemes hash it
+	// to place the node's points. It must be non-empty and unique in a ring.
+	Name string
+	// Weight scales the node's share of points. It must be at least 1.
+	Weight int
+	// Order breaks ties when points of two nodes fall on the same position: the node
+	// with the lower Order owns the position, and among equal Orders the node whose
+	// Name sorts first. The zero value for every node makes routing independent of
+	// the order in which nodes were given or added; compatibility schemes set it to
+	// copy a deployed program's tie rule (for example, config order).
+	Order int
+}
+
+// Ring is an immutable consistent-hash ring. It is safe for concurrent use. The zero
+// value is an empty ring whose lookups return ErrEmpty.
+type Ring struct {
+	scheme Scheme
+	hash   func([]byte) uint32
+	nodes  []Node // sorted by (Order, Name); owner indexes refer to this order
+	counts []int  // points per node
+	live   int    // nodes with at least one point
+
+	// pos holds the points' positions in ascending order, ties by owner, followed by
+	// a sentinel math.MaxUint32 so that a search always stops; own holds each
+	// point's owner, and own[len(pos)-1] repeats own[0] so the sentinel wraps.
+	pos []uint32
+	own []uint32
+	// index[s] is the first point at or after position s<<shift.
+	index []uint32
+	shift uint8
+}
+
+// maxIndexBits caps the lookup index at 2^20 slots (4 MiB).
+const maxIndexBits = 20
+
+// New builds a ring of the given nodes with scheme s (Standard{} when s is nil).
+// It returns an error, naming the node, for an empty or duplicate name or a weight
+// below 1. An empty node list gives an empty ring.
+func New(s Scheme, nodes []Node) (*Ring, error) {
+	if s == nil {
+		s = Standard{}
+	}
+	ns := slices.Clone(nodes)
+	if err := checkNodes(ns); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ns, compareNodes)
+	if err := checkUnique(ns); err != nil {
+		return nil, err
+	}
+	return build(s, ns), nil
+}
+
+func checkNodes(ns []Node) error {
+	for _, n := range ns {
+		if err := checkNode(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkNode(n Node) error {
+	if n.Name == "" {
+		return errors.New("chash: node with an empty name")
+	}
+	if n.Weight < 1 {
+		return fmt.Errorf("chash: node %q: weight %d, want at least 1", n.Name, n.Weight)
+	}
+	return nil
+}
+
+// checkUnique reports a duplicate name in ns, which is sorted by compareNodes.
+func checkUnique(ns []Node) error {
+	seen := make(map[string]struct{}, len(ns))
+	for _, n := range ns {
+		if _, dup := seen[n.Name]; dup {
+			return fmt.Errorf("chash: duplicate node %q", n.Name)
+		}
+		seen[n.Name] = struct{}{}
+	}
+	return nil
+}
+
+func compareNodes(a, b Node) int {
+	if c := cmp.Compare(a.Order, b.Order); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// pointCounts asks s how many points each node owns.
+func pointCounts(s Scheme, ns []Node) []int {
+	total := 0
+	for _, n := range ns {
+		total += n.Weight
+	}
+	counts := make([]int, len(ns))
+	for i, n := range ns {
+		counts[i] = max(0, s.NumPoints(n.Weight, total, len(ns)))
+	}
+	return counts
+}
+
+// build makes a ring of ns, which is valid and sorted by compareNodes.
+func build(s Scheme, ns []Node) *Ring {
+	counts := pointCounts(s, ns)
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	// Generate points in owner order, then sort them stably by position: ties keep
+	// owner order, which is the documented tie rule.
+	keys := make([]uint64, 0, total)
+	var buf []uint32
+	for i, n := range ns {
+		buf = s.AppendPoints(buf[:0], n.Name, 0, counts[i])
+		for _, p := range buf {
+			keys = append(keys, uint64(p)<<32|uint64(i))
+		}
+	}
+	sortPoints(keys)
+	r := &Ring{scheme: s, hash: s.Hash, nodes: ns, counts: counts}
+	r.pos = make([]uint32, len(keys)+1)
+	r.own = make([]uint32, len(keys)+1)
+	for i, k := range keys {
+		r.pos[i], r.own[i] = uint32(k>>32), uint32(k)
+	}
+	r.finish()
+	return r
+}
+
+// finish sets the sentinel, the live count and the lookup index once pos and own
+// hold the sorted points.
+func (r *Ring) finish() {
+	n := len(r.pos) - 1
+	r.live = 0
+	for _, c := range r.counts {
+		if c > 0 {
+			r.live++
+		}
+	}
+	if n == 0 {
+		r.pos, r.own, r.index = nil, nil, nil
+		return
+	}
+	r.pos[n] = math.MaxUint32
+	r.own[n] = r.own[0]
+	b := min(max(bits.Len(uint(n)), 1), maxIndexBits)
+	r.shift = uint8(32 - b)
+	r.index = make([]uint32, 1<<b)
+	i := 0
+	for s := range r.index {
+		start := uint32(s) << r.shift
+		for r.pos[i] < start {
+			i++
+		}
+		r.index[s] = uint32(i)
+	}
+}
+
+// sortPoints sorts keys (position<<32 | owner) ascending. Keys are generated in
+// owner order, so a stable sort on the position alone suffices; large inputs take
+// an LSD radix sort, which beats a comparison sort several times over.
+func sortPoints(keys []uint64) {
+	if len(keys) < 512 {
+		slices.Sort(keys)
+		return
+	}
+	const digit = 11
+	tmp := make([]uint64, len(keys))
+	src, dst := keys, tmp
+	for shift := 32; shift < 64; shift += digit {
+		var count [1 << digit]int
+		for _, k := range src {
+			count[(k>>shift)&(1<<digit-1)]++
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for _, k := range src {
+			d := (k >> shift) & (1<<digit - 1)
+			dst[count[d]] = k
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	// Three 11-bit passes leave the result in tmp.
+	copy(keys, src)
+}
+
+// search returns the index of the first point at or after h; the sentinel's index
+// when h is past the last point, whose owner is the first point's.
+func (r *Ring) search(h uint32) int {
+	i := r.index[h>>r.shift]
+	for r.pos[i] < h {
+		i++
+	}
+	return int(i)
+}
+
+// Lookup returns the name of the node that owns key.
+func (r *Ring) Lookup(key []byte) (string, error) {
+	if len(r.pos) == 0 {
+		return "", ErrEmpty
+	}
+	return r.nodes[r.own[r.search(r.hash(key))]].Name, nil
+}
+
+// LookupString is Lookup for a string key; it does not copy the key.
+func (r *Ring) LookupString(key string) (string, error) {
+	return r.Lookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// AppendN appends to dst the names of the first n distinct nodes clockwise from
+// key: the owner first, then the nodes a replica set would add. It returns fewer
+// than n when the ring has fewer nodes with points, never a name twice. It
+// allocates only if dst lacks capacity.
+func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
+	if len(r.pos) == 0 {
+		return dst, ErrEmpty
+	}
+	n = min(n, r.live)
+	if n <= 0 {
+		return dst, nil
+	}
+	var small [8]uint32
+	seen := small[:0]
+	if n > len(small) {
+		seen = make([]uint32, 0, n)
+	}
+	last := len(r.pos) - 1
+	i := r.search(r.hash(key))
+	if i == last {
+		i = 0
+	}
+	for len(seen) < n {
+		o := r.own[i]
+		if !slices.Contains(seen, o) {
+			seen = append(seen, o)
+			dst = append(dst, r.nodes[o].Name)
+		}
+		if i++; i == last {
+			i = 0
+		}
+	}
+	return dst, nil
+}
+
+// AppendNString is AppendN for a string key; it does not copy the key.
+func (r *Ring) AppendNString(dst []string, key string, n int) ([]string, error) {
+	return r.AppendN(dst, unsafe.Slice(unsafe.StringData(key), len(key)), n)
+}
+
+// Hash returns key's position on the ring, as the ring's scheme hashes it.
+func (r *Ring) Hash(key []byte) uint32 {
+	if r.hash == nil {
+		return Standard{}.Hash(key)
+	}
+	return r.hash(key)
+}
+
+// Scheme returns the ring's scheme.
+func (r *Ring) Scheme() Scheme {
+	if r.scheme == nil {
+		return Standard{}
+	}
+	return r.scheme
+}
+
+// Len returns the number of nodes.
+func (r *Ring) Len() int { return len(r.nodes) }
+
+// Nodes returns the nodes sorted by (Order, Name), the order Shares and Point use.
+func (r *Ring) Nodes() []Node { return slices.Clone(r.nodes) }
+
+// NumPoints returns the number of points on the ring.
+func (r *Ring) NumPoints() int { return max(len(r.pos)-1, 0) }
+
+// Point returns the position of point i (0 ≤ i < NumPoints, ascending) and the
+// index in Nodes of the node that owns it.
+func (r *Ring) Point(i int) (pos uint32, node int) {
+	return r.pos[i], int(r.own[i])
+}
+
+// Shares returns, for each node in Nodes order, how many of the 2^32 positions it
+// owns, computed from arc lengths: point i owns the positions after point i-1 up to
+// and including its own. The shares sum to exactly 2^32 on a non-empty ring.
+func (r *Ring) Shares() []uint64 {
+	shares := make([]uint64, len(r.nodes))
+	n := len(r.pos) - 1
+	if n <= 0 {
+		return shares
+	}
+	shares[r.own[0]] += 1<<32 - uint64(r.pos[n-1]) + uint64(r.pos[0])
+	for i := 1; i < n; i++ {
+		shares[r.own[i]] += uint64(r.pos[i] - r.pos[i-1])
+	}
+	return shares
+}
+
+// Weight returns the weight of the named node and whether it is in the ring.
+func (r *Ring) Weight(name string) (int, bool) {
+	if i := r.find(name); i >= 0 {
+		return r.nodes[i].Weight, true
+	}
+	return 0, false
+}
+
+// find returns the index of the named node, or -1.
+func (r *Ring) find(name string) int {
+	for i := range r.nodes {
+		if r.nodes[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
