@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"slices"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ErrEmpty is returned by lookups on a ring that has no points.
@@ -33,19 +35,26 @@ type Node struct {
 type Ring struct {
 	scheme Scheme
 	hash   func([]byte) uint32
-	nodes  []Node // sorted by (Order, Name); owner indexes refer to this order
-	counts []int  // points per node
-	live   int    // nodes with at least one point
+	std    bool     // scheme is Standard with the default key hash: call it directly
+	nodes  []Node   // sorted by (Order, Name); owner indexes refer to this order
+	names  []string // nodes' names, dense for the lookup path
+	counts []int    // points per node
+	live   int      // nodes with at least one point
 
-	// pos holds the points' positions in ascending order, ties by owner, followed by
-	// a sentinel math.MaxUint32 so that a search always stops; own holds each
-	// point's owner, and own[len(pos)-1] repeats own[0] so the sentinel wraps.
-	pos []uint32
-	own []uint32
-	// index[s] is the first point at or after position s<<shift.
+	// pts holds each point as position<<32 | owner, ascending (so ties go to the
+	// lower owner), followed by a sentinel at position math.MaxUint32 owned by the
+	// first point's owner, so that a search always stops and past-the-end wraps.
+	// One word per point keeps a point's position and owner in one cache line.
+	pts []uint64
+	// index has one entry per slot of 2^shift positions. An entry with the direct
+	// bit set is the owner of every position in the slot (no point falls strictly
+	// inside it); otherwise it is the first point at or after the slot's start.
 	index []uint32
 	shift uint8
 }
+
+// direct marks an index entry that holds an owner rather than a point.
+const direct = 1 << 31
 
 // maxIndexBits caps the lookup index at 2^20 slots (4 MiB).
 const maxIndexBits = 20
@@ -128,7 +137,7 @@ func build(s Scheme, ns []Node) *Ring {
 	}
 	// Generate points in owner order, then sort them stably by position: ties keep
 	// owner order, which is the documented tie rule.
-	keys := make([]uint64, 0, total)
+	keys := make([]uint64, 0, total+1)
 	var buf []uint32
 	for i, n := range ns {
 		buf = s.AppendPoints(buf[:0], n.Name, 0, counts[i])
@@ -137,42 +146,65 @@ func build(s Scheme, ns []Node) *Ring {
 		}
 	}
 	sortPoints(keys)
-	r := &Ring{scheme: s, hash: s.Hash, nodes: ns, counts: counts}
-	r.pos = make([]uint32, len(keys)+1)
-	r.own = make([]uint32, len(keys)+1)
-	for i, k := range keys {
-		r.pos[i], r.own[i] = uint32(k>>32), uint32(k)
-	}
+	r := newRing(s, ns, counts)
+	r.pts = append(keys, 0) // room for the sentinel
 	r.finish()
 	return r
 }
 
-// finish sets the sentinel, the live count and the lookup index once pos and own
-// hold the sorted points.
+// newRing returns a ring of ns with no points yet.
+func newRing(s Scheme, ns []Node, counts []int) *Ring {
+	r := &Ring{scheme: s, hash: s.Hash, nodes: ns, counts: counts}
+	if std, ok := s.(Standard); ok && std.KeyHash == nil {
+		r.std = true
+	}
+	r.names = make([]string, len(ns))
+	for i, n := range ns {
+		r.names[i] = n.Name
+	}
+	return r
+}
+
+// finish sets the sentinel, the live count and the lookup index once pts holds
+// the sorted points and one spare word.
 func (r *Ring) finish() {
-	n := len(r.pos) - 1
+	n := len(r.pts) - 1
 	r.live = 0
 	for _, c := range r.counts {
 		if c > 0 {
 			r.live++
 		}
 	}
-	if n == 0 {
-		r.pos, r.own, r.index = nil, nil, nil
+	if n <= 0 {
+		r.pts, r.index = nil, nil
 		return
 	}
-	r.pos[n] = math.MaxUint32
-	r.own[n] = r.own[0]
-	b := min(max(bits.Len(uint(n)), 1), maxIndexBits)
+	r.pts[n] = math.MaxUint32<<32 | r.pts[0]&math.MaxUint32
+	b := min(max(bits.Len(uint(n))+1, 1), maxIndexBits)
 	r.shift = uint8(32 - b)
 	r.index = make([]uint32, 1<<b)
-	i := 0
-	for s := range r.index {
-		start := uint32(s) << r.shift
-		for r.pos[i] < start {
-			i++
+	// Slot s starts at s<<shift, so the first point at or after it is the first
+	// whose slot number is at least s. Slots before a point's own slot hold no
+	// point, so they are direct; the point's own slot is direct only if the point
+	// sits on its last position.
+	mask := uint32(1)<<r.shift - 1
+	s := 0
+	for i, p := range r.pts {
+		slot := int(p >> (32 + r.shift))
+		if s > slot {
+			continue
 		}
-		r.index[s] = uint32(i)
+		own := direct | uint32(p)
+		fill := r.index[s:slot]
+		for j := range fill {
+			fill[j] = own
+		}
+		if uint32(p>>32)&mask == mask {
+			r.index[slot] = own
+		} else {
+			r.index[slot] = uint32(i)
+		}
+		s = slot + 1
 	}
 }
 
@@ -211,19 +243,48 @@ func sortPoints(keys []uint64) {
 // search returns the index of the first point at or after h; the sentinel's index
 // when h is past the last point, whose owner is the first point's.
 func (r *Ring) search(h uint32) int {
-	i := r.index[h>>r.shift]
-	for r.pos[i] < h {
+	// A direct slot does not say which point owns it; start from the nearest
+	// slot before it that does, or search if that is far.
+	k := uint64(h) << 32
+	s := int(h >> r.shift)
+	for stop := max(s-64, 0); r.index[s]&direct != 0; s-- {
+		if s == stop {
+			i, _ := slices.BinarySearch(r.pts[:len(r.pts)-1], k)
+			return i
+		}
+	}
+	i := int(r.index[s])
+	for r.pts[i] < k {
 		i++
 	}
-	return int(i)
+	return i
+}
+
+// owner returns the owner of position h: the direct path of search.
+func (r *Ring) owner(h uint32) uint32 {
+	e := r.index[h>>r.shift]
+	if e&direct != 0 {
+		return e &^ direct
+	}
+	k := uint64(h) << 32
+	for r.pts[e] < k {
+		e++
+	}
+	return uint32(r.pts[e])
 }
 
 // Lookup returns the name of the node that owns key.
 func (r *Ring) Lookup(key []byte) (string, error) {
-	if len(r.pos) == 0 {
+	if len(r.pts) == 0 {
 		return "", ErrEmpty
 	}
-	return r.nodes[r.own[r.search(r.hash(key))]].Name, nil
+	var h uint32
+	if r.std {
+		h = uint32(xxhash.Sum64(key))
+	} else {
+		h = r.hash(key)
+	}
+	return r.names[r.owner(h)], nil
 }
 
 // LookupString is Lookup for a string key; it does not copy the key.
@@ -236,7 +297,7 @@ func (r *Ring) LookupString(key string) (string, error) {
 // than n when the ring has fewer nodes with points, never a name twice. It
 // allocates only if dst lacks capacity.
 func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
-	if len(r.pos) == 0 {
+	if len(r.pts) == 0 {
 		return dst, ErrEmpty
 	}
 	n = min(n, r.live)
@@ -248,16 +309,16 @@ func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
 	if n > len(small) {
 		seen = make([]uint32, 0, n)
 	}
-	last := len(r.pos) - 1
-	i := r.search(r.hash(key))
+	last := len(r.pts) - 1
+	i := r.search(r.Hash(key))
 	if i == last {
 		i = 0
 	}
 	for len(seen) < n {
-		o := r.own[i]
+		o := uint32(r.pts[i])
 		if !slices.Contains(seen, o) {
 			seen = append(seen, o)
-			dst = append(dst, r.nodes[o].Name)
+			dst = append(dst, r.names[o])
 		}
 		if i++; i == last {
 			i = 0
@@ -273,8 +334,8 @@ func (r *Ring) AppendNString(dst []string, key string, n int) ([]string, error) 
 
 // Hash returns key's position on the ring, as the ring's scheme hashes it.
 func (r *Ring) Hash(key []byte) uint32 {
-	if r.hash == nil {
-		return Standard{}.Hash(key)
+	if r.hash == nil || r.std {
+		return uint32(xxhash.Sum64(key))
 	}
 	return r.hash(key)
 }
@@ -294,12 +355,12 @@ func (r *Ring) Len() int { return len(r.nodes) }
 func (r *Ring) Nodes() []Node { return slices.Clone(r.nodes) }
 
 // NumPoints returns the number of points on the ring.
-func (r *Ring) NumPoints() int { return max(len(r.pos)-1, 0) }
+func (r *Ring) NumPoints() int { return max(len(r.pts)-1, 0) }
 
 // Point returns the position of point i (0 ≤ i < NumPoints, ascending) and the
 // index in Nodes of the node that owns it.
 func (r *Ring) Point(i int) (pos uint32, node int) {
-	return r.pos[i], int(r.own[i])
+	return uint32(r.pts[i] >> 32), int(uint32(r.pts[i]))
 }
 
 // Shares returns, for each node in Nodes order, how many of the 2^32 positions it
@@ -307,13 +368,14 @@ func (r *Ring) Point(i int) (pos uint32, node int) {
 // and including its own. The shares sum to exactly 2^32 on a non-empty ring.
 func (r *Ring) Shares() []uint64 {
 	shares := make([]uint64, len(r.nodes))
-	n := len(r.pos) - 1
+	n := len(r.pts) - 1
 	if n <= 0 {
 		return shares
 	}
-	shares[r.own[0]] += 1<<32 - uint64(r.pos[n-1]) + uint64(r.pos[0])
-	for i := 1; i < n; i++ {
-		shares[r.own[i]] += uint64(r.pos[i] - r.pos[i-1])
+	prev := r.pts[n-1]>>32 - 1<<32 // the last point, one turn back
+	for _, p := range r.pts[:n] {
+		shares[uint32(p)] += p>>32 - prev
+		prev = p >> 32
 	}
 	return shares
 }

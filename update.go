@@ -108,17 +108,14 @@ func (r *Ring) rebuild(ns []Node) *Ring {
 	sortPoints(add)
 	sortPoints(del)
 
-	r2 := &Ring{scheme: s, hash: s.Hash, nodes: ns, counts: counts}
-	total := kept + len(add)
-	r2.pos = make([]uint32, 0, total+1)
-	r2.own = make([]uint32, 0, total+1)
-	old := max(len(r.pos)-1, 0)
-	for k := 0; k < old; k++ {
-		o := remap[r.own[k]]
+	r2 := newRing(s, ns, counts)
+	pts := make([]uint64, 0, kept+len(add)+1)
+	for _, p := range r.pts[:max(len(r.pts)-1, 0)] {
+		o := remap[uint32(p)]
 		if o < 0 {
 			continue
 		}
-		key := uint64(r.pos[k])<<32 | uint64(o)
+		key := p&^0xFFFFFFFF | uint64(o)
 		for len(del) > 0 && del[0] < key {
 			del = del[1:] // cannot happen for a deterministic scheme; skip stale entries
 		}
@@ -127,19 +124,13 @@ func (r *Ring) rebuild(ns []Node) *Ring {
 			continue
 		}
 		for len(add) > 0 && add[0] < key {
-			r2.pos = append(r2.pos, uint32(add[0]>>32))
-			r2.own = append(r2.own, uint32(add[0]))
+			pts = append(pts, add[0])
 			add = add[1:]
 		}
-		r2.pos = append(r2.pos, r.pos[k])
-		r2.own = append(r2.own, uint32(o))
+		pts = append(pts, key)
 	}
-	for _, a := range add {
-		r2.pos = append(r2.pos, uint32(a>>32))
-		r2.own = append(r2.own, uint32(a))
-	}
-	r2.pos = append(r2.pos, 0)
-	r2.own = append(r2.own, 0)
+	pts = append(pts, add...)
+	r2.pts = append(pts, 0) // room for the sentinel
 	r2.finish()
 	return r2
 }

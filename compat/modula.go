@@ -1,0 +1,73 @@
+package compat
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
+)
+
+// Modula routes keys as twemproxy's "distribution: modula" does
+// (src/hashkit/nc_modula.c): the servers, in config order, are laid out in a table
+// with one slot per unit of weight (server 0 weight times, then server 1, ...), and
+// a key goes to slot hash % len(table), the hash being twemproxy's: the key's hash
+// tag hashed with the pool's hash, 0 for an empty key.
+//
+// Modula is not a ring: adding or removing a server moves most keys, which is why
+// twemproxy recommends it only for pools whose membership never changes. It is
+// immutable and safe for concurrent use.
+type Modula struct {
+	keyHash hashfn.Func
+	hashTag string
+	nodes   []chash.Node
+	slots   []int32
+}
+
+// NewModula returns twemproxy's modula table of nodes, given in config order (their
+// Order fields are ignored), with keys hashed by keyHash (nil means fnv1a_64) under
+// hash tag hashTag ("" for none; see Ketama.HashTag). It is an error, naming the
+// node, if a name is empty or repeated or a weight is below 1, or if nodes is
+// empty.
+func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("compat: modula: no nodes")
+	}
+	seen := make(map[string]bool, len(nodes))
+	m := &Modula{keyHash: keyHash, hashTag: hashTag, nodes: slices.Clone(nodes)}
+	for i, n := range nodes {
+		switch {
+		case n.Name == "":
+			return nil, errors.New("compat: modula: node with an empty name")
+		case seen[n.Name]:
+			return nil, fmt.Errorf("compat: modula: duplicate node %q", n.Name)
+		case n.Weight < 1:
+			return nil, fmt.Errorf("compat: modula: node %q: weight %d, want at least 1", n.Name, n.Weight)
+		}
+		seen[n.Name] = true
+		for range n.Weight {
+			m.slots = append(m.slots, int32(i))
+		}
+	}
+	return m, nil
+}
+
+// Lookup returns the name of the node that owns key. It never fails; the error is
+// there to match chash.Ring's Lookup.
+func (m *Modula) Lookup(key []byte) (string, error) {
+	if len(m.nodes) == 1 {
+		return m.nodes[0].Name, nil
+	}
+	h := twemproxyHash(m.keyHash, m.hashTag, key)
+	return m.nodes[m.slots[h%uint32(len(m.slots))]].Name, nil
+}
+
+// LookupString is Lookup for a string key; it does not copy the key.
+func (m *Modula) LookupString(key string) (string, error) {
+	return m.Lookup(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// Nodes returns the nodes in config order.
+func (m *Modula) Nodes() []chash.Node { return slices.Clone(m.nodes) }
