@@ -1,0 +1,328 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Server is one server of a case: where it listens, its weight and, for
+// twemproxy, an optional alias.
+type Server struct {
+	Host   string // an IP literal in 127.0.0.0/8
+	Port   int
+	Weight int
+	Alias  string
+}
+
+// Addr returns "host:port".
+func (s Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Spec returns the server as a twemproxy server line: "host:port:weight [alias]".
+func (s Server) Spec() string {
+	spec := s.Addr() + ":" + strconv.Itoa(s.Weight)
+	if s.Alias != "" {
+		spec += " " + s.Alias
+	}
+	return spec
+}
+
+func addrs(servers []Server) []string {
+	a := make([]string, len(servers))
+	for i, s := range servers {
+		a[i] = s.Addr()
+	}
+	return a
+}
+
+// Fleet keeps memcached servers running across cases, one per address.
+type Fleet struct {
+	servers map[string]*Memcached
+}
+
+// Ensure starts memcached on every server's address that has none yet and empties
+// all of them.
+func (f *Fleet) Ensure(servers []Server) error {
+	if f.servers == nil {
+		f.servers = make(map[string]*Memcached)
+	}
+	for _, s := range servers {
+		if _, ok := f.servers[s.Addr()]; ok {
+			continue
+		}
+		m, err := StartMemcached(s.Addr())
+		if err != nil {
+			return err
+		}
+		f.servers[s.Addr()] = m
+	}
+	return FlushAll(addrs(servers))
+}
+
+// Stop stops every memcached the fleet started.
+func (f *Fleet) Stop() {
+	for _, m := range f.servers {
+		m.Stop()
+	}
+	f.servers = nil
+}
+
+// Pool is a twemproxy pool: its distribution, key hash, hash tag and servers.
+type Pool struct {
+	Distribution string // ketama, modula
+	Hash         string // a twemproxy hash name
+	HashTag      string // "" or two characters
+	Servers      []Server
+}
+
+// YAML returns the pool as a nutcracker.yml with one pool, "pool", listening on
+// listen.
+func (p Pool) YAML(listen string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool:\n  listen: %s\n  hash: %s\n  distribution: %s\n", listen, p.Hash, p.Distribution)
+	if p.HashTag != "" {
+		fmt.Fprintf(&b, "  hash_tag: %q\n", p.HashTag)
+	}
+	b.WriteString("  auto_eject_hosts: false\n  timeout: 2000\n  servers:\n")
+	for _, s := range p.Servers {
+		fmt.Fprintf(&b, "   - %s\n", s.Spec())
+	}
+	return b.String()
+}
+
+// NutcrackerVersion returns nutcracker's version line.
+func NutcrackerVersion() string {
+	bin, err := Binary("nutcracker")
+	if err != nil {
+		return "unknown"
+	}
+	return Version(bin, "-V")
+}
+
+// Twemproxy starts nutcracker with pool p in dir, stores every key through it, and
+// returns the index in p.Servers of the memcached that holds each key. The fleet
+// must run p's servers.
+func Twemproxy(dir string, f *Fleet, p Pool, keys [][]byte) ([]int, error) {
+	bin, err := Binary("nutcracker")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Ensure(p.Servers); err != nil {
+		return nil, err
+	}
+	port, err := FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	stats, err := FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	conf := filepath.Join(dir, "nutcracker.yml")
+	if err := os.WriteFile(conf, []byte(p.YAML(listen)), 0o644); err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	proc, err := Start(bin, "-c", conf, "-s", strconv.Itoa(stats), "-a", "127.0.0.1", "-v", "4")
+	if err != nil {
+		return nil, err
+	}
+	defer proc.Stop()
+	if err := proc.WaitListen(listen); err != nil {
+		return nil, err
+	}
+	if err := SetAll(listen, keys); err != nil {
+		return nil, fmt.Errorf("%w (nutcracker: %s)", err, tail(proc.Output()))
+	}
+	return Holders(addrs(p.Servers), keys)
+}
+
+// BuildLibmemcached compiles libmemcached.c from srcDir into dir and returns the
+// program's path.
+func BuildLibmemcached(srcDir, dir string) (string, error) {
+	if _, err := os.Stat("/usr/include/libmemcached/memcached.h"); err != nil {
+		return "", fmt.Errorf("live: libmemcached-dev: %w", ErrMissing)
+	}
+	cc, err := Binary("cc")
+	if err != nil {
+		return "", err
+	}
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "libmemcached").Output()
+	if err != nil {
+		return "", fmt.Errorf("live: pkg-config libmemcached: %w", err)
+	}
+	bin := filepath.Join(dir, "libmemcached")
+	args := append([]string{"-O1", "-o", bin, filepath.Join(srcDir, "libmemcached.c")}, strings.Fields(string(flags))...)
+	if _, err := run(context.Background(), nil, nil, cc, args...); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// Libmemcached runs the program BuildLibmemcached made in mode ("ketama" or
+// "ketama_weighted") with the given MEMCACHED_BEHAVIOR_HASH name ("-" for none)
+// over servers, which the fleet runs, and returns per key the index of the server
+// libmemcached chose, after checking that the key was stored there.
+func Libmemcached(bin string, f *Fleet, mode, hash string, servers []Server, keys [][]byte) ([]int, error) {
+	if err := f.Ensure(servers); err != nil {
+		return nil, err
+	}
+	args := []string{mode, hash}
+	for _, s := range servers {
+		args = append(args, s.Addr()+":"+strconv.Itoa(s.Weight))
+	}
+	out, err := run(context.Background(), nil, lines(keys), bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	return checkStored(out, servers, keys)
+}
+
+// SpymemcachedJar is the Debian package's jar.
+const SpymemcachedJar = "/usr/share/java/spymemcached.jar"
+
+// BuildSpymemcached compiles Spy.java from srcDir into dir.
+func BuildSpymemcached(srcDir, dir string) error {
+	if _, err := os.Stat(SpymemcachedJar); err != nil {
+		return fmt.Errorf("live: %s (libspymemcached-java): %w", SpymemcachedJar, ErrMissing)
+	}
+	javac, err := Binary("javac")
+	if err != nil {
+		return err
+	}
+	_, err = run(context.Background(), nil, nil, javac, "-d", dir, "-cp", SpymemcachedJar, filepath.Join(srcDir, "Spy.java"))
+	return err
+}
+
+// Spymemcached runs Spy (compiled into dir) over servers, which the fleet runs,
+// passing weights when weighted, and returns per key the index of the server
+// spymemcached chose, after checking that the key was stored there. Keys must be
+// UTF-8.
+func Spymemcached(dir string, f *Fleet, weighted bool, servers []Server, keys [][]byte) ([]int, error) {
+	java, err := Binary("java")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Ensure(servers); err != nil {
+		return nil, err
+	}
+	args := []string{"-cp", SpymemcachedJar + string(os.PathListSeparator) + dir, "Spy"}
+	if weighted {
+		args = append(args, "-weighted")
+	}
+	for _, s := range servers {
+		args = append(args, s.Addr()+":"+strconv.Itoa(s.Weight))
+	}
+	out, err := run(context.Background(), nil, lines(keys), java, args...)
+	if err != nil {
+		return nil, err
+	}
+	return checkStored(out, servers, keys)
+}
+
+// checkStored maps the program's answers (one host:port per key) to server
+// indexes and checks that each key is stored on its server.
+func checkStored(out []byte, servers []Server, keys [][]byte) ([]int, error) {
+	said, err := answers(out, servers, len(keys), Server.Addr)
+	if err != nil {
+		return nil, err
+	}
+	held, err := Holders(addrs(servers), keys)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		if said[i] != held[i] {
+			return nil, fmt.Errorf("live: key %q: the client said %s but stored it on %s", keys[i], servers[said[i]].Addr(), servers[held[i]].Addr())
+		}
+	}
+	return said, nil
+}
+
+// answers maps n output lines, each a server's name(s), to indexes in servers.
+func answers(out []byte, servers []Server, n int, name func(Server) string) ([]int, error) {
+	index := make(map[string]int, len(servers))
+	for i, s := range servers {
+		index[name(s)] = i
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if n == 0 {
+		got = nil
+	}
+	if len(got) != n {
+		return nil, fmt.Errorf("live: %d answers for %d keys", len(got), n)
+	}
+	where := make([]int, n)
+	for i, g := range got {
+		j, ok := index[g]
+		if !ok {
+			return nil, fmt.Errorf("live: answer %q names no server", g)
+		}
+		where[i] = j
+	}
+	return where, nil
+}
+
+func lines(keys [][]byte) []byte {
+	var b bytes.Buffer
+	for _, k := range keys {
+		b.Write(k)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// NPMDir returns the directory holding node_modules/hashring: $CHASH_NPM_DIR, or
+// chash/npm in the user's cache directory, where .ci/setup.d/compat.sh installs it.
+func NPMDir() string {
+	if d := os.Getenv("CHASH_NPM_DIR"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "chash", "npm")
+}
+
+// HashringVersion returns the installed version of the npm package hashring.
+func HashringVersion() (string, error) {
+	b, err := os.ReadFile(filepath.Join(NPMDir(), "node_modules", "hashring", "package.json"))
+	if err != nil {
+		return "", fmt.Errorf("live: npm hashring (run .ci/setup.d/compat.sh): %w", ErrMissing)
+	}
+	const field = `"version":`
+	_, v, ok := bytes.Cut(b, []byte(field))
+	if !ok {
+		return "unknown", nil
+	}
+	v, _, _ = bytes.Cut(v, []byte(","))
+	return strings.Trim(strings.TrimSpace(string(v)), `"`), nil
+}
+
+// Hashring runs hashring.js from srcDir with node over servers and returns per key
+// the index of the server the npm package hashring chose. Keys must be UTF-8.
+func Hashring(srcDir string, servers []Server, keys [][]byte) ([]int, error) {
+	node, err := Binary("node")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := HashringVersion(); err != nil {
+		return nil, err
+	}
+	args := []string{filepath.Join(srcDir, "hashring.js")}
+	for _, s := range servers {
+		args = append(args, s.Addr()+":"+strconv.Itoa(s.Weight))
+	}
+	out, err := run(context.Background(), []string{"CHASH_NPM_DIR=" + NPMDir()}, lines(keys), node, args...)
+	if err != nil {
+		return nil, err
+	}
+	return answers(out, servers, len(keys), Server.Addr)
+}

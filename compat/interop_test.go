@@ -1,0 +1,166 @@
+package compat_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/chash-dev/chash/compat/internal/live"
+	"github.com/chash-dev/chash/internal/config"
+)
+
+// This file holds what the golden tests and the interop tests share: cases written
+// as chash configs, keys, and the comparison.
+
+// A routeCase is a server list routed by a program, written as a chash config
+// (nutcracker.yml syntax) whose pool routes like that program.
+type routeCase struct {
+	name         string
+	distribution string // a config distribution name
+	hash         string // "" for the distribution's default
+	hashTag      string
+	servers      []live.Server
+}
+
+// yaml returns the case as a chash config with one pool, "pool".
+func (c routeCase) yaml() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pool:\n  distribution: %s\n", c.distribution)
+	if c.hash != "" {
+		fmt.Fprintf(&b, "  hash: %s\n", c.hash)
+	}
+	if c.hashTag != "" {
+		fmt.Fprintf(&b, "  hash_tag: %q\n", c.hashTag)
+	}
+	b.WriteString("  servers:\n")
+	for _, s := range c.servers {
+		fmt.Fprintf(&b, "   - %s\n", s.Spec())
+	}
+	return b.String()
+}
+
+// displayName is the name chash route prints for s: its alias, else host:port.
+func displayName(s live.Server) string {
+	if s.Alias != "" {
+		return s.Alias
+	}
+	return s.Addr()
+}
+
+// routeConfig routes keys through the pool of conf (a chash config named file),
+// as chash route does, and returns the server names.
+func routeConfig(file, conf string, keys [][]byte) ([]string, error) {
+	f, err := config.Parse(file, []byte(conf))
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.Pool("")
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.Router()
+	if err != nil {
+		return nil, err
+	}
+	got := make([]string, len(keys))
+	for i, k := range keys {
+		if got[i], err = r.Lookup(p.HashKey(k)); err != nil {
+			return nil, fmt.Errorf("Lookup(%q): %w", k, err)
+		}
+	}
+	return got, nil
+}
+
+// compareRoutes reports keys on which got and want differ: a count and the first
+// few.
+func compareRoutes(t *testing.T, what string, keys [][]byte, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d answers for %d keys", what, len(got), len(want))
+	}
+	bad := 0
+	for i := range keys {
+		if got[i] != want[i] {
+			if bad < 5 {
+				t.Errorf("%s: Lookup(%q) = %q; want %q", what, keys[i], got[i], want[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d keys routed differently", what, bad, len(keys))
+	}
+}
+
+// keyGen makes random keys that memcached, nginx and the clients accept: 1 to 40
+// bytes with no space or control byte. Some carry hash tags ("{user7}:name"), some
+// bytes >= 0x80 — valid UTF-8 when utf8Only, else any such byte.
+func keyGen(r *rand.Rand, n int, utf8Only bool) [][]byte {
+	const printable = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:.{}/!#$%&()*+,;<=>?@[]^`|~'\""
+	runes := []rune("éüßøñçåπλж中文字日本語한국어🙂🚀€")
+	keys := make([][]byte, 0, n)
+	seen := map[string]bool{}
+	for len(keys) < n {
+		var k []byte
+		switch r.IntN(10) {
+		case 0: // hash tag
+			k = fmt.Appendf(nil, "{user%d}:%s", r.IntN(50), []string{"name", "mail", "cart", "x"}[r.IntN(4)])
+		case 1: // non-ASCII
+			for range 1 + r.IntN(12) {
+				switch {
+				case r.IntN(3) == 0:
+					k = append(k, printable[r.IntN(len(printable))])
+				case utf8Only:
+					k = utf8.AppendRune(k, runes[r.IntN(len(runes))])
+				default:
+					k = append(k, byte(0x80+r.IntN(0x80)))
+				}
+			}
+		default:
+			for range 1 + r.IntN(40) {
+				k = append(k, printable[r.IntN(len(printable))])
+			}
+		}
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// need handles an error from starting a real program: a missing program skips
+// the test, except in CI (CI=true), where it is a failure; any other error fails.
+func need(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, live.ErrMissing) && os.Getenv("CI") != "true" {
+		t.Skipf("%v (CI installs it: .ci/apt-packages, .ci/setup.d/compat.sh)", err)
+	}
+	t.Fatal(err)
+}
+
+// names maps server indexes to display names.
+func names(servers []live.Server, where []int) []string {
+	out := make([]string, len(where))
+	for i, w := range where {
+		out[i] = displayName(servers[w])
+	}
+	return out
+}
+
+func hasNonASCII(keys [][]byte) bool {
+	for _, k := range keys {
+		if bytes.IndexFunc(k, func(r rune) bool { return r >= 0x80 }) >= 0 {
+			return true
+		}
+	}
+	return false
+}
