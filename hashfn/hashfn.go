@@ -24,6 +24,21 @@ type Func func(key []byte) uint32
 
 // funcs maps configuration names to functions.
 var funcs = map[string]Func{
+	// twemproxy's names (src/hashkit/nc_hashkit.h, HASH_CODEC).
+	"one_at_a_time": OneAtATime,
+	"md5":           MD5,
+	"crc16":         CRC16,
+	"crc32":         CRC32,
+	"crc32a":        CRC32A,
+	"fnv1_64":       FNV1_64,
+	"fnv1a_64":      FNV1a_64,
+	"fnv1_32":       FNV1_32,
+	"fnv1a_32":      FNV1a_32,
+	"hsieh":         Hsieh,
+	"murmur":        Murmur,
+	"jenkins":       Jenkins,
+
+	// chash's own additions.
 	"xxh64":        XXH64,
 	"java_fnv1_32": JavaFNV1_32,
 }
