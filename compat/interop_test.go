@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/chash-dev/chash/compat/internal/live"
 	"github.com/chash-dev/chash/internal/config"
@@ -95,43 +93,6 @@ func compareRoutes(t *testing.T, what string, keys [][]byte, got, want []string)
 	if bad > 0 {
 		t.Errorf("%s: %d of %d keys routed differently", what, bad, len(keys))
 	}
-}
-
-// keyGen makes random keys that memcached, nginx and the clients accept: 1 to 40
-// bytes with no space or control byte. Some carry hash tags ("{user7}:name"), some
-// bytes >= 0x80 — valid UTF-8 when utf8Only, else any such byte.
-func keyGen(r *rand.Rand, n int, utf8Only bool) [][]byte {
-	const printable = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:.{}/!#$%&()*+,;<=>?@[]^`|~'\""
-	runes := []rune("éüßøñçåπλж中文字日本語한국어🙂🚀€")
-	keys := make([][]byte, 0, n)
-	seen := map[string]bool{}
-	for len(keys) < n {
-		var k []byte
-		switch r.IntN(10) {
-		case 0: // hash tag
-			k = fmt.Appendf(nil, "{user%d}:%s", r.IntN(50), []string{"name", "mail", "cart", "x"}[r.IntN(4)])
-		case 1: // non-ASCII
-			for range 1 + r.IntN(12) {
-				switch {
-				case r.IntN(3) == 0:
-					k = append(k, printable[r.IntN(len(printable))])
-				case utf8Only:
-					k = utf8.AppendRune(k, runes[r.IntN(len(runes))])
-				default:
-					k = append(k, byte(0x80+r.IntN(0x80)))
-				}
-			}
-		default:
-			for range 1 + r.IntN(40) {
-				k = append(k, printable[r.IntN(len(printable))])
-			}
-		}
-		if !seen[string(k)] {
-			seen[string(k)] = true
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }
 
 // need handles an error from starting a real program: a missing program skips

@@ -13,9 +13,12 @@ import (
 //
 // Node names are the strings twemproxy hashes for a server: its alias when the
 // server line has one, else the host alone when the port is 11211, else host:port as
-// written; TwemproxyName computes them. Set each Node's Order to its index in the
-// config: twemproxy sorts points with glibc's qsort, a stable merge sort, so on a
-// tie the server listed first wins.
+// written; TwemproxyName computes them. Set each Node's Order to len(Name):
+// twemproxy sorts a pool's servers by name, shorter names first, then bytewise
+// (nc_conf.c, conf_validate_server), and sorts the points with glibc's qsort, a
+// stable merge sort, so on a tie between two servers' points the server first in
+// that order wins; the ring orders nodes by Order, then Name, which is the same
+// order. The order of the server lines in the config does not matter.
 //
 // A server of weight w in a ring of n servers of total weight t owns
 // floor(w/t·40·n)·4 points, computed in float32 as twemproxy does (see

@@ -1,9 +1,11 @@
 package compat
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/chash-dev/chash"
@@ -11,10 +13,16 @@ import (
 )
 
 // Modula routes keys as twemproxy's "distribution: modula" does
-// (src/hashkit/nc_modula.c): the servers, in config order, are laid out in a table
-// with one slot per unit of weight (server 0 weight times, then server 1, ...), and
-// a key goes to slot hash % len(table), the hash being twemproxy's: the key's hash
-// tag hashed with the pool's hash, 0 for an empty key.
+// (src/hashkit/nc_modula.c): the servers are laid out in a table with one slot per
+// unit of weight (the first server weight times, then the next, ...), and a key
+// goes to slot hash % len(table), the hash being twemproxy's: the key's hash tag
+// hashed with the pool's hash, 0 for an empty key.
+//
+// The order of the table is not the config's: twemproxy sorts a pool's servers by
+// name when it validates the config (nc_conf.c, conf_validate_server, which sorts
+// to find duplicate names), comparing names by length first and then bytewise
+// (string_compare). Nodes must therefore be named as twemproxy names servers
+// (TwemproxyName), and NewModula sorts them the same way.
 //
 // Modula is not a ring: adding or removing a server moves most keys, which is why
 // twemproxy recommends it only for pools whose membership never changes. It is
@@ -26,8 +34,8 @@ type Modula struct {
 	slots   []int32
 }
 
-// NewModula returns twemproxy's modula table of nodes, given in config order (their
-// Order fields are ignored), with keys hashed by keyHash (nil means fnv1a_64) under
+// NewModula returns twemproxy's modula table of nodes, named as twemproxy names
+// them and given in any order (their Order fields are ignored), with keys hashed by keyHash (nil means fnv1a_64) under
 // hash tag hashTag ("" for none; see Ketama.HashTag). It is an error, naming the
 // node, if a name is empty or repeated or a weight is below 1, or if nodes is
 // empty.
@@ -37,7 +45,10 @@ func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula
 	}
 	seen := make(map[string]bool, len(nodes))
 	m := &Modula{keyHash: keyHash, hashTag: hashTag, nodes: slices.Clone(nodes)}
-	for i, n := range nodes {
+	slices.SortStableFunc(m.nodes, func(a, b chash.Node) int {
+		return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
+	})
+	for i, n := range m.nodes {
 		switch {
 		case n.Name == "":
 			return nil, errors.New("compat: modula: node with an empty name")
@@ -69,5 +80,5 @@ func (m *Modula) LookupString(key string) (string, error) {
 	return m.Lookup(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// Nodes returns the nodes in config order.
+// Nodes returns the nodes in table order: by length of name, then name.
 func (m *Modula) Nodes() []chash.Node { return slices.Clone(m.nodes) }

@@ -30,7 +30,7 @@ func NginxConf(dir, listen string, servers []Server) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "daemon off;\nmaster_process off;\nworker_processes 1;\npid %s;\nerror_log %s warn;\n",
 		filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
-	b.WriteString("events { worker_connections 256; }\nhttp {\n  access_log off;\n")
+	b.WriteString("events { worker_connections 256; }\nhttp {\n  access_log off;\n  keepalive_requests 1000000;\n")
 	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 		fmt.Fprintf(&b, "  %s_temp_path %s;\n", t, filepath.Join(dir, t))
 	}
@@ -78,15 +78,24 @@ func Nginx(dir string, servers []Server, keys [][]byte) ([]int, error) {
 			return nil, err
 		}
 	}
-	c, err := net.DialTimeout("tcp", listen, Timeout)
-	if err != nil {
-		return nil, fmt.Errorf("live: %w", err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(6 * Timeout))
-	r := bufio.NewReader(c)
+	var (
+		c net.Conn
+		r *bufio.Reader
+	)
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
 	var got strings.Builder
 	for _, k := range keys {
+		if c == nil {
+			if c, err = net.DialTimeout("tcp", listen, Timeout); err != nil {
+				return nil, fmt.Errorf("live: %w", err)
+			}
+			c.SetDeadline(time.Now().Add(6 * Timeout))
+			r = bufio.NewReader(c)
+		}
 		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: chash\r\nX-Key: %s\r\n\r\n", k); err != nil {
 			return nil, fmt.Errorf("live: nginx: %w", err)
 		}
@@ -101,6 +110,10 @@ func Nginx(dir string, servers []Server, keys [][]byte) ([]int, error) {
 		}
 		got.Write(body)
 		got.WriteByte('\n')
+		if resp.Close {
+			c.Close()
+			c = nil
+		}
 	}
 	return answers([]byte(got.String()), servers, len(keys), Server.Addr)
 }

@@ -76,7 +76,7 @@ func (f *Fleet) Stop() {
 // Pool is a twemproxy pool: its distribution, key hash, hash tag and servers.
 type Pool struct {
 	Distribution string // ketama, modula
-	Hash         string // a twemproxy hash name
+	Hash         string // a twemproxy hash name, "" for the default
 	HashTag      string // "" or two characters
 	Servers      []Server
 }
@@ -85,11 +85,14 @@ type Pool struct {
 // listen.
 func (p Pool) YAML(listen string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pool:\n  listen: %s\n  hash: %s\n  distribution: %s\n", listen, p.Hash, p.Distribution)
+	fmt.Fprintf(&b, "pool:\n  listen: %s\n  distribution: %s\n", listen, p.Distribution)
+	if p.Hash != "" {
+		fmt.Fprintf(&b, "  hash: %s\n", p.Hash)
+	}
 	if p.HashTag != "" {
 		fmt.Fprintf(&b, "  hash_tag: %q\n", p.HashTag)
 	}
-	b.WriteString("  auto_eject_hosts: false\n  timeout: 2000\n  servers:\n")
+	b.WriteString("  auto_eject_hosts: false\n  servers:\n")
 	for _, s := range p.Servers {
 		fmt.Fprintf(&b, "   - %s\n", s.Spec())
 	}

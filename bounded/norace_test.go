@@ -1,0 +1,5 @@
+//go:build !race
+
+package bounded
+
+const raceEnabled = false

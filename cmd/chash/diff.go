@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/plot"
+)
+
+func init() { register(newDiff) }
+
+// listFlag is a flag that may be given several times.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+type diffFlags struct {
+	pool     string
+	newPool  string
+	add      listFlag
+	remove   listFlag
+	sample   int
+	ranges   int
+	format   string
+	plot     string
+	ringPlot string
+}
+
+func newDiff() *Command {
+	f := new(diffFlags)
+	c := &Command{
+		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]",
+		Short:     "show which keys move between two configurations, as a migration plan",
+		Long: `Diff compares a pool of the configuration OLD with the same pool of NEW, or,
+given one file, with that pool changed by --add and --remove, and prints what
+moves: the fraction of the key space that changes server, a from -> to table of
+the moved fractions, and the moved hash ranges, a migration plan. For
+comparison it prints the ideal, the least any scheme must move (the joining
+servers' fair share for an addition, the leaving servers' share for a
+removal), and what modulo hashing (hash mod n over the same servers in the
+same order, each repeated by its weight as twemproxy's modula does) would
+move.
+
+--add SERVER adds a server written as in a servers list, "host:port:weight"
+with an optional " alias"; --remove NAME removes the server of that name
+(its alias, else host:port). Both may be repeated, and apply to NEW when it is
+given. --pool names the pool in both files (--new-pool, if given, in NEW).
+
+Between two rings that hash keys alike (chash and seed pools, and the
+twemproxy-compatible rings once the config package exposes their rings) the
+figures are exact: the two sorted point arrays are merged into hash ranges,
+and each range whose owner changes is counted whole. Two lookup tables of the
+same size are compared entry by entry. Anything else is measured by routing
+--sample generated keys (1000000 by default) through both, and lists no ranges.
+
+Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+hashes keys: a key moves from "from" to "to" when its position is in the
+range. Text output lists the first --ranges ranges (20 by default; 0 for all).
+
+--format json prints one JSON object, a stable interface:
+
+	{"old": {"config", "pool", "distribution"}, "new": {...},
+	 "method": "arcs"|"table"|"sample", "total": N,
+	 "moved", "ideal", "modulo_moved",
+	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
+	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
+	 "ranges": [{"start", "end", "from", "to"}, ...],
+	 "before": BALANCE, "after": BALANCE}
+
+Shares are fractions of the key space; "count" counts ring positions (of
+"total", 2^32), table entries or sample keys; flows are sorted by from, then
+to, in the files' order of servers, and ranges by start. BALANCE is the object
+chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
+header record,from,to,share,count,start,end: record is "flow" or "range"; a
+flow's start and end are empty.
+
+--plot writes bars of each server's share before and after, and --ring-plot
+a picture of both rings and the moved ranges (ring distributions only); IMAGE
+ends in .png or .svg.`,
+	}
+	c.Flag.StringVar(&f.pool, "pool", "", "compare the pool called `NAME` (required if a file has several)")
+	c.Flag.StringVar(&f.newPool, "new-pool", "", "the pool's `NAME` in NEW, if not the same as in OLD")
+	c.Flag.Var(&f.add, "add", "add the `SERVER` host:port:weight[ alias] (repeatable)")
+	c.Flag.Var(&f.remove, "remove", "remove the server called `NAME` (repeatable)")
+	c.Flag.IntVar(&f.sample, "sample", defaultSample, "route `N` sample keys where movement cannot be computed exactly")
+	c.Flag.IntVar(&f.ranges, "ranges", 20, "list the first `N` moved ranges in text output (0: all)")
+	c.Flag.StringVar(&f.format, "format", "text", "print `FORMAT`: text, json or csv")
+	c.Flag.StringVar(&f.plot, "plot", "", "write bars of the shares before and after to `IMAGE` (.png or .svg)")
+	c.Flag.StringVar(&f.ringPlot, "ring-plot", "", "write a picture of both rings and the moved ranges to `IMAGE`")
+	c.Run = f.run
+	return c
+}
+
+// side is one of the two configurations diff compares.
+type side struct {
+	Config       string `json:"config"`
+	Pool         string `json:"pool"`
+	Distribution string `json:"distribution"`
+	// Change describes --add and --remove, for text output.
+	change  string
+	servers []config.Server
+	router  config.Router
+}
+
+// diffOutput is the JSON that diff prints.
+type diffOutput struct {
+	Old         side             `json:"old"`
+	New         side             `json:"new"`
+	Method      string           `json:"method"`
+	Total       uint64           `json:"total"`
+	Moved       float64          `json:"moved"`
+	Ideal       float64          `json:"ideal"`
+	ModuloMoved float64          `json:"modulo_moved"`
+	Added       []string         `json:"added"`
+	Removed     []string         `json:"removed"`
+	Reweighted  []string         `json:"reweighted"`
+	Flows       []analyze.Flow   `json:"flows"`
+	Ranges      []analyze.Range  `json:"ranges"`
+	Before      *analyze.Balance `json:"before"`
+	After       *analyze.Balance `json:"after"`
+}
+
+func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
+	switch {
+	case len(args) == 0:
+		return cmd.UsageError(env.Stderr, "no configuration given")
+	case len(args) > 2:
+		return cmd.UsageError(env.Stderr, "too many arguments")
+	case len(args) == 1 && len(f.add) == 0 && len(f.remove) == 0:
+		return cmd.UsageError(env.Stderr, "give a NEW configuration, or --add or --remove")
+	}
+	if code := checkOutput(cmd, env, f.format, f.plot, f.ringPlot); code != 0 {
+		return code
+	}
+	if f.sample < 1 || f.ranges < 0 {
+		return cmd.UsageError(env.Stderr, "--sample %d, --ranges %d: want at least 1 and 0", f.sample, f.ranges)
+	}
+	var adds []config.Server
+	for _, a := range f.add {
+		s, err := parseServer(a)
+		if err != nil {
+			return cmd.UsageError(env.Stderr, "--add %q: %v", a, err)
+		}
+		adds = append(adds, s)
+	}
+	oldPool, oldR, code := loadPool(cmd, env, args[0], f.pool)
+	if code != 0 {
+		return code
+	}
+	newPool, newR := oldPool, oldR
+	newFile := args[0]
+	if len(args) == 2 {
+		newFile = args[1]
+		name := f.newPool
+		if name == "" {
+			name = f.pool
+		}
+		if newPool, newR, code = loadPool(cmd, env, newFile, name); code != 0 {
+			return code
+		}
+	}
+	newServers := newPool.Servers
+	if len(adds) > 0 || len(f.remove) > 0 {
+		var err error
+		if newServers, err = change(newServers, adds, f.remove); err != nil {
+			cmd.Errorf(env.Stderr, "%v", err)
+			return 2
+		}
+		if newR, err = newPool.RouterOf(newServers); err != nil {
+			cmd.Errorf(env.Stderr, "%v", err)
+			return 2
+		}
+	}
+	out := diffOutput{
+		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, servers: oldPool.Servers, router: oldR},
+		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, servers: newServers, router: newR,
+			change: changeText(adds, f.remove)},
+	}
+	oldNodes, oldNames := poolNodes(out.Old.servers)
+	newNodes, newNames := poolNodes(out.New.servers)
+	if oldPool.HashTag != newPool.HashTag {
+		cmd.Errorf(env.Stderr, "the pools' hash tags differ (%q, %q): keys would be hashed differently", oldPool.HashTag, newPool.HashTag)
+		return 2
+	}
+	keys := hashKeys(oldPool, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling"))
+	d, err := analyze.Compare(oldR, newR, oldNodes, newNodes, keys)
+	if err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
+	// Modulo hashing over the servers in the files' order, not the rings', each
+	// repeated by its weight as in twemproxy's modula.
+	d.ModuloMoved = analyze.ModuloMoved(analyze.ModuloTable(oldNodes), analyze.ModuloTable(newNodes))
+	d.Old.Reorder(oldNames)
+	d.New.Reorder(newNames)
+	out.Method, out.Total = d.Method, d.Total
+	out.Moved, out.Ideal, out.ModuloMoved = d.Moved, d.Ideal, d.ModuloMoved
+	out.Added, out.Removed, out.Reweighted = d.Added, d.Removed, d.Reweighted
+	sortFlows(d.Flows, oldNames, newNames)
+	out.Flows, out.Ranges = d.Flows, d.Ranges
+	out.Before, out.After = d.Old, d.New
+	if err := f.write(env.Stdout, &out); err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
+	if f.plot != "" {
+		title := fmt.Sprintf("Pool %q: %s", out.New.Pool, diffTitle(&out))
+		if err := savePlot(f.plot, func() (*plot.Chart, error) { return plot.Diff(d, title) }); err != nil {
+			cmd.Errorf(env.Stderr, "%v", err)
+			return 1
+		}
+	}
+	if f.ringPlot != "" {
+		or, on := ringOf(oldR)
+		nr, nn := ringOf(newR)
+		if or == nil || nr == nil || d.Method != analyze.MethodArcs {
+			cmd.Errorf(env.Stderr, "--ring-plot: no two comparable rings to draw")
+			return 1
+		}
+		names := slices.Clone(oldNames)
+		for _, n := range newNames {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		pic := plot.RingPicture{
+			Title: fmt.Sprintf("Pool %q: %s\nmoved %s of keys (ideal %s, modulo hashing %s)",
+				out.New.Pool, diffTitle(&out), pct(d.Moved), pct(d.Ideal), pct(d.ModuloMoved)),
+			Nodes:  names,
+			Layers: ringLayers(analyze.Arcs(or), analyze.Arcs(nr), on, nn, d.Ranges),
+		}
+		if err := savePlot(f.ringPlot, func() (*plot.Chart, error) { return plot.Ring(pic) }); err != nil {
+			cmd.Errorf(env.Stderr, "%v", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// sortFlows sorts flows by source, then target, in the files' order of servers.
+func sortFlows(flows []analyze.Flow, oldNames, newNames []string) {
+	slices.SortStableFunc(flows, func(a, b analyze.Flow) int {
+		if c := cmp.Compare(slices.Index(oldNames, a.From), slices.Index(oldNames, b.From)); c != 0 {
+			return c
+		}
+		return cmp.Compare(slices.Index(newNames, a.To), slices.Index(newNames, b.To))
+	})
+}
+
+// ringLayers returns the three annuli of a diff's ring picture: before, after,
+// and the moved ranges.
+func ringLayers(before, after []analyze.Arc, on, nn map[string]string, ranges []analyze.Range) []plot.Layer {
+	moved := make([]analyze.Arc, len(ranges))
+	for i, r := range ranges {
+		moved[i] = analyze.Arc{Start: r.Start, End: r.End, Node: r.To}
+	}
+	return []plot.Layer{
+		{Arcs: renameArcs(before, on), Label: "outer ring: before"},
+		{Arcs: renameArcs(after, nn), Label: "middle ring: after"},
+		{Arcs: moved, Color: plot.MovedColor, Label: "inner ring: moved ranges"},
+	}
+}
+
+func diffTitle(out *diffOutput) string {
+	var parts []string
+	for _, n := range out.Added {
+		parts = append(parts, n+" joins")
+	}
+	for _, n := range out.Removed {
+		parts = append(parts, n+" leaves")
+	}
+	for _, n := range out.Reweighted {
+		parts = append(parts, n+" is reweighted")
+	}
+	if len(parts) == 0 {
+		return "no change of servers"
+	}
+	if len(parts) > 3 {
+		return fmt.Sprintf("%d servers join, %d leave, %d are reweighted", len(out.Added), len(out.Removed), len(out.Reweighted))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parseServer parses --add's argument, "host:port:weight" with an optional
+// " alias", as a servers list writes a server.
+func parseServer(s string) (config.Server, error) {
+	addr, alias, _ := strings.Cut(strings.TrimSpace(s), " ")
+	alias = strings.TrimSpace(alias)
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return config.Server{}, fmt.Errorf("want host:port:weight")
+	}
+	weight, err := strconv.Atoi(addr[i+1:])
+	if err != nil || weight < 1 {
+		return config.Server{}, fmt.Errorf("weight %q is not a positive integer", addr[i+1:])
+	}
+	hostPort := addr[:i]
+	j := strings.LastIndexByte(hostPort, ':')
+	if j <= 0 {
+		return config.Server{}, fmt.Errorf("want host:port:weight")
+	}
+	port, err := strconv.Atoi(hostPort[j+1:])
+	if err != nil || port < 1 || port > 65535 {
+		return config.Server{}, fmt.Errorf("port %q is not a number from 1 to 65535", hostPort[j+1:])
+	}
+	return config.Server{Host: hostPort[:j], Port: port, Weight: weight, Alias: alias}, nil
+}
+
+// change returns servers with those named by remove removed and adds appended.
+func change(servers, adds []config.Server, remove []string) ([]config.Server, error) {
+	out := slices.Clone(servers)
+	for _, name := range remove {
+		i := slices.IndexFunc(out, func(s config.Server) bool { return s.Name() == name })
+		if i < 0 {
+			return nil, fmt.Errorf("--remove %q: no such server", name)
+		}
+		out = slices.Delete(out, i, i+1)
+	}
+	for _, a := range adds {
+		if slices.ContainsFunc(out, func(s config.Server) bool { return s.Name() == a.Name() }) {
+			return nil, fmt.Errorf("--add: server %q is already in the pool", a.Name())
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func changeText(adds []config.Server, remove []string) string {
+	var parts []string
+	for _, a := range adds {
+		parts = append(parts, "+"+a.Name())
+	}
+	for _, r := range remove {
+		parts = append(parts, "-"+r)
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
+	switch f.format {
+	case "json":
+		return writeJSON(w, out)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"record", "from", "to", "share", "count", "start", "end"})
+		for _, fl := range out.Flows {
+			cw.Write([]string{"flow", fl.From, fl.To, fmtFloat(fl.Share), strconv.FormatUint(fl.Count, 10), "", ""})
+		}
+		for _, r := range out.Ranges {
+			cw.Write([]string{"range", r.From, r.To, fmtFloat(float64(r.Len()) / analyze.RingSize), strconv.FormatUint(r.Len(), 10),
+				strconv.FormatUint(uint64(r.Start), 10), strconv.FormatUint(uint64(r.End), 10)})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	bw := bufio.NewWriter(w)
+	describe := func(label string, s side) {
+		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %d servers", label, s.Pool, s.Config, s.Distribution, len(s.servers))
+		if s.change != "" {
+			fmt.Fprintf(bw, " (%s)", s.change)
+		}
+		fmt.Fprintln(bw)
+	}
+	describe("old:", out.Old)
+	describe("new:", out.New)
+	fmt.Fprintln(bw)
+	ideal := "the least any scheme must move"
+	switch {
+	case len(out.Added) > 0 && len(out.Removed) == 0 && len(out.Reweighted) == 0:
+		ideal = "the joining servers' fair share"
+	case len(out.Removed) > 0 && len(out.Added) == 0 && len(out.Reweighted) == 0:
+		ideal = "the leaving servers' share"
+	}
+	label := out.New.Distribution
+	if out.Old.Distribution != out.New.Distribution {
+		label = out.Old.Distribution + " -> " + out.New.Distribution
+	}
+	fmt.Fprintln(bw, "keys that move:")
+	writeTable(bw, "  ", nil, [][]string{
+		{label, pct(out.Moved), movedMethod(out)},
+		{"ideal", pct(out.Ideal), ideal},
+		{"modulo hashing", pct(out.ModuloMoved), "hash mod n over the same servers in the same order, by weight"},
+	}, "lrl")
+	if len(out.Flows) > 0 {
+		fmt.Fprintln(bw)
+		rows := make([][]string, len(out.Flows))
+		for i, fl := range out.Flows {
+			rows[i] = []string{fl.From, "->", fl.To, pct(fl.Share), countText(out, fl)}
+		}
+		head := []string{"from", "", "to", "share", "keys"}
+		if out.Method == analyze.MethodArcs {
+			head[4] = "ranges"
+		}
+		writeTable(bw, "", head, rows, "lll")
+	}
+	if len(out.Ranges) > 0 {
+		n := len(out.Ranges)
+		if f.ranges > 0 {
+			n = min(n, f.ranges)
+		}
+		fmt.Fprintln(bw)
+		if n < len(out.Ranges) {
+			fmt.Fprintf(bw, "moved ranges of ring positions, the first %d of %d (--ranges 0 or --format csv lists all):\n", n, len(out.Ranges))
+		} else {
+			fmt.Fprintf(bw, "moved ranges of ring positions (%d):\n", n)
+		}
+		rows := make([][]string, n)
+		for i, r := range out.Ranges[:n] {
+			rows[i] = []string{strconv.FormatUint(uint64(r.Start), 10), strconv.FormatUint(uint64(r.End), 10), r.From, "->", r.To}
+		}
+		writeTable(bw, "", []string{"start", "end", "from", "", "to"}, rows, "rrll")
+	}
+	return bw.Flush()
+}
+
+func movedMethod(out *diffOutput) string {
+	switch out.Method {
+	case analyze.MethodArcs:
+		return "exact, from the two rings' points"
+	case analyze.MethodTable:
+		return "exact, entry by entry"
+	}
+	return fmt.Sprintf("sampled, %d generated keys routed", out.Total)
+}
+
+func countText(out *diffOutput, fl analyze.Flow) string {
+	if out.Method == analyze.MethodArcs {
+		return strconv.Itoa(fl.Ranges)
+	}
+	return strconv.FormatUint(fl.Count, 10)
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestDiffGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"diff-add", []string{"diff", "--add", "192.168.0.5:111:1", "testdata/seed5.yml"}},
+		{"diff-remove", []string{"diff", "--remove", "192.168.0.4:111", "testdata/seed5.yml"}},
+		{"diff-files", []string{"diff", "testdata/seed5.yml", "testdata/seed6.yml"}},
+		{"diff-files-json", []string{"diff", "--format", "json", "testdata/seed5.yml", "testdata/seed6.yml"}},
+		{"diff-add-csv", []string{"diff", "--format", "csv", "--add", "192.168.0.5:111:2 big", "testdata/seed5.yml"}},
+		{"diff-ranges", []string{"diff", "--pool", "a", "--add", "10.0.0.4:11211:1 four", "--remove", "two", "--ranges", "4", "testdata/two.yml"}},
+		{"diff-modula", []string{"diff", "--add", "10.0.0.5:11211:1", "--sample", "20000", "testdata/modula.yml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			golden(t, tt.name, nil, tt.args, nil)
+		})
+	}
+}
+
+// diffJSON is the JSON of chash diff, as a script would read it.
+type diffJSON struct {
+	Old struct {
+		Config, Pool, Distribution string
+	} `json:"old"`
+	Method      string  `json:"method"`
+	Total       uint64  `json:"total"`
+	Moved       float64 `json:"moved"`
+	Ideal       float64 `json:"ideal"`
+	ModuloMoved float64 `json:"modulo_moved"`
+	Added       []string
+	Removed     []string
+	Flows       []struct {
+		From, To string
+		Share    float64
+		Count    uint64
+		Ranges   int
+	} `json:"flows"`
+	Ranges []struct {
+		Start, End uint64
+		From, To   string
+	} `json:"ranges"`
+	After analyzeJSON `json:"after"`
+}
+
+// TestDiffJSON checks the ring's promise in diff's JSON: adding a server moves
+// exactly its new share, all to it, in ranges that add up; modulo hashing moves
+// five sixths.
+func TestDiffJSON(t *testing.T) {
+	stdout, stderr, code := runChash(t, nil, "diff", "--format", "json", "--add", "192.168.0.5:111:1", "testdata/seed5.yml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var d diffJSON
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatalf("JSON does not parse: %v", err)
+	}
+	if d.Method != "arcs" || d.Total != 1<<32 || d.Old.Pool != "articles" || len(d.Added) != 1 || len(d.Removed) != 0 {
+		t.Fatalf("diff JSON = %+v", d)
+	}
+	var joined float64
+	for _, n := range d.After.Nodes {
+		if n.Name == "192.168.0.5:111" {
+			joined = n.Share
+		}
+	}
+	if d.Moved != joined {
+		t.Errorf("moved %v; want the joining server's share %v", d.Moved, joined)
+	}
+	if d.Ideal != 1.0/6 {
+		t.Errorf("ideal %v; want 1/6", d.Ideal)
+	}
+	if math.Abs(d.ModuloMoved-5.0/6) > 1e-9 {
+		t.Errorf("modulo moved %v; want 5/6", d.ModuloMoved)
+	}
+	var flows, ranges uint64
+	n := 0
+	for _, f := range d.Flows {
+		if f.To != "192.168.0.5:111" {
+			t.Errorf("flow %+v is not to the joining server", f)
+		}
+		flows += f.Count
+		n += f.Ranges
+	}
+	for _, r := range d.Ranges {
+		ranges += r.End - r.Start + 1
+	}
+	if flows != ranges || n != len(d.Ranges) || float64(ranges)/(1<<32) != d.Moved {
+		t.Errorf("flows count %d positions in %d ranges; ranges %d in %d; moved %v", flows, n, ranges, len(d.Ranges), d.Moved)
+	}
+}
+
+// TestDiffCSV checks that diff's CSV parses and that its ranges add up to its
+// flows.
+func TestDiffCSV(t *testing.T) {
+	stdout, _, code := runChash(t, nil, "diff", "--format", "csv", "--remove", "two", "--pool", "a", "testdata/two.yml")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != "record,from,to,share,count,start,end" {
+		t.Fatalf("header %q", rows[0])
+	}
+	sums := map[string]uint64{}
+	for _, r := range rows[1:] {
+		count, err := strconv.ParseUint(r[4], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[1] != "two" {
+			t.Errorf("row %q: not from the removed server", r)
+		}
+		sums[r[0]] += count
+		if r[0] == "range" {
+			start, _ := strconv.ParseUint(r[5], 10, 64)
+			end, _ := strconv.ParseUint(r[6], 10, 64)
+			if end-start+1 != count {
+				t.Errorf("range %q: count is not end-start+1", r)
+			}
+		}
+	}
+	if sums["flow"] == 0 || sums["flow"] != sums["range"] {
+		t.Errorf("flows count %d positions, ranges %d", sums["flow"], sums["range"])
+	}
+}
+
+func TestDiffPlots(t *testing.T) {
+	dir := t.TempDir()
+	bars, ring := filepath.Join(dir, "bars.svg"), filepath.Join(dir, "ring.png")
+	_, stderr, code := runChash(t, nil, "diff", "--plot", bars, "--ring-plot", ring, "--add", "192.168.0.5:111:1", "testdata/seed5.yml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	checkImage(t, bars)
+	checkImage(t, ring)
+}
+
+func TestParseServer(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // Name and weight, or the error
+	}{
+		{"10.0.0.1:11211:2", "10.0.0.1:11211 2"},
+		{"10.0.0.1:11211:1 alias", "alias 1"},
+		{" host:80:3  spaced ", "spaced 3"},
+		{"[::1]:11211:1", "[::1]:11211 1"},
+		{"10.0.0.1:11211", "want host:port:weight"},
+		{"10.0.0.1:11211:x", `weight "x" is not a positive integer`},
+		{"10.0.0.1:0:1", `port "0" is not a number from 1 to 65535`},
+		{":11211:1", "want host:port:weight"},
+		{"host", "want host:port:weight"},
+	}
+	for _, tt := range tests {
+		s, err := parseServer(tt.in)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = s.Name() + " " + strconv.Itoa(s.Weight)
+		}
+		if got != tt.want {
+			t.Errorf("parseServer(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/proxy"
+)
+
+func init() { register(newProxy) }
+
+type proxyFlags struct {
+	config      string
+	testConf    bool
+	admin       string
+	ejectErrors bool
+	idle        time.Duration
+	maxValue    int
+	tlsCert     string
+	tlsKey      string
+	logJSON     bool
+	verbose     bool
+}
+
+func newProxy() *Command {
+	f := new(proxyFlags)
+	c := &Command{
+		UsageLine: "proxy --config FILE [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]",
+		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
+		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
+nutcracker.yml: each pool listens on its listen address and sends each
+memcached request to the server its distribution names for the key, exactly
+where nutcracker would. Clients speak the memcached text protocol, classic
+and meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
+server, sent in parallel and merged in the order of the keys.
+
+With auto_eject_hosts, a server that fails server_failure_limit times in a
+row leaves the ring and its keys go to the next server; unlike nutcracker, it
+comes back only once it answers a probe, tried every server_retry_timeout.
+--eject-errors answers an ejected server's keys with an error instead of
+moving them, for users who prefer misses to stale data.
+
+SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file
+is refused and the old configuration keeps serving; servers that stay keep
+their connections, and the fraction of the key space that moved is logged.
+SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
+most 10s), and exit 0.
+
+The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
+/metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
+/reload and /healthz.
+
+--test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
+2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.`,
+	}
+	c.Flag.StringVar(&f.config, "config", "", "the twemproxy configuration `FILE`")
+	c.Flag.BoolVar(&f.testConf, "test-conf", false, "check the configuration and exit")
+	c.Flag.StringVar(&f.admin, "admin", "127.0.0.1:22222", "admin HTTP listener `ADDR`; empty for none")
+	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them")
+	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long; 0 keeps them")
+	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
+	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM)")
+	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM)")
+	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
+	c.Flag.BoolVar(&f.verbose, "v", false, "log debug messages")
+	c.Run = func(ctx context.Context, c *Command, env *Env, args []string) int {
+		return runProxy(ctx, c, env, f, args)
+	}
+	return c
+}
+
+func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []string) int {
+	if len(args) > 0 {
+		return c.UsageError(env.Stderr, "unexpected arguments %q", args)
+	}
+	if f.config == "" {
+		return c.UsageError(env.Stderr, "--config is required (the embedded default stores are not built yet)")
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
+	}
+	file, err := config.Load(f.config)
+	if err == nil {
+		err = proxy.Validate(file)
+	}
+	if err != nil {
+		c.Errorf(env.Stderr, "%v", err)
+		return 2
+	}
+	if f.testConf {
+		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
+		return 0
+	}
+	level := slog.LevelInfo
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	var h slog.Handler = slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})
+	if f.logJSON {
+		h = slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level})
+	}
+	p := &proxy.Proxy{
+		Logger:      slog.New(h),
+		Limits:      memcache.Limits{MaxValue: f.maxValue},
+		EjectErrors: f.ejectErrors,
+		IdleTimeout: f.idle,
+		ConfigPath:  f.config,
+		Admin:       f.admin,
+	}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			c.Errorf(env.Stderr, "%v", err)
+			return 2
+		}
+		p.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if err := p.Start(file); err != nil {
+		c.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
+	for {
+		select {
+		case <-hup:
+			p.ReloadFile() // logs its outcome; a refused file leaves the old one serving
+		case <-ctx.Done():
+			p.Logger.Info("shutting down: finishing requests in flight")
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := p.Shutdown(sctx)
+			cancel()
+			if err != nil {
+				p.Logger.Warn("shutdown timed out; requests in flight were cut", "err", err)
+			}
+			return 0
+		}
+	}
+}

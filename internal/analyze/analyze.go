@@ -1,0 +1,378 @@
+// Package analyze computes how evenly a router spreads keys over its nodes and how
+// many keys move when its nodes change, exactly where that can be done and by
+// routing keys where it cannot.
+//
+// How each figure is computed:
+//
+//   - A *chash.Ring divides the 2^32 ring positions into arcs; a node's share is the
+//     total length of the arcs ending at its points (Ring.Shares), an exact count of
+//     positions. Movement between two rings is exact too: the two sorted point arrays
+//     are merged into hash ranges over which both owners are constant, and each range
+//     whose owner changes is counted whole (Rings).
+//   - A Table (a router that hashes keys uniformly onto a fixed table of entries,
+//     as Maglev does) is measured by counting the entries each node owns, and
+//     movement by comparing the two tables entry by entry. Both are exact for keys
+//     whose hashes are uniform over the entries.
+//   - A RingRouter (a router backed by a ring whose nodes it reports under other
+//     names, as the proxy's twemproxy-compatible pools do) is measured as its ring.
+//   - Any other Router (jump hash, rendezvous, a proxy's pool) is measured by routing
+//     keys, a key file's or generated ones (SampleKeys), and counting. Such figures
+//     are exact for those keys and estimates of the key space's shares, with the
+//     standard error that NodeShare.StdErr reports.
+//   - Modulo hashing (hash mod n over the same servers in the same order) is computed
+//     exactly for hashes uniform over 32 bits, in closed form (ModuloMoved).
+//
+// All shares are fractions of the key space, and all figures are deterministic.
+package analyze
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+
+	"github.com/chash-dev/chash"
+)
+
+// Router routes a key to the name of a node. *chash.Ring, the alternative
+// algorithms and the proxy's pools all satisfy it.
+type Router interface {
+	Lookup(key []byte) (string, error)
+}
+
+// A Table is a Router that hashes each key uniformly onto one of a fixed number
+// of equal table entries and returns the entry's owner, as Maglev does
+// (*maglev.Table). Measure and Compare count its entries for exact figures instead
+// of routing keys.
+type Table interface {
+	Router
+	// Size returns the number of entries.
+	Size() int
+	// Entry returns the index in Nodes of the node that owns entry j.
+	Entry(j int) int
+	// Nodes returns the table's nodes.
+	Nodes() []chash.Node
+}
+
+// A RingRouter is a Router backed by a *chash.Ring whose nodes may be named
+// otherwise than the router reports them, as when a ring hashes a server's host
+// but the router returns "host:port". Measure and Compare use its ring for exact
+// figures, under the router's names.
+type RingRouter interface {
+	Router
+	// Ring returns the ring and, for each ring node's name that the router reports
+	// differently, the name it reports; names missing from the map are kept.
+	Ring() (*chash.Ring, map[string]string)
+}
+
+// Methods say how a Balance or Diff was computed.
+const (
+	MethodArcs   = "arcs"   // exact arc lengths on a ring of 2^32 positions
+	MethodTable  = "table"  // exact slot counts of a lookup table
+	MethodKeys   = "keys"   // counts of the given keys, such as a key file
+	MethodSample = "sample" // counts of generated sample keys, an estimate
+)
+
+// RingSize is the number of positions on a ring, the Total of exact ring figures.
+const RingSize = 1 << 32
+
+// NodeShare is one node's part of the key space.
+type NodeShare struct {
+	// Name is the node's name.
+	Name string `json:"name"`
+	// Weight is the node's weight.
+	Weight int `json:"weight"`
+	// Share is the fraction of the key space (or of the counted keys) the node owns.
+	Share float64 `json:"share"`
+	// Expected is the node's weight-fair share: its weight over the total weight.
+	Expected float64 `json:"expected"`
+	// Ratio is Share/Expected: 1 is a fair load, 2 twice the fair load.
+	Ratio float64 `json:"ratio"`
+	// Count is what Share counts: ring positions, table slots or keys.
+	Count uint64 `json:"count"`
+	// StdErr is, for counted keys, the standard error of Share as an estimate of the
+	// node's share of the whole key space, were the keys a random sample:
+	// sqrt(Share·(1−Share)/keys). It is zero for exact figures.
+	StdErr float64 `json:"stderr,omitempty"`
+}
+
+// Balance is how a router divides the key space among its nodes.
+type Balance struct {
+	// Method is how the figures were computed: MethodArcs, MethodTable, MethodKeys
+	// or MethodSample.
+	Method string `json:"method"`
+	// Total is the denominator of the shares: 2^32 positions, the table size or the
+	// number of keys.
+	Total uint64 `json:"total"`
+	// Nodes holds one entry per node, in the router's node order.
+	Nodes []NodeShare `json:"nodes"`
+	// MaxOverMean is the largest Ratio: the most loaded node's share over its fair
+	// share (1 is perfect balance).
+	MaxOverMean float64 `json:"max_over_mean"`
+	// MinOverMean is the smallest Ratio.
+	MinOverMean float64 `json:"min_over_mean"`
+	// StdOverMean is the coefficient of variation of the load: the root mean square
+	// over the nodes of Ratio−1. With equal weights it is the population standard
+	// deviation of the shares divided by their mean.
+	StdOverMean float64 `json:"std_over_mean"`
+	// Most and Least name the nodes with the largest and smallest Ratio (the first
+	// in node order on a tie).
+	Most  string `json:"most"`
+	Least string `json:"least"`
+}
+
+// Node returns the entry for the named node and whether there is one.
+func (b *Balance) Node(name string) (NodeShare, bool) {
+	for _, n := range b.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeShare{}, false
+}
+
+// Reorder puts b's nodes in the order of names, as a configuration lists them;
+// nodes not named keep their order after the named ones.
+func (b *Balance) Reorder(names []string) {
+	rank := make(map[string]int, len(names))
+	for i, n := range names {
+		rank[n] = i
+	}
+	slices.SortStableFunc(b.Nodes, func(x, y NodeShare) int {
+		rx, okx := rank[x.Name]
+		ry, oky := rank[y.Name]
+		switch {
+		case okx && oky:
+			return cmp.Compare(rx, ry)
+		case okx:
+			return -1
+		case oky:
+			return 1
+		}
+		return 0
+	})
+}
+
+var errNoNodes = errors.New("analyze: no nodes")
+
+// Ring returns the exact balance of r, from arc lengths. It is an error if r has no
+// points.
+func Ring(r *chash.Ring) (*Balance, error) {
+	if r.NumPoints() == 0 {
+		return nil, errNoNodes
+	}
+	return Counts(MethodArcs, r.Nodes(), r.Shares())
+}
+
+// Counts returns the balance of nodes given what each owns out of the sum of
+// counts: positions, slots or keys. method is recorded in the result; for
+// MethodKeys and MethodSample each node's StdErr is set. It is an error if the
+// lengths differ, a weight is below 1 or the counts sum to zero.
+func Counts(method string, nodes []chash.Node, counts []uint64) (*Balance, error) {
+	if len(nodes) == 0 {
+		return nil, errNoNodes
+	}
+	if len(counts) != len(nodes) {
+		return nil, fmt.Errorf("analyze: %d counts for %d nodes", len(counts), len(nodes))
+	}
+	var total uint64
+	weights := 0
+	for i, n := range nodes {
+		if n.Weight < 1 {
+			return nil, fmt.Errorf("analyze: node %q: weight %d, want at least 1", n.Name, n.Weight)
+		}
+		weights += n.Weight
+		total += counts[i]
+	}
+	if total == 0 {
+		return nil, errors.New("analyze: nothing counted")
+	}
+	b := &Balance{Method: method, Total: total, Nodes: make([]NodeShare, len(nodes))}
+	sampled := method == MethodKeys || method == MethodSample
+	for i, n := range nodes {
+		s := NodeShare{
+			Name:     n.Name,
+			Weight:   n.Weight,
+			Share:    float64(counts[i]) / float64(total),
+			Expected: float64(n.Weight) / float64(weights),
+			Count:    counts[i],
+		}
+		s.Ratio = s.Share / s.Expected
+		if sampled {
+			s.StdErr = math.Sqrt(s.Share * (1 - s.Share) / float64(total))
+		}
+		b.Nodes[i] = s
+	}
+	b.summarize()
+	return b, nil
+}
+
+func (b *Balance) summarize() {
+	b.MaxOverMean, b.MinOverMean = math.Inf(-1), math.Inf(1)
+	var sq float64
+	for _, n := range b.Nodes {
+		if n.Ratio > b.MaxOverMean {
+			b.MaxOverMean, b.Most = n.Ratio, n.Name
+		}
+		if n.Ratio < b.MinOverMean {
+			b.MinOverMean, b.Least = n.Ratio, n.Name
+		}
+		sq += (n.Ratio - 1) * (n.Ratio - 1)
+	}
+	b.StdOverMean = math.Sqrt(sq / float64(len(b.Nodes)))
+}
+
+// TableBalance returns the exact balance of a lookup table from the number of
+// entries each node owns.
+func TableBalance(t Table) (*Balance, error) {
+	nodes := t.Nodes()
+	if len(nodes) == 0 {
+		return nil, errNoNodes
+	}
+	counts := make([]uint64, len(nodes))
+	for j := range t.Size() {
+		e := t.Entry(j)
+		if e < 0 || e >= len(nodes) {
+			return nil, fmt.Errorf("analyze: table entry %d owned by node %d of %d", j, e, len(nodes))
+		}
+		counts[e]++
+	}
+	return Counts(MethodTable, nodes, counts)
+}
+
+// Count routes every key through r and returns the balance of the counts, with
+// Method MethodKeys. Every name r returns must be one of nodes.
+func Count(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	counts, err := count(r, nodes, keys)
+	if err != nil {
+		return nil, err
+	}
+	return Counts(MethodKeys, nodes, counts)
+}
+
+// Sample is Count for generated sample keys (SampleKeys): the same figures with
+// Method MethodSample, estimates of the key space's shares.
+func Sample(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	counts, err := count(r, nodes, keys)
+	if err != nil {
+		return nil, err
+	}
+	return Counts(MethodSample, nodes, counts)
+}
+
+func count(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) ([]uint64, error) {
+	idx := indexOf(nodes)
+	counts := make([]uint64, len(nodes))
+	// Routers return the same few strings over and over; remember the last one to
+	// skip most map lookups.
+	last, lastIdx := "", -1
+	for k := range keys {
+		name, err := r.Lookup(k)
+		if err != nil {
+			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
+		}
+		if lastIdx < 0 || name != last {
+			i, ok := idx[name]
+			if !ok {
+				return nil, fmt.Errorf("analyze: key %q routed to %q, not a node", k, name)
+			}
+			last, lastIdx = name, i
+		}
+		counts[lastIdx]++
+	}
+	return counts, nil
+}
+
+// Measure returns r's balance, exactly where it can: from arc lengths when r is a
+// *chash.Ring or a RingRouter, from entry counts when r is a Table (in these cases
+// the router's own nodes are used), and otherwise by routing keys over nodes, with
+// Method MethodSample.
+func Measure(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	switch r := r.(type) {
+	case *chash.Ring:
+		return Ring(r)
+	case RingRouter:
+		ring, names := r.Ring()
+		b, err := Ring(ring)
+		if err != nil {
+			return nil, err
+		}
+		b.rename(names)
+		return b, nil
+	case Table:
+		return TableBalance(r)
+	}
+	return Sample(r, nodes, keys)
+}
+
+// rename renames b's nodes by names, for a RingRouter.
+func (b *Balance) rename(names map[string]string) {
+	for i := range b.Nodes {
+		b.Nodes[i].Name = renamed(names, b.Nodes[i].Name)
+	}
+	b.Most, b.Least = renamed(names, b.Most), renamed(names, b.Least)
+}
+
+func renamed(names map[string]string, name string) string {
+	if n, ok := names[name]; ok {
+		return n
+	}
+	return name
+}
+
+func indexOf(nodes []chash.Node) map[string]int {
+	idx := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		idx[n.Name] = i
+	}
+	return idx
+}
+
+// Arc is a run of ring positions owned by one node: Start through End inclusive.
+type Arc struct {
+	Start uint32 `json:"start"`
+	End   uint32 `json:"end"`
+	Node  string `json:"node"`
+}
+
+// Arcs returns r's arcs in position order, adjacent arcs of the same node merged,
+// covering all 2^32 positions without wrapping: the first arc starts at 0 and the
+// last ends at 2^32−1 (both belong to the owner of the first point).
+func Arcs(r *chash.Ring) []Arc {
+	n := r.NumPoints()
+	if n == 0 {
+		return nil
+	}
+	nodes := r.Nodes()
+	var arcs []Arc
+	add := func(start, end uint32, owner int) {
+		name := nodes[owner].Name
+		if k := len(arcs) - 1; k >= 0 && arcs[k].Node == name {
+			arcs[k].End = end
+			return
+		}
+		arcs = append(arcs, Arc{start, end, name})
+	}
+	var next uint32 // first position not yet covered
+	_, first := r.Point(0)
+	for i := 0; i < n; i++ {
+		pos, owner := r.Point(i)
+		if i > 0 && pos == prevPos(r, i) {
+			continue // a tied point owns nothing
+		}
+		add(next, pos, owner)
+		if pos == math.MaxUint32 {
+			return arcs
+		}
+		next = pos + 1
+	}
+	add(next, math.MaxUint32, first)
+	return arcs
+}
+
+func prevPos(r *chash.Ring, i int) uint32 {
+	p, _ := r.Point(i - 1)
+	return p
+}

@@ -1,0 +1,75 @@
+package analyze
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chash-dev/chash"
+)
+
+func benchRing(b *testing.B, n int) *chash.Ring {
+	ns := make([]chash.Node, n)
+	for i := range ns {
+		ns[i] = chash.Node{Name: fmt.Sprintf("10.0.%d.%d:11211", i/256, i%256), Weight: 1}
+	}
+	return mustRing(b, nil, ns...)
+}
+
+// BenchmarkRing measures exact shares and the summary of rings of 160 points per
+// node (the budget: 1000 nodes in 5 ms).
+func BenchmarkRing(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		r := benchRing(b, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Ring(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRings measures an exact diff when one node joins (the budget:
+// 1000 nodes in 20 ms).
+func BenchmarkRings(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		old := benchRing(b, n)
+		new, err := old.Add(chash.Node{Name: "joining", Weight: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Rings(old, new); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkModuloMoved(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		old := make([]string, n)
+		for i := range old {
+			old[i] = fmt.Sprint(i)
+		}
+		new := append(old[:n:n], "new")
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				ModuloMoved(old, new)
+			}
+		})
+	}
+}
+
+// BenchmarkSweep measures the default grid (5, 10, 50 and 100 nodes, 1 to 500
+// points), which chash sweep runs.
+func BenchmarkSweep(b *testing.B) {
+	for b.Loop() {
+		if _, err := Sweep(SweepConfig{Scheme: standard}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

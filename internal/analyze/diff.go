@@ -1,0 +1,478 @@
+package analyze
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/chash-dev/chash"
+)
+
+// Flow is the part of the key space that moves from one node to another.
+type Flow struct {
+	// From is the old owner; To the new one.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Share is the fraction of the key space that moves.
+	Share float64 `json:"share"`
+	// Count is what Share counts: ring positions, table slots or keys.
+	Count uint64 `json:"count"`
+	// Ranges is the number of hash ranges in the flow (exact ring diffs only).
+	Ranges int `json:"ranges,omitempty"`
+}
+
+// Range is a run of ring positions, Start through End inclusive, that moves from
+// one node to another. A key is in it when the ring's hash of the key
+// (chash.Ring.Hash) is.
+type Range struct {
+	Start uint32 `json:"start"`
+	End   uint32 `json:"end"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// Len returns the number of positions in the range.
+func (r Range) Len() uint64 { return uint64(r.End) - uint64(r.Start) + 1 }
+
+// Diff is what changes owner between two configurations of nodes.
+type Diff struct {
+	// Method is how the figures were computed: MethodArcs, MethodTable, MethodKeys
+	// or MethodSample.
+	Method string `json:"method"`
+	// Total is the denominator of the shares, as in Balance.
+	Total uint64 `json:"total"`
+	// Moved is the fraction of the key space whose owner changes.
+	Moved float64 `json:"moved"`
+	// Ideal is the least any scheme must move between the two configurations: the
+	// larger of what leaving nodes hold (their actual old share) plus what
+	// reweighted nodes must give up (their drop in fair share), and what joining
+	// nodes must take (their fair new share) plus what reweighted nodes must gain.
+	// For a pure addition it is the joining nodes' fair share; for a pure removal,
+	// the leaving nodes' share.
+	Ideal float64 `json:"ideal"`
+	// ModuloMoved is what would move with modulo hashing (hash mod n) over the same
+	// nodes in the same order, each repeated by its weight (ModuloTable), exactly,
+	// for hashes uniform over 32 bits.
+	ModuloMoved float64 `json:"modulo_moved"`
+	// Added, Removed and Reweighted name the nodes that join, leave, or change weight.
+	Added      []string `json:"added"`
+	Removed    []string `json:"removed"`
+	Reweighted []string `json:"reweighted"`
+	// Flows is the from→to matrix of moved fractions, its non-zero entries sorted
+	// by From then To in node order.
+	Flows []Flow `json:"flows"`
+	// Ranges lists the moved hash ranges in position order (exact ring diffs only):
+	// a migration plan.
+	Ranges []Range `json:"ranges"`
+	// Old and New are the balances before and after.
+	Old *Balance `json:"old"`
+	New *Balance `json:"new"`
+}
+
+// Rings returns the exact difference between two rings. It merges the two sorted
+// point arrays into ranges over which both owners are constant, so it costs one
+// pass over the points of both. It is an error if either ring has no points, or
+// if the two rings hash keys differently (as found by hashing probe keys with
+// both), since their positions would then not be comparable.
+func Rings(old, new *chash.Ring) (*Diff, error) {
+	if old.NumPoints() == 0 || new.NumPoints() == 0 {
+		return nil, errNoNodes
+	}
+	if !SameHash(old, new) {
+		return nil, errors.New("analyze: the two rings hash keys differently")
+	}
+	ob, err := Ring(old)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := Ring(new)
+	if err != nil {
+		return nil, err
+	}
+	d := newDiff(MethodArcs, RingSize, old.Nodes(), new.Nodes(), ob, nb)
+	on, nn := old.Nodes(), new.Nodes()
+	flows := map[[2]int]*Flow{}
+	var moved uint64
+	emit := func(start, end uint32, o, n int) {
+		from, to := on[o].Name, nn[n].Name
+		if from == to {
+			return
+		}
+		length := uint64(end) - uint64(start) + 1
+		moved += length
+		f := flows[[2]int{o, n}]
+		if f == nil {
+			f = &Flow{From: from, To: to}
+			flows[[2]int{o, n}] = f
+		}
+		f.Count += length
+		if k := len(d.Ranges) - 1; k >= 0 && d.Ranges[k].From == from && d.Ranges[k].To == to &&
+			uint64(d.Ranges[k].End)+1 == uint64(start) {
+			d.Ranges[k].End = end
+			return
+		}
+		d.Ranges = append(d.Ranges, Range{start, end, from, to})
+		f.Ranges++
+	}
+	// Walk the union of both rings' positions. Positions (prev, b] have, in each
+	// ring, the owner of the first point at or after b: the point the ring's index
+	// stands at, or its first point once past the last.
+	no, nw := old.NumPoints(), new.NumPoints()
+	_, o0 := old.Point(0)
+	_, n0 := new.Point(0)
+	i, j := 0, 0
+	var start uint64
+	for i < no || j < nw {
+		b := uint64(math.MaxUint64)
+		ownO, ownN := o0, n0
+		if i < no {
+			var p uint32
+			p, ownO = old.Point(i)
+			b = uint64(p)
+		}
+		if j < nw {
+			p, own := new.Point(j)
+			if uint64(p) <= b {
+				b = uint64(p)
+			}
+			ownN = own
+		}
+		emit(uint32(start), uint32(b), ownO, ownN)
+		for i < no && pointAt(old, i) == b {
+			i++
+		}
+		for j < nw && pointAt(new, j) == b {
+			j++
+		}
+		start = b + 1
+	}
+	if start <= math.MaxUint32 {
+		emit(uint32(start), math.MaxUint32, o0, n0)
+	}
+	d.finish(moved, flows, on, nn)
+	return d, nil
+}
+
+func pointAt(r *chash.Ring, i int) uint64 {
+	p, _ := r.Point(i)
+	return uint64(p)
+}
+
+// Tables returns the exact difference between two lookup tables of the same size,
+// comparing them entry by entry.
+func Tables(old, new Table) (*Diff, error) {
+	if old.Size() != new.Size() {
+		return nil, fmt.Errorf("analyze: tables of %d and %d entries", old.Size(), new.Size())
+	}
+	ob, err := TableBalance(old)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := TableBalance(new)
+	if err != nil {
+		return nil, err
+	}
+	on, nn := old.Nodes(), new.Nodes()
+	d := newDiff(MethodTable, uint64(old.Size()), on, nn, ob, nb)
+	flows := map[[2]int]*Flow{}
+	var moved uint64
+	for j := range old.Size() {
+		o, n := old.Entry(j), new.Entry(j)
+		if on[o].Name != nn[n].Name {
+			moved++
+			addFlow(flows, o, n, on[o].Name, nn[n].Name)
+		}
+	}
+	d.finish(moved, flows, on, nn)
+	return d, nil
+}
+
+// CountDiff routes every key through both routers and counts the keys whose owner
+// changes, with Method MethodKeys (or method, if given, such as MethodSample).
+func CountDiff(method string, old, new Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
+	if method == "" {
+		method = MethodKeys
+	}
+	oi, ni := indexOf(oldNodes), indexOf(newNodes)
+	oc, nc := make([]uint64, len(oldNodes)), make([]uint64, len(newNodes))
+	flows := map[[2]int]*Flow{}
+	var moved, total uint64
+	for k := range keys {
+		a, err := old.Lookup(k)
+		if err != nil {
+			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
+		}
+		b, err := new.Lookup(k)
+		if err != nil {
+			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
+		}
+		o, ok := oi[a]
+		if !ok {
+			return nil, fmt.Errorf("analyze: key %q routed to %q, not an old node", k, a)
+		}
+		n, ok := ni[b]
+		if !ok {
+			return nil, fmt.Errorf("analyze: key %q routed to %q, not a new node", k, b)
+		}
+		total++
+		oc[o]++
+		nc[n]++
+		if a != b {
+			moved++
+			addFlow(flows, o, n, a, b)
+		}
+	}
+	ob, err := Counts(method, oldNodes, oc)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := Counts(method, newNodes, nc)
+	if err != nil {
+		return nil, err
+	}
+	d := newDiff(method, total, oldNodes, newNodes, ob, nb)
+	d.finish(moved, flows, oldNodes, newNodes)
+	return d, nil
+}
+
+// Compare returns the difference between two routers, exactly where it can:
+// Rings for two *chash.Rings or RingRouters that hash keys alike (renamed as the
+// routers report their nodes), Tables for two Tables of the same size (in these cases the routers' own
+// nodes are used), and otherwise CountDiff over keys with Method MethodSample.
+func Compare(old, new Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
+	if a, an, ok := ringOf(old); ok {
+		if b, bn, ok := ringOf(new); ok && SameHash(a, b) {
+			d, err := Rings(a, b)
+			if err != nil {
+				return nil, err
+			}
+			if an != nil || bn != nil {
+				d.rename(an, bn)
+			}
+			return d, nil
+		}
+	}
+	if a, ok := old.(Table); ok {
+		if b, ok := new.(Table); ok && a.Size() == b.Size() {
+			return Tables(a, b)
+		}
+	}
+	return CountDiff(MethodSample, old, new, oldNodes, newNodes, keys)
+}
+
+// SameHash reports whether two rings put keys at the same positions, as far as
+// 64 probe keys of assorted lengths can tell.
+func SameHash(a, b *chash.Ring) bool {
+	for k := range SampleKeys(32, 0x5eed) {
+		if a.Hash(k) != b.Hash(k) || a.Hash(k[:len(k)%7]) != b.Hash(k[:len(k)%7]) {
+			return false
+		}
+	}
+	return true
+}
+
+func ringOf(r Router) (*chash.Ring, map[string]string, bool) {
+	switch r := r.(type) {
+	case *chash.Ring:
+		return r, nil, true
+	case RingRouter:
+		ring, names := r.Ring()
+		return ring, names, true
+	}
+	return nil, nil, false
+}
+
+// rename renames d's nodes, old ones by on and new ones by nn.
+func (d *Diff) rename(on, nn map[string]string) {
+	d.Old.rename(on)
+	d.New.rename(nn)
+	for i, n := range d.Removed {
+		d.Removed[i] = renamed(on, n)
+	}
+	for i, n := range d.Added {
+		d.Added[i] = renamed(nn, n)
+	}
+	for i, n := range d.Reweighted {
+		d.Reweighted[i] = renamed(nn, n)
+	}
+	for i := range d.Flows {
+		d.Flows[i].From, d.Flows[i].To = renamed(on, d.Flows[i].From), renamed(nn, d.Flows[i].To)
+	}
+	for i := range d.Ranges {
+		d.Ranges[i].From, d.Ranges[i].To = renamed(on, d.Ranges[i].From), renamed(nn, d.Ranges[i].To)
+	}
+}
+
+func addFlow(flows map[[2]int]*Flow, o, n int, from, to string) {
+	f := flows[[2]int{o, n}]
+	if f == nil {
+		f = &Flow{From: from, To: to}
+		flows[[2]int{o, n}] = f
+	}
+	f.Count++
+}
+
+// newDiff fills in what does not depend on the method's walk: membership changes,
+// the ideal and modulo hashing.
+func newDiff(method string, total uint64, on, nn []chash.Node, ob, nb *Balance) *Diff {
+	d := &Diff{Method: method, Total: total, Old: ob, New: nb,
+		Added: []string{}, Removed: []string{}, Reweighted: []string{},
+		Flows: []Flow{}, Ranges: []Range{}}
+	ow, nw := weights(on), weights(nn)
+	var out, in float64
+	for _, n := range ob.Nodes {
+		if _, ok := nw[n.Name]; !ok {
+			d.Removed = append(d.Removed, n.Name)
+			out += n.Share
+		}
+	}
+	for _, n := range nb.Nodes {
+		w, ok := ow[n.Name]
+		if !ok {
+			d.Added = append(d.Added, n.Name)
+			in += n.Expected
+			continue
+		}
+		if w != n.Weight {
+			d.Reweighted = append(d.Reweighted, n.Name)
+			o, _ := ob.Node(n.Name)
+			in += max(0, n.Expected-o.Expected)
+			out += max(0, o.Expected-n.Expected)
+		}
+	}
+	d.Ideal = max(out, in)
+	d.ModuloMoved = ModuloMoved(ModuloTable(on), ModuloTable(nn))
+	return d
+}
+
+func (d *Diff) finish(moved uint64, flows map[[2]int]*Flow, on, nn []chash.Node) {
+	d.Moved = float64(moved) / float64(d.Total)
+	keys := make([][2]int, 0, len(flows))
+	for k := range flows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	})
+	for _, k := range keys {
+		f := *flows[k]
+		f.Share = float64(f.Count) / float64(d.Total)
+		d.Flows = append(d.Flows, f)
+	}
+}
+
+func weights(nodes []chash.Node) map[string]int {
+	m := make(map[string]int, len(nodes))
+	for _, n := range nodes {
+		m[n.Name] = n.Weight
+	}
+	return m
+}
+
+// ModuloMoved returns the fraction of 32-bit hashes h for which old[h mod len(old)]
+// differs from new[h mod len(new)]: what moves with modulo hashing, exactly, when
+// key hashes are uniform over 32 bits. A name may appear several times, as a
+// weighted modulo table (twemproxy's modula) repeats a server by its weight; see
+// ModuloTable. It takes time linear in the lengths. It returns 1 if either list
+// is empty.
+func ModuloMoved(old, new []string) float64 {
+	if len(old) == 0 || len(new) == 0 {
+		return 1
+	}
+	return float64(RingSize-moduloKept(old, new, RingSize)) / RingSize
+}
+
+// ModuloTable returns the table of a weighted modulo hash over nodes, in their
+// order: each node's name as many times as its weight, as twemproxy lays out its
+// modula distribution.
+func ModuloTable(nodes []chash.Node) []string {
+	var t []string
+	for _, n := range nodes {
+		for range max(n.Weight, 1) {
+			t = append(t, n.Name)
+		}
+	}
+	return t
+}
+
+// moduloKept counts the h in [0, space) with old[h mod n] == new[h mod m].
+//
+// Such an h is fixed mod L = lcm(n, m) by a pair (a, b) with old[a] == new[b]
+// (by the Chinese remainder theorem, when a ≡ b mod gcd(n, m)). With
+// space = q·L + rem, residue r occurs q times, plus once more if r < rem.
+func moduloKept(old, new []string, space uint64) uint64 {
+	n, m := uint64(len(old)), uint64(len(new))
+	g := gcd(n, m)
+	l := n / g * m
+	q, rem := space/l, space%l
+	at := make(map[string][]uint64, m)
+	for b, name := range new {
+		at[name] = append(at[name], uint64(b))
+	}
+	mg := m / g
+	inv := modInverse((n/g)%mg, mg)
+	var kept uint64
+	for a, name := range old {
+		a := uint64(a)
+		for _, b := range at[name] {
+			var diff uint64 // (b − a) mod m
+			if b >= a%m {
+				diff = b - a%m
+			} else {
+				diff = b + m - a%m
+			}
+			if diff%g != 0 {
+				continue
+			}
+			// r = a + n·k with n·k ≡ b − a (mod m), so k ≡ (diff/g)·inv (mod m/g).
+			k := mulMod(diff/g, inv, mg)
+			r := a + n*k
+			kept += q
+			if r < rem {
+				kept++
+			}
+		}
+	}
+	return kept
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// modInverse returns x with a·x ≡ 1 (mod m), for a coprime to m; 0 when m is 1.
+func modInverse(a, m uint64) uint64 {
+	if m == 1 {
+		return 0
+	}
+	// Extended Euclid on signed values; m is at most the number of nodes.
+	t, newT := int64(0), int64(1)
+	r, newR := int64(m), int64(a)
+	for newR != 0 {
+		q := r / newR
+		t, newT = newT, t-q*newT
+		r, newR = newR, r-q*newR
+	}
+	if t < 0 {
+		t += int64(m)
+	}
+	return uint64(t)
+}
+
+func mulMod(a, b, m uint64) uint64 {
+	if m == 1 {
+		return 0
+	}
+	hi, lo := bits.Mul64(a, b)
+	return bits.Rem64(hi, lo, m)
+}

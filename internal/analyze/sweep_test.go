@@ -1,0 +1,76 @@
+package analyze
+
+import (
+	"math"
+	"testing"
+
+	"github.com/chash-dev/chash"
+)
+
+func standard(p int) chash.Scheme { return chash.Standard{Points: p} }
+
+func TestSweep(t *testing.T) {
+	calls := 0
+	pts, err := Sweep(SweepConfig{
+		Scheme:   standard,
+		Nodes:    []int{5, 10},
+		Points:   []int{1, 10, 160},
+		Trials:   40,
+		Progress: func(done, total int) { calls++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 6 || calls != 6*40 {
+		t.Fatalf("%d points, %d progress calls; want 6 and 240", len(pts), calls)
+	}
+	for _, p := range pts {
+		if p.Random != RandomStdOverMean(p.Nodes, p.Points) {
+			t.Errorf("%d×%d: random %v", p.Nodes, p.Points, p.Random)
+		}
+		// Forty rings average within 15% of the closed form (about 3 of the
+		// averaging's standard errors at 5 nodes).
+		if math.Abs(p.StdOverMean/p.Random-1) > 0.15 {
+			t.Errorf("%d×%d: std/mean %.4f; closed form %.4f", p.Nodes, p.Points, p.StdOverMean, p.Random)
+		}
+		if !(p.MinOverMean < 1 && p.MaxOverMean > 1) {
+			t.Errorf("%d×%d: min/mean %.3f max/mean %.3f", p.Nodes, p.Points, p.MinOverMean, p.MaxOverMean)
+		}
+	}
+	// More points, better balance.
+	if !(pts[0].MaxOverMean > pts[1].MaxOverMean && pts[1].MaxOverMean > pts[2].MaxOverMean) {
+		t.Errorf("max/mean not falling with points: %v", pts[:3])
+	}
+	if _, err := Sweep(SweepConfig{}); err == nil {
+		t.Errorf("Sweep without a scheme: no error")
+	}
+	if _, err := Sweep(SweepConfig{Scheme: standard, Points: []int{0}}); err == nil {
+		t.Errorf("Sweep over 0 points: no error")
+	}
+}
+
+func TestChurn(t *testing.T) {
+	pts, err := Churn(SweepConfig{Scheme: standard, Nodes: []int{1, 5, 50}, Trials: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		n := float64(p.Nodes)
+		if p.Points != chash.DefaultPoints {
+			t.Errorf("%d nodes: %d points; want the default", p.Nodes, p.Points)
+		}
+		if want := 1 / (n + 1); math.Abs(p.AddIdeal-want) > 1e-12 {
+			t.Errorf("%d nodes: add ideal %v; want %v", p.Nodes, p.AddIdeal, want)
+		}
+		// A ring moves about the ideal; modulo moves about n/(n+1).
+		if math.Abs(p.AddMoved/p.AddIdeal-1) > 0.5 {
+			t.Errorf("%d nodes: add moved %v, ideal %v", p.Nodes, p.AddMoved, p.AddIdeal)
+		}
+		if want := n / (n + 1); math.Abs(p.AddModulo-want) > 1e-6 {
+			t.Errorf("%d nodes: modulo moved %v; want %v", p.Nodes, p.AddModulo, want)
+		}
+		if p.Nodes > 1 && p.RemoveMoved != p.RemoveIdeal {
+			t.Errorf("%d nodes: remove moved %v; want the leaving node's share %v", p.Nodes, p.RemoveMoved, p.RemoveIdeal)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+// Package config reads twemproxy's configuration format (nutcracker.yml): a YAML
+// mapping from pool names to pools, each with a listen address, a key hash, a
+// distribution and a list of servers.
+//
+//	alpha:
+//	  listen: 127.0.0.1:22121
+//	  hash: fnv1a_64
+//	  hash_tag: "{}"
+//	  distribution: ketama
+//	  timeout: 400
+//	  servers:
+//	   - 127.0.0.1:11211:1
+//	   - 127.0.0.1:11212:1 server2
+//
+// Every key twemproxy 0.5.0 accepts is parsed into a typed field of Pool and checked
+// as twemproxy checks it; unknown keys are errors. chash adds distributions,
+// "chash" (chash's own ring) and "seed" (the seed articles' Java ring) among them,
+// and the key "points", the number of ring points per unit of weight for those
+// that take it. Pool.Router builds the pool's distribution; Distributions lists
+// them.
+//
+// Every error names the file, the line and the pool, as in
+//
+//	config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer
+//
+// This is the only package of chash that imports a YAML library.
+package config
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of twemproxy (nc_conf.h) for keys a pool leaves out.
+const (
+	// DefaultHash is the key hash of the distributions twemproxy knows (ketama,
+	// modula, random) when a pool has no "hash" key.
+	DefaultHash = "fnv1a_64"
+	// DefaultDistribution is the distribution of a pool with no "distribution" key.
+	DefaultDistribution = "ketama"
+)
+
+// File is a parsed configuration file.
+type File struct {
+	// Path is the file's name as given to Load or Parse; errors quote it.
+	Path string
+	// Pools are the file's pools in file order.
+	Pools []*Pool
+}
+
+// Pool returns the pool called name. An empty name selects the file's only pool;
+// it is an error if the file has several. Errors list the pools' names.
+func (f *File) Pool(name string) (*Pool, error) {
+	names := make([]string, len(f.Pools))
+	for i, p := range f.Pools {
+		if p.Name == name || name == "" && len(f.Pools) == 1 {
+			return p, nil
+		}
+		names[i] = strconv.Quote(p.Name)
+	}
+	if name == "" {
+		return nil, &Error{File: f.Path, Err: fmt.Errorf("%d pools (%s): name one", len(f.Pools), strings.Join(names, ", "))}
+	}
+	return nil, &Error{File: f.Path, Err: fmt.Errorf("no pool %q (pools: %s)", name, strings.Join(names, ", "))}
+}
+
+// Pool is one pool of a configuration file. Parse sets every field, filling in
+// twemproxy's default where the file leaves a key out; each field's doc gives that
+// default. Durations are written in the file as whole milliseconds.
+type Pool struct {
+	// Name is the pool's name, the key of its mapping in the file.
+	Name string
+	// Line is the line of the pool's name in the file.
+	Line int
+
+	// Listen is the address the proxy accepts clients on, "host:port" or the path
+	// of a Unix socket, as written ("listen:"). Empty when absent: twemproxy
+	// requires it, chash route does not use it.
+	Listen string
+	// ListenPerm is the mode of the Unix socket, given after its path ("listen:
+	// /tmp/gamma 0666"). Zero when not given: the socket keeps the mode it was
+	// created with.
+	ListenPerm fs.FileMode
+	// Hash is the name of the function that hashes keys ("hash:"), one that
+	// hashfn.Lookup knows. Empty when absent: then the distribution's default
+	// applies, DefaultHash (fnv1a_64) for twemproxy's ketama, modula and random,
+	// xxh64 for chash, java_fnv1_32 for seed.
+	Hash string
+	// HashTag is two characters that delimit the part of a key that is hashed
+	// ("hash_tag:"; see HashKey). Empty when absent: the whole key is hashed.
+	HashTag string
+	// Distribution is the name of the way keys are spread over servers
+	// ("distribution:"). Default: DefaultDistribution (ketama).
+	Distribution string
+	// Points is the number of ring points per unit of weight ("points:", a chash
+	// addition), for the distributions that take it. Zero when absent, which
+	// means the distribution's default: 160 for chash, one point per server
+	// whatever its weight (the articles' ring without virtual nodes) for seed.
+	Points int
+
+	// Timeout is how long the proxy waits to connect to a server or for its
+	// response ("timeout:"). Zero when absent, which means no limit.
+	Timeout time.Duration
+	// Backlog is the length of the listen queue ("backlog:"). Default: 512.
+	Backlog int
+	// ClientConnections is the most client connections the proxy accepts
+	// ("client_connections:"); zero, the default, means no limit. twemproxy 0.5.0
+	// parses the key but always uses zero.
+	ClientConnections int
+	// Redis says the pool speaks the Redis protocol rather than memcached's
+	// ("redis:"). Default: false.
+	Redis bool
+	// RedisAuth is the password the proxy sends to each Redis server with AUTH
+	// ("redis_auth:"); only a Redis pool may set it. Empty when absent: no AUTH.
+	RedisAuth string
+	// RedisDB is the database the proxy selects on each Redis server
+	// ("redis_db:"). Default: 0.
+	RedisDB int
+	// Preconnect says the proxy connects to every server at start
+	// ("preconnect:"). Default: false.
+	Preconnect bool
+	// ServerConnections is the most connections the proxy opens to each server
+	// ("server_connections:"); it is at least 1. Default: 1.
+	ServerConnections int
+	// AutoEjectHosts says a server that fails ServerFailureLimit times in a row
+	// leaves the distribution until ServerRetryTimeout passes
+	// ("auto_eject_hosts:"). Default: false.
+	AutoEjectHosts bool
+	// ServerRetryTimeout is how long an ejected server stays out
+	// ("server_retry_timeout:"). Default: 30s.
+	ServerRetryTimeout time.Duration
+	// ServerFailureLimit is the number of consecutive failures that ejects a
+	// server ("server_failure_limit:"). Default: 2.
+	ServerFailureLimit int
+	// TCPKeepalive says the proxy enables TCP keepalive on its server connections
+	// ("tcpkeepalive:"). Default: false.
+	TCPKeepalive bool
+
+	// Servers are the pool's servers in file order ("servers:"). Parse accepts
+	// no pool without servers and no two servers with the same Name.
+	Servers []Server
+
+	file  string         // the Path of the pool's File, for errors
+	lines map[string]int // the line of each key's value
+}
+
+// newPool returns a pool with twemproxy's defaults (nc_conf.h).
+func newPool(file, name string, line int) *Pool {
+	return &Pool{
+		file:               file,
+		Name:               name,
+		Line:               line,
+		Distribution:       DefaultDistribution,
+		Backlog:            512,
+		ServerConnections:  1,
+		ServerRetryTimeout: 30 * time.Second,
+		ServerFailureLimit: 2,
+		lines:              make(map[string]int),
+	}
+}
+
+// HashKey returns the part of key that the pool hashes: with a HashTag such as
+// "{}", the bytes between the first '{' and the first '}' after it, if both are
+// there and enclose at least one byte; otherwise, or without a HashTag, the whole
+// key. So "{user1}:name" and "{user1}:mail" land on the same server, while "{}x"
+// is hashed whole. This is twemproxy's rule (nc_server.c). The result shares
+// key's memory.
+func (p *Pool) HashKey(key []byte) []byte {
+	if len(p.HashTag) != 2 {
+		return key
+	}
+	i := slices.Index(key, p.HashTag[0])
+	if i < 0 {
+		return key
+	}
+	j := slices.Index(key[i+1:], p.HashTag[1])
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}
+
+// line returns the line of key's value in the pool, or the pool's line if the
+// pool does not set key.
+func (p *Pool) line(key string) int {
+	if l, ok := p.lines[key]; ok {
+		return l
+	}
+	return p.Line
+}
+
+// Server is one line of a pool's "servers:" list.
+type Server struct {
+	// Host is the server's host name or address as written, or the path of its
+	// Unix socket.
+	Host string
+	// Port is the server's TCP port, 1 to 65535; zero for a Unix socket.
+	Port int
+	// Weight is the server's weight, at least 1.
+	Weight int
+	// Alias is the server's name as given after the address, or empty.
+	Alias string
+	// Line is the line of the server in the file.
+	Line int
+}
+
+// Name returns the server's name: its Alias if it has one, else "host:port" as
+// written (the socket's path for a Unix socket). Routers return it, and the chash
+// and seed distributions hash it to place the server's points.
+func (s Server) Name() string {
+	if s.Alias != "" {
+		return s.Alias
+	}
+	if s.Port == 0 {
+		return s.Host
+	}
+	return s.Host + ":" + strconv.Itoa(s.Port)
+}
+
+// Error is an error in a configuration file.
+type Error struct {
+	// File is the file's name as given to Load or Parse.
+	File string
+	// Line is the line the error concerns, or zero if it concerns none.
+	Line int
+	// Pool is the name of the pool the error concerns, or empty.
+	Pool string
+	// Err says what is wrong.
+	Err error
+}
+
+// Error returns the message "config: FILE:LINE: pool "NAME": ERR", leaving out the
+// parts that are unknown.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		fmt.Fprintf(&b, "%s: ", e.File)
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Pool != "" {
+		fmt.Fprintf(&b, "pool %q: ", e.Pool)
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads and parses the configuration file at path; see Parse.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}

@@ -1,0 +1,369 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/hashfn"
+)
+
+func TestParseFull(t *testing.T) {
+	f, err := Load("testdata/full.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Path != "testdata/full.yml" {
+		t.Errorf("Path = %q; want %q", f.Path, "testdata/full.yml")
+	}
+	if len(f.Pools) != 2 {
+		t.Fatalf("%d pools; want 2", len(f.Pools))
+	}
+	alpha, beta := f.Pools[0], f.Pools[1]
+	want := &Pool{
+		Name:               "alpha",
+		Line:               3,
+		Listen:             "127.0.0.1:22121",
+		Hash:               "xxh64",
+		HashTag:            "{}",
+		Distribution:       "chash",
+		Points:             100,
+		Timeout:            400 * time.Millisecond,
+		Backlog:            1024,
+		ClientConnections:  100,
+		Redis:              true,
+		RedisAuth:          "s3cret",
+		RedisDB:            3,
+		Preconnect:         true,
+		AutoEjectHosts:     true,
+		ServerConnections:  4,
+		ServerRetryTimeout: 2 * time.Second,
+		ServerFailureLimit: 3,
+		TCPKeepalive:       true,
+		Servers: []Server{
+			{Host: "127.0.0.1", Port: 6379, Weight: 1, Line: 22},
+			{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2", Line: 23},
+			{Host: "cache-3.example.com", Port: 6381, Weight: 3, Line: 24},
+			{Host: "/var/run/redis.sock", Weight: 1, Alias: "local", Line: 25},
+			{Host: "[::1]", Port: 6382, Weight: 1, Line: 26},
+		},
+	}
+	alpha.lines, alpha.file = nil, ""
+	if !reflect.DeepEqual(alpha, want) {
+		t.Errorf("pool alpha:\n got %+v\nwant %+v", alpha, want)
+	}
+	wantBeta := &Pool{
+		Name:               "beta",
+		Line:               28,
+		Listen:             "/tmp/beta.sock",
+		ListenPerm:         0o660,
+		Distribution:       "seed",
+		Backlog:            512,
+		ServerConnections:  1,
+		ServerRetryTimeout: 30 * time.Second,
+		ServerFailureLimit: 2,
+		Servers:            []Server{{Host: "/var/run/memcached.sock", Weight: 1, Line: 32}},
+	}
+	beta.lines, beta.file = nil, ""
+	if !reflect.DeepEqual(beta, wantBeta) {
+		t.Errorf("pool beta:\n got %+v\nwant %+v", beta, wantBeta)
+	}
+	names := []string{"127.0.0.1:6379", "server2", "cache-3.example.com:6381", "local", "[::1]:6382"}
+	for i, s := range alpha.Servers {
+		if got := s.Name(); got != names[i] {
+			t.Errorf("Servers[%d].Name() = %q; want %q", i, got, names[i])
+		}
+	}
+}
+
+// TestParseDefaults checks that a pool that sets nothing but its servers gets
+// twemproxy's defaults (nc_conf.h).
+func TestParseDefaults(t *testing.T) {
+	f, err := Parse("min.yml", []byte("p:\n  distribution: chash\n  servers:\n   - a:1:1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Pools[0]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"Listen", p.Listen, ""},
+		{"ListenPerm", p.ListenPerm, fs.FileMode(0)},
+		{"Hash", p.Hash, ""},
+		{"HashTag", p.HashTag, ""},
+		{"Points", p.Points, 0},
+		{"Timeout", p.Timeout, time.Duration(0)},
+		{"Backlog", p.Backlog, 512},
+		{"ClientConnections", p.ClientConnections, 0},
+		{"Redis", p.Redis, false},
+		{"RedisAuth", p.RedisAuth, ""},
+		{"RedisDB", p.RedisDB, 0},
+		{"Preconnect", p.Preconnect, false},
+		{"AutoEjectHosts", p.AutoEjectHosts, false},
+		{"ServerConnections", p.ServerConnections, 1},
+		{"ServerRetryTimeout", p.ServerRetryTimeout, 30 * time.Second},
+		{"ServerFailureLimit", p.ServerFailureLimit, 2},
+		{"TCPKeepalive", p.TCPKeepalive, false},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %v; want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestParseDistributionDefault checks that a pool without "distribution:" gets
+// ketama, as in twemproxy, or, until ketama is registered, an error saying so.
+func TestParseDistributionDefault(t *testing.T) {
+	f, err := Parse("d.yml", []byte("p:\n  servers:\n   - a:1:1\n"))
+	if _, ok := distributions[DefaultDistribution]; ok {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Pools[0].Distribution; got != DefaultDistribution {
+			t.Errorf("Distribution = %q; want %q", got, DefaultDistribution)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), `d.yml:1: pool "p": distribution "ketama" (the default) is unknown`) {
+		t.Errorf("Parse without distribution: error %v; want one about ketama, the default", err)
+	}
+}
+
+// TestParseTwemproxy parses a configuration that only uses twemproxy's keys and
+// values, once the distributions and hashes it names exist.
+func TestParseTwemproxy(t *testing.T) {
+	for _, h := range []string{"fnv1a_64", "hsieh"} {
+		if _, err := hashfn.Lookup(h); err != nil {
+			t.Skipf("hash %s is not implemented yet", h)
+		}
+	}
+	if _, ok := distributions["ketama"]; !ok {
+		t.Skip("distribution ketama is not registered yet")
+	}
+	f, err := Load("testdata/twemproxy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range f.Pools {
+		names = append(names, p.Name)
+		if _, err := p.Router(); err != nil {
+			t.Errorf("pool %q: Router: %v", p.Name, err)
+		}
+	}
+	if want := []string{"alpha", "beta", "gamma", "omega"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("pools %q; want %q", names, want)
+	}
+	if p := f.Pools[3]; p.Listen != "/tmp/omega" || p.ListenPerm != 0o666 || p.Hash != "hsieh" {
+		t.Errorf("pool omega: Listen %q, ListenPerm %v, Hash %q", p.Listen, p.ListenPerm, p.Hash)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	const file = "bad.yml"
+	tests := []struct {
+		name string
+		yaml string
+		line int
+		pool string
+		want string // what the message says after the pool
+	}{
+		{"empty file", "", 0, "", "no pools"},
+		{"only a comment", "# nothing\n", 0, "", "no pools"},
+		{"empty mapping", "{}\n", 0, "", "no pools"},
+		{"not a mapping", "- a\n- b\n", 1, "", "want a mapping from pool names to pools"},
+		{"syntax", "a:\n  hash: x\n b: 1\n", 2, "", "invalid YAML: "},
+		{"two documents", "a:\n  servers: [a:1:1]\n---\nb: 1\n", 3, "", "a second YAML document"},
+		{"pool twice", "a:\n  distribution: chash\n  servers: [a:1:1]\na:\n  servers: [b:1:1]\n", 4, "a", "pool defined twice (first on line 1)"},
+		{"pool not a mapping", "a: 1\n", 1, "a", "want a mapping of settings"},
+		{"pool null", "a:\n", 1, "a", "want a mapping of settings"},
+		{"pool list", "a:\n  - x\n", 2, "a", "want a mapping of settings"},
+		{"empty pool name", "\"\":\n  servers: [a:1:1]\n", 1, "", "want a pool name"},
+		{"alias", "a: &x\n  distribution: chash\n  servers: [a:1:1]\nb: *x\n", 4, "b", "YAML aliases are not supported"},
+		{"merge key", "a: &x\n  distribution: chash\n  servers: [a:1:1]\nb:\n  <<: *x\n", 5, "b", "YAML aliases are not supported"},
+
+		{"unknown key", "a:\n  distribution: chash\n  hash_tags: \"{}\"\n  servers: [a:1:1]\n", 3, "a", `unknown key "hash_tags" (known: auto_eject_hosts, backlog,`},
+		{"reuseport is not twemproxy's", "a:\n  reuseport: true\n  servers: [a:1:1]\n", 2, "a", `unknown key "reuseport"`},
+		{"key twice", "a:\n  distribution: chash\n  hash: xxh64\n  hash: xxh64\n  servers: [a:1:1]\n", 4, "a", "hash given twice (first on line 3)"},
+		{"no servers key", "a:\n  distribution: chash\n", 1, "a", "no servers"},
+		{"servers null", "a:\n  distribution: chash\n  servers:\n", 3, "a", "no servers"},
+		{"servers empty", "a:\n  distribution: chash\n  servers: []\n", 3, "a", "no servers"},
+		{"servers scalar", "a:\n  distribution: chash\n  servers: a:1:1\n", 3, "a", "servers: want a list"},
+		{"server mapping", "a:\n  distribution: chash\n  servers:\n   - a: 1\n", 4, "a", "server: want a \"host:port:weight [name]\" line, not a mapping"},
+		{"server null", "a:\n  distribution: chash\n  servers:\n   -\n", 4, "a", "server: want a \"host:port:weight [name]\" line"},
+
+		{"bad weight", "alpha:\n  distribution: chash\n  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:1\n   - 10.0.0.3:11211:1\n   - 10.0.0.1:11211:x\n", 7, "alpha", `server "10.0.0.1:11211:x": weight "x" is not a positive integer`},
+		{"zero weight", "a:\n  distribution: chash\n  servers:\n   - h:1:0\n", 4, "a", `server "h:1:0": weight "0" is not a positive integer`},
+		{"negative weight", "a:\n  distribution: chash\n  servers:\n   - h:1:-1\n", 4, "a", `weight "-1" is not a positive integer`},
+		{"huge weight", "a:\n  distribution: chash\n  servers:\n   - h:1:2147483648\n", 4, "a", `weight "2147483648" is not a positive integer`},
+		{"no weight", "a:\n  distribution: chash\n  servers:\n   - 10.0.0.1:11211\n", 4, "a", `server "10.0.0.1:11211": want "host:port:weight [name]"`},
+		{"no port", "a:\n  distribution: chash\n  servers:\n   - h\n", 4, "a", `server "h": want "host:port:weight [name]"`},
+		{"port zero", "a:\n  distribution: chash\n  servers:\n   - h:0:1\n", 4, "a", `port "0" is not a number in 1..65535`},
+		{"port too big", "a:\n  distribution: chash\n  servers:\n   - h:65536:1\n", 4, "a", `port "65536" is not a number in 1..65535`},
+		{"port letters", "a:\n  distribution: chash\n  servers:\n   - h:http:1\n", 4, "a", `port "http" is not a number in 1..65535`},
+		{"port leading zero", "a:\n  distribution: chash\n  servers:\n   - h:011211:1\n", 4, "a", `port "011211" has a leading zero`},
+		{"empty host", "a:\n  distribution: chash\n  servers:\n   - :11211:1\n", 4, "a", "empty host"},
+		{"empty alias", "a:\n  distribution: chash\n  servers:\n   - \"h:1:1 \"\n", 4, "a", "empty name after the space"},
+		{"alias with a space", "a:\n  distribution: chash\n  servers:\n   - h:1:1 my server\n", 4, "a", `weight "1 my" is not a positive integer`},
+		{"socket path with a colon", "a:\n  distribution: chash\n  servers:\n   - /tmp/a:b:1\n", 4, "a", `want "host:port:weight [name]"`},
+		{"duplicate server", "a:\n  distribution: chash\n  servers:\n   - h:1:1\n   - h:1:2\n", 5, "a", `server "h:1:2": name "h:1" is also the server's on line 4`},
+		{"duplicate alias", "a:\n  distribution: chash\n  servers:\n   - h:1:1 x\n   - g:2:1 x\n", 5, "a", `name "x" is also the server's on line 4`},
+		{"alias equals an address", "a:\n  distribution: chash\n  servers:\n   - h:1:1\n   - g:2:1 h:1\n", 5, "a", `name "h:1" is also the server's on line 4`},
+
+		{"unknown hash", "a:\n  distribution: chash\n  hash: fnv2\n  servers: [a:1:1]\n", 3, "a", `hash "fnv2" is unknown (known: `},
+		{"hash null", "a:\n  hash:\n  servers: [a:1:1]\n", 2, "a", "hash has no value"},
+		{"hash list", "a:\n  hash: [md5]\n  servers: [a:1:1]\n", 2, "a", "hash: want a single value, not a list"},
+		{"unknown distribution", "a:\n  distribution: ring\n  servers: [a:1:1]\n", 2, "a", `distribution "ring" is unknown (known: `},
+		{"hash_tag one char", "a:\n  distribution: chash\n  hash_tag: \"{\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{" is not two characters`},
+		{"hash_tag three chars", "a:\n  distribution: chash\n  hash_tag: \"{}}\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{}}" is not two characters`},
+		{"hash_tag non-ASCII", "a:\n  distribution: chash\n  hash_tag: \"«»\"\n  servers: [a:1:1]\n", 3, "a", `is not two characters`},
+		{"points negative", "a:\n  distribution: chash\n  points: -1\n  servers: [a:1:1]\n", 3, "a", `points "-1" is not a number in 0..2147483647`},
+		{"points float", "a:\n  distribution: chash\n  points: 1.5\n  servers: [a:1:1]\n", 3, "a", `points "1.5" is not a number`},
+		{"timeout text", "a:\n  distribution: chash\n  timeout: 1s\n  servers: [a:1:1]\n", 3, "a", `timeout "1s" is not a number`},
+		{"backlog too big", "a:\n  distribution: chash\n  backlog: 99999999999\n  servers: [a:1:1]\n", 3, "a", `backlog "99999999999" is not a number`},
+		{"bool yes", "a:\n  distribution: chash\n  redis: yes\n  servers: [a:1:1]\n", 3, "a", `redis "yes" is not true or false`},
+		{"bool True", "a:\n  distribution: chash\n  preconnect: True\n  servers: [a:1:1]\n", 3, "a", `preconnect "True" is not true or false`},
+		{"server_connections 0", "a:\n  distribution: chash\n  server_connections: 0\n  servers: [a:1:1]\n", 3, "a", "server_connections is 0; want at least 1"},
+		{"redis_auth without redis", "a:\n  distribution: chash\n  redis_auth: pw\n  servers: [a:1:1]\n", 3, "a", "redis_auth is only valid in a pool with redis: true"},
+		{"listen without port", "a:\n  distribution: chash\n  listen: localhost\n  servers: [a:1:1]\n", 3, "a", `listen "localhost": want "host:port" or "/path/to/socket [mode]"`},
+		{"listen bad port", "a:\n  distribution: chash\n  listen: localhost:99999\n  servers: [a:1:1]\n", 3, "a", `listen "localhost:99999": port "99999" is not a number in 1..65535`},
+		{"listen bad mode", "a:\n  distribution: chash\n  listen: /tmp/s 0999\n  servers: [a:1:1]\n", 3, "a", `listen "/tmp/s 0999": mode "0999" is not octal in 0..0777`},
+		{"listen mode too big", "a:\n  distribution: chash\n  listen: /tmp/s 1777\n  servers: [a:1:1]\n", 3, "a", `mode "1777" is not octal in 0..0777`},
+		{"listen twice", "a:\n  distribution: chash\n  listen: :22121\n  servers: [a:1:1]\nb:\n  distribution: chash\n  listen: :22121\n  servers: [a:1:1]\n", 7, "b", `listen ":22121" is also pool "a"'s (line 3)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse(file, []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("Parse = %+v, nil; want an error", f)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Parse error %T %v; want *Error", err, err)
+			}
+			if e.File != file || e.Line != tt.line || e.Pool != tt.pool {
+				t.Errorf("error at file %q line %d pool %q; want %q, %d, %q (%v)", e.File, e.Line, e.Pool, file, tt.line, tt.pool, err)
+			}
+			prefix := "config: " + file
+			if tt.line > 0 {
+				prefix += ":" + strconv.Itoa(tt.line)
+			}
+			prefix += ": "
+			if tt.pool != "" {
+				prefix += `pool "` + tt.pool + `": `
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg[len(prefix):], tt.want) {
+				t.Errorf("Parse error\n %s\nwant it to start with\n %s\nand then say\n %s", msg, prefix, tt.want)
+			}
+		})
+	}
+}
+
+// TestErrorMessage checks a whole message, the one the package doc shows.
+func TestErrorMessage(t *testing.T) {
+	const conf = `alpha:
+  listen: 127.0.0.1:22121
+  distribution: chash
+  servers:
+   - 10.0.0.1:11211:1
+   - 10.0.0.2:11211:1
+   - 10.0.0.1:11211:x
+`
+	_, err := Parse("nutcracker.yml", []byte(conf))
+	const want = `config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse error\n %v\nwant\n %s", err, want)
+	}
+}
+
+func TestFilePool(t *testing.T) {
+	one, err := Parse("one.yml", []byte("solo:\n  distribution: chash\n  servers: [a:1:1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Parse("two.yml", []byte("a:\n  distribution: chash\n  servers: [a:1:1]\nb:\n  distribution: seed\n  servers: [b:1:1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		f       *File
+		name    string
+		want    string // the pool's name, or
+		wantErr string
+	}{
+		{one, "", "solo", ""},
+		{one, "solo", "solo", ""},
+		{one, "other", "", `config: one.yml: no pool "other" (pools: "solo")`},
+		{two, "b", "b", ""},
+		{two, "a", "a", ""},
+		{two, "", "", `config: two.yml: 2 pools ("a", "b"): name one`},
+		{two, "c", "", `config: two.yml: no pool "c" (pools: "a", "b")`},
+	}
+	for _, tt := range tests {
+		p, err := tt.f.Pool(tt.name)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("%s: Pool(%q) error %v; want %s", tt.f.Path, tt.name, err, tt.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: Pool(%q): %v", tt.f.Path, tt.name, err)
+		case p.Name != tt.want:
+			t.Errorf("%s: Pool(%q) = pool %q; want %q", tt.f.Path, tt.name, p.Name, tt.want)
+		}
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	_, err := Load("testdata/no-such-file.yml")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v; want an error wrapping fs.ErrNotExist", err)
+	}
+	if err != nil && !strings.HasPrefix(err.Error(), "config: ") {
+		t.Errorf("Load error %q; want the prefix \"config: \"", err)
+	}
+}
+
+// TestExamples loads the repository's example configurations, which README uses.
+func TestExamples(t *testing.T) {
+	for _, path := range []string{"../../examples/nutcracker.yml", "../../examples/seed.yml"} {
+		f, err := Load(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, p := range f.Pools {
+			if _, err := p.Router(); err != nil {
+				t.Errorf("%s: pool %q: Router: %v", path, p.Name, err)
+			}
+		}
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	problem := errors.New("no servers")
+	tests := []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{File: "f.yml", Line: 3, Pool: "p", Err: problem}, `config: f.yml:3: pool "p": no servers`},
+		{&Error{File: "f.yml", Pool: "p", Err: problem}, `config: f.yml: pool "p": no servers`},
+		{&Error{File: "f.yml", Line: 3, Err: problem}, `config: f.yml:3: no servers`},
+		{&Error{Line: 3, Pool: "p", Err: problem}, `config: line 3: pool "p": no servers`},
+		{&Error{Pool: "p", Err: problem}, `config: pool "p": no servers`},
+	}
+	for _, tt := range tests {
+		if got := tt.e.Error(); got != tt.want {
+			t.Errorf("Error() = %q; want %q", got, tt.want)
+		}
+		if !errors.Is(tt.e, problem) {
+			t.Errorf("errors.Is(%v, problem) = false; want true", tt.e)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package config_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/chash-dev/chash/internal/config"
+)
+
+func Example() {
+	const conf = `
+articles:
+  distribution: seed
+  points: 5
+  servers:
+   - 192.168.0.0:111:1
+   - 192.168.0.1:111:1
+   - 192.168.0.2:111:1
+   - 192.168.0.3:111:1
+   - 192.168.0.4:111:1
+`
+	f, err := config.Parse("nutcracker.yml", []byte(conf))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := f.Pool("articles")
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := pool.Router()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, key := range []string{"127.0.0.1:1111", "221.226.0.1:2222", "10.211.0.1:3333"} {
+		server, err := r.Lookup(pool.HashKey([]byte(key)))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(key, server)
+	}
+	// Output:
+	// 127.0.0.1:1111 192.168.0.0:111
+	// 221.226.0.1:2222 192.168.0.0:111
+	// 10.211.0.1:3333 192.168.0.2:111
+}
+
+func ExampleParse_error() {
+	const conf = `alpha:
+  distribution: chash
+  servers:
+   - 10.0.0.1:11211:1
+   - 10.0.0.2:11211:x
+`
+	_, err := config.Parse("nutcracker.yml", []byte(conf))
+	fmt.Println(err)
+	// Output:
+	// config: nutcracker.yml:5: pool "alpha": server "10.0.0.2:11211:x": weight "x" is not a positive integer
+}

@@ -1,0 +1,203 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chash-dev/chash/hashfn"
+)
+
+// FuzzParse checks that Parse never panics and that what it accepts is valid:
+// every pool has servers with distinct names, positive weights and ports in
+// range, known hash and distribution names, and routes keys to its servers or
+// explains why not; and that the File, written out again, parses to the same
+// File. The seed corpus is
+// testdata/*.yml, the examples and testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	paths, _ := filepath.Glob("testdata/*.yml")
+	more, _ := filepath.Glob("../../examples/*.yml")
+	for _, path := range append(paths, more...) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz.yml", data)
+		if err != nil {
+			if file != nil {
+				t.Fatalf("Parse = %v, %v; want no File with an error", file, err)
+			}
+			if !strings.HasPrefix(err.Error(), "config: fuzz.yml") {
+				t.Fatalf("Parse error %q does not name the file", err)
+			}
+			return
+		}
+		if len(file.Pools) == 0 {
+			t.Fatal("Parse accepted a file with no pools")
+		}
+		for _, p := range file.Pools {
+			checkPool(t, p)
+		}
+		again, err := Parse("fuzz.yml", format(t, file))
+		if err != nil {
+			t.Fatalf("Parse of the File written out: %v\n%s", err, format(t, file))
+		}
+		if a, b := stripLines(file), stripLines(again); !reflect.DeepEqual(a, b) {
+			t.Fatalf("Parse of the File written out:\n got %+v\nwant %+v", b, a)
+		}
+	})
+}
+
+func checkPool(t *testing.T, p *Pool) {
+	t.Helper()
+	if p.Name == "" || p.Line < 1 {
+		t.Fatalf("pool %q at line %d", p.Name, p.Line)
+	}
+	if len(p.Servers) == 0 {
+		t.Fatalf("pool %q has no servers", p.Name)
+	}
+	if p.Hash != "" {
+		if _, err := hashfn.Lookup(p.Hash); err != nil {
+			t.Fatalf("pool %q: %v", p.Name, err)
+		}
+	}
+	if _, ok := distributions[p.Distribution]; !ok {
+		t.Fatalf("pool %q: distribution %q is not registered", p.Name, p.Distribution)
+	}
+	if p.HashTag != "" && len(p.HashTag) != 2 {
+		t.Fatalf("pool %q: hash_tag %q", p.Name, p.HashTag)
+	}
+	if p.Points < 0 || p.Backlog < 0 || p.RedisDB < 0 || p.ClientConnections < 0 ||
+		p.ServerConnections < 1 || p.ServerFailureLimit < 0 || p.Timeout < 0 || p.ServerRetryTimeout < 0 {
+		t.Fatalf("pool %q: a number out of range: %+v", p.Name, p)
+	}
+	if p.RedisAuth != "" && !p.Redis {
+		t.Fatalf("pool %q: redis_auth without redis", p.Name)
+	}
+	names := make(map[string]bool)
+	total := 0
+	for _, s := range p.Servers {
+		if s.Weight < 1 || s.Host == "" || s.Line < 1 {
+			t.Fatalf("pool %q: server %+v", p.Name, s)
+		}
+		if s.Port == 0 && !strings.HasPrefix(s.Host, "/") || s.Port < 0 || s.Port > 65535 {
+			t.Fatalf("pool %q: server %+v: port out of range", p.Name, s)
+		}
+		if names[s.Name()] {
+			t.Fatalf("pool %q: two servers named %q", p.Name, s.Name())
+		}
+		names[s.Name()] = true
+		total += min(s.Weight, 1<<20)
+	}
+	if total*max(p.Points, 160) > 1<<16 {
+		return // too big a ring to build for every input
+	}
+	// A distribution may refuse a pool that Parse accepts (ketama has no use for
+	// points:, say), but only with an error that names the file, line and pool.
+	r, err := p.Router()
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) || e.File != "fuzz.yml" || e.Line < 1 || e.Pool != p.Name {
+			t.Fatalf("pool %q: Router error %q does not name the file, line and pool", p.Name, err)
+		}
+		return
+	}
+	for _, key := range []string{"", "a", "{user}:1", "\xff\x00"} {
+		s, err := r.Lookup(p.HashKey([]byte(key)))
+		if err != nil && p.Distribution == "random" {
+			continue // random routes no key offline
+		}
+		if err != nil || !names[s] {
+			t.Fatalf("pool %q: Lookup(%q) = %q, %v; want one of its servers", p.Name, key, s, err)
+		}
+	}
+}
+
+// format writes f out in the configuration format.
+func format(t *testing.T, f *File) []byte {
+	str := func(s string) *yaml.Node {
+		return &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Value: s}
+	}
+	plain := func(v any) *yaml.Node {
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(v)}
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, p := range f.Pools {
+		m := &yaml.Node{Kind: yaml.MappingNode}
+		add := func(k string, v *yaml.Node) { m.Content = append(m.Content, str(k), v) }
+		if p.Listen != "" {
+			l := p.Listen
+			if strings.HasPrefix(l, "/") && (p.ListenPerm != 0 || strings.Contains(l, " ")) {
+				l += " " + strconv.FormatUint(uint64(p.ListenPerm), 8)
+			}
+			add("listen", str(l))
+		}
+		if p.Hash != "" {
+			add("hash", str(p.Hash))
+		}
+		if p.HashTag != "" {
+			add("hash_tag", str(p.HashTag))
+		}
+		add("distribution", str(p.Distribution))
+		add("points", plain(p.Points))
+		add("timeout", plain(p.Timeout.Milliseconds()))
+		add("backlog", plain(p.Backlog))
+		add("client_connections", plain(p.ClientConnections))
+		add("redis", plain(p.Redis))
+		if p.RedisAuth != "" {
+			add("redis_auth", str(p.RedisAuth))
+		}
+		add("redis_db", plain(p.RedisDB))
+		add("preconnect", plain(p.Preconnect))
+		add("server_connections", plain(p.ServerConnections))
+		add("auto_eject_hosts", plain(p.AutoEjectHosts))
+		add("server_retry_timeout", plain(p.ServerRetryTimeout.Milliseconds()))
+		add("server_failure_limit", plain(p.ServerFailureLimit))
+		add("tcpkeepalive", plain(p.TCPKeepalive))
+		servers := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, s := range p.Servers {
+			line := s.Host
+			if s.Port != 0 {
+				line += ":" + strconv.Itoa(s.Port)
+			}
+			line += ":" + strconv.Itoa(s.Weight)
+			if s.Alias != "" {
+				line += " " + s.Alias
+			}
+			servers.Content = append(servers.Content, str(line))
+		}
+		add("servers", servers)
+		root.Content = append(root.Content, str(p.Name), m)
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stripLines returns copies of f's pools without line numbers.
+func stripLines(f *File) []Pool {
+	var pools []Pool
+	for _, p := range f.Pools {
+		q := *p
+		q.Line, q.lines = 0, nil
+		q.Servers = slices.Clone(p.Servers)
+		for i := range q.Servers {
+			q.Servers[i].Line = 0
+		}
+		pools = append(pools, q)
+	}
+	return pools
+}

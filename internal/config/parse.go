@@ -1,0 +1,487 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/chash-dev/chash/hashfn"
+)
+
+// Parse parses data, the contents of the configuration file called name (which
+// only errors use), and checks it as twemproxy does, and more: each pool has at
+// least one server; no two servers of a pool have the same name; hash names are
+// known to hashfn.Lookup and distribution names are registered; weights are
+// positive and ports in 1..65535; no key is unknown or given twice. YAML aliases
+// are errors, as in twemproxy.
+//
+// The error, if any, is an *Error naming the file, the line and the pool.
+func Parse(name string, data []byte) (*File, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if err == io.EOF {
+			return nil, &Error{File: name, Err: errors.New("no pools")}
+		}
+		return nil, yamlError(name, err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == io.EOF:
+	case err != nil:
+		return nil, yamlError(name, err)
+	default:
+		return nil, &Error{File: name, Line: next.Line, Err: errors.New("a second YAML document; want one")}
+	}
+	return parseFile(name, &doc)
+}
+
+// yamlError turns an error of the YAML parser, "yaml: line 3: could not find
+// expected ':'", into an *Error.
+func yamlError(file string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, after, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(n); err == nil {
+				line, msg = l, after
+			}
+		}
+	}
+	return &Error{File: file, Line: line, Err: errors.New("invalid YAML: " + msg)}
+}
+
+func parseFile(name string, doc *yaml.Node) (*File, error) {
+	f := &File{Path: name}
+	root := doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		root = doc.Content[0]
+	}
+	if isNull(root) || root.Kind == yaml.MappingNode && len(root.Content) == 0 {
+		return nil, &Error{File: name, Err: errors.New("no pools")}
+	}
+	if err := checkAlias(root); err != nil {
+		return nil, &Error{File: name, Line: root.Line, Err: err}
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: name, Line: root.Line, Err: errors.New("want a mapping from pool names to pools")}
+	}
+	seen := make(map[string]*Pool)
+	listens := make(map[string]*Pool)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if err := checkAlias(k); err != nil {
+			return nil, &Error{File: name, Line: k.Line, Err: err}
+		}
+		if k.Kind != yaml.ScalarNode || isNull(k) || k.Value == "" {
+			return nil, &Error{File: name, Line: k.Line, Err: errors.New("want a pool name")}
+		}
+		if q, dup := seen[k.Value]; dup {
+			return nil, &Error{File: name, Line: k.Line, Pool: k.Value, Err: fmt.Errorf("pool defined twice (first on line %d)", q.Line)}
+		}
+		p := newPool(name, k.Value, k.Line)
+		if err := p.parse(v); err != nil {
+			return nil, &Error{File: name, Line: lineOf(err, p.Line), Pool: p.Name, Err: unwrapLine(err)}
+		}
+		if q, dup := listens[p.Listen]; dup && p.Listen != "" {
+			return nil, &Error{File: name, Line: p.line("listen"), Pool: p.Name,
+				Err: fmt.Errorf("listen %q is also pool %q's (line %d)", p.Listen, q.Name, q.line("listen"))}
+		}
+		seen[p.Name] = p
+		listens[p.Listen] = p
+		f.Pools = append(f.Pools, p)
+	}
+	return f, nil
+}
+
+// lineError is an error at a line of the pool being parsed.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return e.err.Error() }
+
+func at(n *yaml.Node, err error) error { return &lineError{n.Line, err} }
+
+func atf(n *yaml.Node, format string, args ...any) error {
+	return &lineError{n.Line, fmt.Errorf(format, args...)}
+}
+
+func lineOf(err error, def int) int {
+	if e, ok := err.(*lineError); ok {
+		return e.line
+	}
+	return def
+}
+
+func unwrapLine(err error) error {
+	if e, ok := err.(*lineError); ok {
+		return e.err
+	}
+	return err
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+func checkAlias(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode {
+		return fmt.Errorf("alias *%s: YAML aliases are not supported (twemproxy rejects them)", n.Value)
+	}
+	return nil
+}
+
+// A setting parses the value v of key into p. Its errors, made with at or atf,
+// carry their line.
+type setting func(p *Pool, key string, v *yaml.Node) error
+
+// settings are the keys of a pool, twemproxy's (nc_conf.c, conf_commands) and ours.
+var settings = map[string]setting{
+	"listen":       setListen,
+	"hash":         setHash,
+	"hash_tag":     setHashTag,
+	"distribution": setDistribution,
+	"points":       intSetting(func(p *Pool) *int { return &p.Points }),
+
+	"timeout":              msSetting(func(p *Pool) *time.Duration { return &p.Timeout }),
+	"backlog":              intSetting(func(p *Pool) *int { return &p.Backlog }),
+	"client_connections":   intSetting(func(p *Pool) *int { return &p.ClientConnections }),
+	"redis":                boolSetting(func(p *Pool) *bool { return &p.Redis }),
+	"redis_auth":           setRedisAuth,
+	"redis_db":             intSetting(func(p *Pool) *int { return &p.RedisDB }),
+	"preconnect":           boolSetting(func(p *Pool) *bool { return &p.Preconnect }),
+	"auto_eject_hosts":     boolSetting(func(p *Pool) *bool { return &p.AutoEjectHosts }),
+	"server_connections":   setServerConnections,
+	"server_retry_timeout": msSetting(func(p *Pool) *time.Duration { return &p.ServerRetryTimeout }),
+	"server_failure_limit": intSetting(func(p *Pool) *int { return &p.ServerFailureLimit }),
+	"tcpkeepalive":         boolSetting(func(p *Pool) *bool { return &p.TCPKeepalive }),
+	"servers":              setServers,
+}
+
+func settingNames() string {
+	names := make([]string, 0, len(settings))
+	for k := range settings {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// parse parses the pool's mapping v.
+func (p *Pool) parse(v *yaml.Node) error {
+	if err := checkAlias(v); err != nil {
+		return at(v, err)
+	}
+	if v.Kind != yaml.MappingNode {
+		return atf(v, "want a mapping of settings (listen, hash, distribution, servers, ...)")
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		if err := checkAlias(k); err != nil {
+			return at(k, err)
+		}
+		if err := checkAlias(val); err != nil {
+			return at(val, err)
+		}
+		if k.Kind != yaml.ScalarNode {
+			return atf(k, "want a key such as hash or servers")
+		}
+		set, ok := settings[k.Value]
+		if !ok {
+			return atf(k, "unknown key %q (known: %s)", k.Value, settingNames())
+		}
+		if l, dup := p.lines[k.Value]; dup {
+			return atf(k, "%s given twice (first on line %d)", k.Value, l)
+		}
+		p.lines[k.Value] = val.Line
+		if err := set(p, k.Value, val); err != nil {
+			return err
+		}
+	}
+	if len(p.Servers) == 0 {
+		return &lineError{p.line("servers"), errors.New("no servers")}
+	}
+	if p.RedisAuth != "" && !p.Redis {
+		return &lineError{p.line("redis_auth"), errors.New("redis_auth is only valid in a pool with redis: true")}
+	}
+	if _, ok := distributions[p.Distribution]; !ok {
+		// Only the default can get here: setDistribution checks given names.
+		return &lineError{p.Line, fmt.Errorf("distribution %q (the default) is unknown (known: %s); set one", p.Distribution, strings.Join(Distributions(), ", "))}
+	}
+	return nil
+}
+
+// scalar returns the text of the single value v.
+func scalar(key string, v *yaml.Node) (string, error) {
+	switch {
+	case v.Kind != yaml.ScalarNode:
+		return "", atf(v, "%s: want a single value, not a %s", key, kindName(v))
+	case isNull(v):
+		return "", atf(v, "%s has no value", key)
+	}
+	return v.Value, nil
+}
+
+func kindName(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.MappingNode:
+		return "mapping"
+	}
+	return "value"
+}
+
+// atoi parses a decimal number of at most MaxInt32 written with digits only, as
+// twemproxy's nc_atoi accepts it.
+func atoi(s string) (int, bool) {
+	if s == "" || len(s) > 10 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= math.MaxInt32
+}
+
+func number(key string, v *yaml.Node) (int, error) {
+	s, err := scalar(key, v)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := atoi(s)
+	if !ok {
+		return 0, atf(v, "%s %q is not a number in 0..%d", key, s, math.MaxInt32)
+	}
+	return n, nil
+}
+
+func intSetting(field func(*Pool) *int) setting {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		n, err := number(key, v)
+		*field(p) = n
+		return err
+	}
+}
+
+func msSetting(field func(*Pool) *time.Duration) setting {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		n, err := number(key, v)
+		*field(p) = time.Duration(n) * time.Millisecond
+		return err
+	}
+}
+
+func boolSetting(field func(*Pool) *bool) setting {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		s, err := scalar(key, v)
+		if err != nil {
+			return err
+		}
+		switch s {
+		case "true":
+			*field(p) = true
+		case "false":
+			*field(p) = false
+		default:
+			return atf(v, "%s %q is not true or false", key, s)
+		}
+		return nil
+	}
+}
+
+func setServerConnections(p *Pool, key string, v *yaml.Node) error {
+	n, err := number(key, v)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return atf(v, "%s is 0; want at least 1", key)
+	}
+	p.ServerConnections = n
+	return nil
+}
+
+func setRedisAuth(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	p.RedisAuth = s
+	return err
+}
+
+func setHash(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if _, err := hashfn.Lookup(s); err != nil {
+		return atf(v, "%s %q is unknown (known: %s)", key, s, strings.Join(hashfn.Names(), ", "))
+	}
+	p.Hash = s
+	return nil
+}
+
+func setHashTag(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if len(s) != 2 {
+		return atf(v, "%s %q is not two characters, like \"{}\"", key, s)
+	}
+	p.HashTag = s
+	return nil
+}
+
+func setDistribution(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if _, ok := distributions[s]; !ok {
+		return atf(v, "%s %q is unknown (known: %s)", key, s, strings.Join(Distributions(), ", "))
+	}
+	p.Distribution = s
+	return nil
+}
+
+// setListen parses "host:port" or "/path/to/socket [mode]" as twemproxy's
+// conf_set_listen does, without resolving the host.
+func setListen(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(s, "/") {
+		path, mode, ok := cutLast(s, ' ')
+		if ok {
+			m, err := strconv.ParseUint(mode, 8, 32)
+			if err != nil || m > 0o777 {
+				return atf(v, "%s %q: mode %q is not octal in 0..0777", key, s, mode)
+			}
+			p.ListenPerm = fs.FileMode(m)
+		}
+		p.Listen = path
+		return nil
+	}
+	_, port, ok := cutLast(s, ':')
+	if !ok {
+		return atf(v, "%s %q: want \"host:port\" or \"/path/to/socket [mode]\"", key, s)
+	}
+	if err := checkPort(port); err != nil {
+		return atf(v, "%s %q: %v", key, s, err)
+	}
+	p.Listen = s
+	return nil
+}
+
+func setServers(p *Pool, key string, v *yaml.Node) error {
+	if v.Kind != yaml.SequenceNode {
+		if isNull(v) {
+			return atf(v, "no servers")
+		}
+		return atf(v, "%s: want a list of \"host:port:weight [name]\" lines", key)
+	}
+	names := make(map[string]int, len(v.Content))
+	for _, item := range v.Content {
+		if err := checkAlias(item); err != nil {
+			return at(item, err)
+		}
+		if item.Kind != yaml.ScalarNode || isNull(item) {
+			return atf(item, "server: want a \"host:port:weight [name]\" line, not a %s", kindName(item))
+		}
+		s, err := parseServer(item.Value)
+		if err != nil {
+			return atf(item, "server %q: %v", item.Value, err)
+		}
+		s.Line = item.Line
+		name := s.Name()
+		if l, dup := names[name]; dup {
+			return atf(item, "server %q: name %q is also the server's on line %d", item.Value, name, l)
+		}
+		names[name] = s.Line
+		p.Servers = append(p.Servers, s)
+	}
+	return nil
+}
+
+// parseServer parses "host:port:weight [alias]" or "/path/to/socket:weight
+// [alias]" from the end as twemproxy's conf_add_server does: the last space
+// starts the alias, the last ':' before it the weight, and the ':' before that
+// the port.
+func parseServer(line string) (Server, error) {
+	var s Server
+	rest := line
+	if r, alias, ok := cutLast(rest, ' '); ok {
+		if alias == "" {
+			return s, errors.New("empty name after the space")
+		}
+		rest, s.Alias = r, alias
+	}
+	const format = `want "host:port:weight [name]" or "/path/to/socket:weight [name]"`
+	addr, weight, ok := cutLast(rest, ':')
+	if !ok {
+		return s, errors.New(format)
+	}
+	w, ok := atoi(weight)
+	if !ok || w == 0 {
+		return s, fmt.Errorf("weight %q is not a positive integer", weight)
+	}
+	s.Weight = w
+	if strings.HasPrefix(addr, "/") {
+		if strings.Contains(addr, ":") {
+			return s, errors.New(format) // twemproxy too rejects a ':' in a socket path
+		}
+		s.Host = addr
+		return s, nil
+	}
+	host, port, ok := cutLast(addr, ':')
+	if !ok {
+		return s, errors.New(format)
+	}
+	if host == "" {
+		return s, errors.New("empty host")
+	}
+	if err := checkPort(port); err != nil {
+		return s, err
+	}
+	s.Host = host
+	s.Port, _ = atoi(port)
+	return s, nil
+}
+
+// checkPort accepts a port 1..65535 written without leading zeros, so that
+// Server.Name gives back the text of the file, which some distributions hash.
+func checkPort(port string) error {
+	n, ok := atoi(port)
+	switch {
+	case !ok || n < 1 || n > 65535:
+		return fmt.Errorf("port %q is not a number in 1..65535", port)
+	case port[0] == '0':
+		return fmt.Errorf("port %q has a leading zero", port)
+	}
+	return nil
+}
+
+// cutLast slices s around the last instance of sep.
+func cutLast(s string, sep byte) (before, after string, found bool) {
+	if i := strings.LastIndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
+}

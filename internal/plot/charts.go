@@ -1,0 +1,434 @@
+package plot
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+
+	gonum "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/chash-dev/chash/internal/analyze"
+)
+
+// maxNamed is the most nodes whose names a bar chart writes under its bars.
+const maxNamed = 40
+
+// Shares returns a bar chart of each node's share of the key space with its
+// fair share (weight over total weight) marked as a dashed line.
+func Shares(b *analyze.Balance, title string) (*Chart, error) {
+	if len(b.Nodes) == 0 {
+		return nil, errNoData
+	}
+	shares := make(plotter.Values, len(b.Nodes))
+	expected := make([]float64, len(b.Nodes))
+	for i, n := range b.Nodes {
+		shares[i], expected[i] = n.Share, n.Expected
+	}
+	p := newPlot(title, nodeAxis(len(b.Nodes)), "share of the key space")
+	bars, err := plotter.NewBarChart(shares, barWidth(len(b.Nodes), 1))
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	bars.Color = palette[0]
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	fair := &levels{values: expected, color: black}
+	p.Add(fair)
+	if len(b.Nodes) <= 12 {
+		labels, err := barLabels(shares, 0)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(labels)
+	}
+	p.Legend.Add(fmt.Sprintf("share (%s)", methodName(b.Method)), bars)
+	p.Legend.Add("fair share (by weight)", fair)
+	p.Y.Min = 0
+	p.Y.Max = max(p.Y.Max, slices.Max(expected)) * 1.25 // room for the legend
+	p.Y.Tick.Marker = percentTicks{}
+	nominal(p, b.Nodes)
+	return &Chart{plots: []*gonum.Plot{p}, width: barsWidth(len(b.Nodes)), height: 5 * vg.Inch}, nil
+}
+
+func methodName(m string) string {
+	switch m {
+	case analyze.MethodArcs:
+		return "exact, from arc lengths"
+	case analyze.MethodTable:
+		return "exact, from table entries"
+	case analyze.MethodKeys:
+		return "counted keys"
+	case analyze.MethodSample:
+		return "sampled keys"
+	}
+	return m
+}
+
+func nodeAxis(n int) string {
+	if n > maxNamed {
+		return fmt.Sprintf("nodes (%d)", n)
+	}
+	return "node"
+}
+
+// nominal names the bars under the x axis, slanted, or hides the names when
+// there are too many to read.
+func nominal(p *gonum.Plot, nodes []analyze.NodeShare) {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(nodes))-0.4
+	if len(nodes) > maxNamed {
+		p.X.Tick.Marker = gonum.ConstantTicks(nil)
+		return
+	}
+	p.X.Tick.Label.Font.Size = vg.Points(9)
+	if len(nodes) > 6 || longest(names) > 14 {
+		p.X.Tick.Label.Rotation = math.Pi / 6
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
+}
+
+func longest(s []string) int {
+	m := 0
+	for _, x := range s {
+		m = max(m, len(x))
+	}
+	return m
+}
+
+func barWidth(n, groups int) vg.Length {
+	w := barsWidth(n) - vg.Inch
+	return max(vg.Points(0.5), w/vg.Length(n)*0.8/vg.Length(groups))
+}
+
+func barsWidth(n int) vg.Length {
+	return min(max(8*vg.Inch, vg.Length(n)*0.45*vg.Inch), 11*vg.Inch)
+}
+
+// levels draws a short horizontal segment at each bar's value: the fair share of
+// each node, joining into one line when the values are equal.
+type levels struct {
+	values []float64
+	color  color.Color
+}
+
+func (l *levels) Plot(c draw.Canvas, p *gonum.Plot) {
+	tx, ty := p.Transforms(&c)
+	sty := draw.LineStyle{Color: l.color, Width: vg.Points(1.5), Dashes: dash}
+	for i, v := range l.values {
+		if i > 0 && l.values[i-1] == v {
+			continue // drawn as part of the previous run
+		}
+		j := i
+		for j+1 < len(l.values) && l.values[j+1] == v {
+			j++
+		}
+		y := ty(v)
+		c.StrokeLine2(sty, tx(float64(i)-0.5), y, tx(float64(j)+0.5), y)
+	}
+}
+
+func (l *levels) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return -0.5, float64(len(l.values)) - 0.5, 0, slices.Max(l.values)
+}
+
+func (l *levels) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(draw.LineStyle{Color: l.color, Width: vg.Points(1.5), Dashes: dash}, c.Min.X, y, c.Max.X, y)
+}
+
+// Sweep returns the seed articles' chart for rings of several sizes: above, the
+// coefficient of variation of the nodes' shares against points per node, with
+// the closed form for random points dashed; below, the most loaded node's share
+// over the fair share. Both axes of the upper panel are logarithmic.
+func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
+	if len(pts) == 0 {
+		return nil, errNoData
+	}
+	sizes := map[int][]analyze.SweepPoint{}
+	var order []int
+	for _, sp := range pts {
+		if _, ok := sizes[sp.Nodes]; !ok {
+			order = append(order, sp.Nodes)
+		}
+		sizes[sp.Nodes] = append(sizes[sp.Nodes], sp)
+	}
+	slices.Sort(order)
+	minP, maxP := math.Inf(1), math.Inf(-1)
+	for _, sp := range pts {
+		minP, maxP = min(minP, float64(sp.Points)), max(maxP, float64(sp.Points))
+	}
+	logX := maxP/minP >= 10
+
+	top := newPlot(title, "points (virtual nodes) per node", "std / mean of the shares")
+	bottom := newPlot("", "points (virtual nodes) per node", "most loaded node / fair share")
+	for k, n := range order {
+		s := sizes[n]
+		slices.SortFunc(s, func(a, b analyze.SweepPoint) int { return cmp.Compare(a.Points, b.Points) })
+		std, rnd, mx := make(plotter.XYs, len(s)), make(plotter.XYs, len(s)), make(plotter.XYs, len(s))
+		for i, sp := range s {
+			x := float64(sp.Points)
+			std[i] = plotter.XY{X: x, Y: sp.StdOverMean}
+			rnd[i] = plotter.XY{X: x, Y: sp.Random}
+			mx[i] = plotter.XY{X: x, Y: sp.MaxOverMean}
+		}
+		c := Color(k)
+		l1, err := line(std, c, false, 1.6)
+		if err != nil {
+			return nil, err
+		}
+		l2, err := line(rnd, c, true, 1)
+		if err != nil {
+			return nil, err
+		}
+		l3, err := line(mx, c, false, 1.6)
+		if err != nil {
+			return nil, err
+		}
+		top.Add(l2, l1)
+		bottom.Add(l3)
+		name := fmt.Sprintf("%d nodes", n)
+		top.Legend.Add(name, l1)
+		bottom.Legend.Add(name, l3)
+	}
+	ref, err := line(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}, grey, true, 1)
+	if err != nil {
+		return nil, err
+	}
+	top.Legend.Add("random points: √((N−1)/(N·V+1))", ref)
+	if logX {
+		for _, p := range []*gonum.Plot{top, bottom} {
+			p.X.Scale = gonum.LogScale{}
+			p.X.Tick.Marker = logTicks{}
+		}
+	}
+	top.Y.Scale = gonum.LogScale{}
+	top.Y.Tick.Marker = logTicks{}
+	fair, err := line(plotter.XYs{{X: minP, Y: 1}, {X: maxP, Y: 1}}, black, true, 1)
+	if err != nil {
+		return nil, err
+	}
+	bottom.Add(fair)
+	bottom.Legend.Add("perfect balance", fair)
+	bottom.Y.Min = min(bottom.Y.Min, 1)
+	bottom.Y.Max *= 1.05
+	return &Chart{plots: []*gonum.Plot{top, bottom}, width: 9 * vg.Inch, height: 9 * vg.Inch}, nil
+}
+
+// Churn returns the fraction of keys that move when a node joins or leaves a
+// ring, against the ring's size, with the ideal and modulo hashing for
+// comparison. The axes are logarithmic.
+func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
+	if len(pts) == 0 {
+		return nil, errNoData
+	}
+	pts = slices.Clone(pts)
+	slices.SortFunc(pts, func(a, b analyze.ChurnPoint) int { return cmp.Compare(a.Nodes, b.Nodes) })
+	series := []struct {
+		name   string
+		get    func(analyze.ChurnPoint) float64
+		c      color.Color
+		dashed bool
+		skip1  bool // no removal from a single node
+	}{
+		{"modulo, a node joins", func(c analyze.ChurnPoint) float64 { return c.AddModulo }, Color(2), false, false},
+		{"modulo, a node leaves", func(c analyze.ChurnPoint) float64 { return c.RemoveModulo }, Color(1), false, true},
+		{"ring, a node joins", func(c analyze.ChurnPoint) float64 { return c.AddMoved }, Color(0), false, false},
+		{"ring, a node leaves", func(c analyze.ChurnPoint) float64 { return c.RemoveMoved }, Color(4), false, true},
+		{"ideal: the joining node's fair share", func(c analyze.ChurnPoint) float64 { return c.AddIdeal }, black, true, false},
+	}
+	p := newPlot(title, "nodes in the ring", "fraction of keys that move")
+	for _, s := range series {
+		var xys plotter.XYs
+		for _, c := range pts {
+			if s.skip1 && c.Nodes < 2 {
+				continue
+			}
+			if v := s.get(c); v > 0 {
+				xys = append(xys, plotter.XY{X: float64(c.Nodes), Y: v})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		l.Color, l.Width = s.c, vg.Points(1.6)
+		if s.dashed {
+			l.Dashes = dash
+		}
+		pts.Color = s.c
+		pts.Radius = vg.Points(2.5)
+		p.Add(l, pts)
+		p.Legend.Add(s.name, l, pts)
+	}
+	if pts[len(pts)-1].Nodes >= 10*pts[0].Nodes {
+		p.X.Scale = gonum.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+	}
+	p.Y.Scale = gonum.LogScale{}
+	p.Y.Tick.Marker = logTicks{percent: true}
+	p.Y.Max = 2 // room for the legend above modulo's curve
+	p.Legend.Top = false
+	p.Legend.Left = true
+	return &Chart{plots: []*gonum.Plot{p}, width: 9 * vg.Inch, height: 6 * vg.Inch}, nil
+}
+
+// Move is one change of membership for Moves: what a ring moves, the ideal and
+// what modulo hashing moves, as fractions of the key space.
+type Move struct {
+	Label               string
+	Ring, Ideal, Modulo float64
+}
+
+// Moves returns grouped bars comparing, for each change, what the ring moves with
+// the ideal and with modulo hashing, each bar labelled with its percentage.
+func Moves(title string, moves []Move) (*Chart, error) {
+	if len(moves) == 0 {
+		return nil, errNoData
+	}
+	p := newPlot(title, "", "fraction of keys that move")
+	groups := []struct {
+		name string
+		get  func(Move) float64
+		c    color.Color
+	}{
+		{"consistent-hash ring", func(m Move) float64 { return m.Ring }, palette[0]},
+		{"ideal (least possible)", func(m Move) float64 { return m.Ideal }, palette[9]},
+		{"modulo hashing (hash mod n)", func(m Move) float64 { return m.Modulo }, palette[2]},
+	}
+	w := vg.Points(46)
+	for g, grp := range groups {
+		vals := make(plotter.Values, len(moves))
+		for i, m := range moves {
+			vals[i] = grp.get(m)
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		bars.Color = grp.c
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Length(g-1) * (w + vg.Points(3))
+		p.Add(bars)
+		p.Legend.Add(grp.name, bars)
+		labels, err := barLabels(vals, g-1)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(labels)
+	}
+	names := make([]string, len(moves))
+	for i, m := range moves {
+		names[i] = m.Label
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.7, float64(len(moves))-0.3
+	p.X.Tick.Label.Font.Size = vg.Points(10)
+	p.Y.Min, p.Y.Max = 0, 1.25 // room above 100% for the labels and the legend
+	var ticks []gonum.Tick
+	for v := 0.0; v <= 1; v += 0.1 {
+		t := gonum.Tick{Value: v}
+		if int(math.Round(v*10))%2 == 0 {
+			t.Label = percent(math.Round(v*10) / 10)
+		}
+		ticks = append(ticks, t)
+	}
+	p.Y.Tick.Marker = gonum.ConstantTicks(ticks)
+	return &Chart{plots: []*gonum.Plot{p}, width: max(7*vg.Inch, vg.Length(len(moves))*3.5*vg.Inch), height: 5 * vg.Inch}, nil
+}
+
+// barLabels writes each value as a percentage above its bar: bar g (−1, 0 or 1)
+// of a group of three, 0 for a lone bar.
+func barLabels(vals plotter.Values, g int) (*plotter.Labels, error) {
+	xys := make([]plotter.XY, len(vals))
+	text := make([]string, len(vals))
+	for i, v := range vals {
+		xys[i] = plotter.XY{X: float64(i), Y: v}
+		text[i] = percent(roundTo(v, 4))
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: text})
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font = fontSize(9)
+		l.TextStyle[i].XAlign = draw.XCenter
+	}
+	l.Offset = vg.Point{X: vg.Length(g) * vg.Points(49), Y: vg.Points(3)}
+	return l, nil
+}
+
+// roundTo rounds f to the given number of significant digits.
+func roundTo(f float64, digits int) float64 {
+	if f == 0 {
+		return 0
+	}
+	e := math.Pow(10, float64(digits)-math.Ceil(math.Log10(math.Abs(f))))
+	return math.Round(f*e) / e
+}
+
+// Diff returns bars of each node's share before and after a change, with the
+// new fair shares dashed, titled with what moved.
+func Diff(d *analyze.Diff, title string) (*Chart, error) {
+	if d.Old == nil || d.New == nil {
+		return nil, errNoData
+	}
+	// Nodes in old order, then the joining ones.
+	var nodes []analyze.NodeShare
+	before, after := map[string]float64{}, map[string]float64{}
+	fair := map[string]float64{}
+	for _, n := range d.Old.Nodes {
+		nodes = append(nodes, n)
+		before[n.Name] = n.Share
+	}
+	for _, n := range d.New.Nodes {
+		if _, ok := before[n.Name]; !ok {
+			nodes = append(nodes, n)
+		}
+		after[n.Name], fair[n.Name] = n.Share, n.Expected
+	}
+	b, a, e := make(plotter.Values, len(nodes)), make(plotter.Values, len(nodes)), make([]float64, len(nodes))
+	for i, n := range nodes {
+		b[i], a[i], e[i] = before[n.Name], after[n.Name], fair[n.Name]
+	}
+	sub := fmt.Sprintf("moved %s of keys (ideal %s, modulo hashing %s)",
+		percent(roundTo(d.Moved, 4)), percent(roundTo(d.Ideal, 4)), percent(roundTo(d.ModuloMoved, 4)))
+	if title != "" {
+		sub = title + "\n" + sub
+	}
+	p := newPlot(sub, nodeAxis(len(nodes)), "share of the key space")
+	w := barWidth(len(nodes), 2)
+	bb, err := plotter.NewBarChart(b, w)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	ab, err := plotter.NewBarChart(a, w)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	bb.Color, ab.Color = palette[9], palette[0]
+	bb.LineStyle.Width, ab.LineStyle.Width = 0, 0
+	bb.Offset, ab.Offset = -w/2, w/2
+	lv := &levels{values: e, color: black}
+	p.Add(bb, ab, lv)
+	p.Legend.Add("before", bb)
+	p.Legend.Add("after", ab)
+	p.Legend.Add("fair share after", lv)
+	p.Y.Min = 0
+	p.Y.Max *= 1.3
+	p.Y.Tick.Marker = percentTicks{}
+	nominal(p, nodes)
+	return &Chart{plots: []*gonum.Plot{p}, width: barsWidth(len(nodes)), height: 5 * vg.Inch}, nil
+}

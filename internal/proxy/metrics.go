@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/memcache"
+)
+
+// poolStats are a pool's counters, named as in nutcracker's stats.
+type poolStats struct {
+	clientEOF   atomic.Uint64
+	clientErr   atomic.Uint64
+	clientTotal atomic.Uint64
+	ejects      atomic.Uint64
+	forwardErr  atomic.Uint64
+	fragments   atomic.Uint64
+}
+
+// serverStats are a server's counters, named as in nutcracker's stats.
+type serverStats struct {
+	eof           atomic.Uint64
+	errors        atomic.Uint64
+	timedout      atomic.Uint64
+	connections   atomic.Int64
+	requests      atomic.Uint64
+	requestBytes  atomic.Uint64
+	responses     atomic.Uint64
+	responseBytes atomic.Uint64
+}
+
+type counter struct{ c prometheus.Counter }
+
+func (c counter) inc() {
+	if c.c != nil {
+		c.c.Inc()
+	}
+}
+
+type observer struct{ o prometheus.Observer }
+
+func (o observer) observe(d time.Duration) {
+	if o.o != nil {
+		o.o.Observe(d.Seconds())
+	}
+}
+
+// latencyBuckets span 50µs to about 1.6s.
+var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
+
+// metrics holds the proxy's Prometheus metrics: histograms and counters updated
+// on the request path, and a collector that reads the pools' counters and states
+// when scraped.
+type metrics struct {
+	p        *Proxy
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	server   *prometheus.HistogramVec
+	start    time.Time
+
+	shareMu sync.Mutex
+	shares  map[*state]map[string]float64
+}
+
+func newMetrics(p *Proxy) *metrics {
+	m := &metrics{
+		p:   p,
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chash_proxy_requests_total",
+			Help: "Client requests by pool and command.",
+		}, []string{"pool", "command"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chash_proxy_request_duration_seconds",
+			Help:    "Time from reading a client request to having its reply, by pool and command.",
+			Buckets: latencyBuckets,
+		}, []string{"pool", "command"}),
+		server: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chash_proxy_server_request_duration_seconds",
+			Help:    "Time from reading a client request to reading the server's reply, by pool, server and command.",
+			Buckets: latencyBuckets,
+		}, []string{"pool", "server", "command"}),
+		start:  time.Now(),
+		shares: map[*state]map[string]float64{},
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.server, (*collector)(m),
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// poolCounters resolves the pool's per-command metrics once, off the request path.
+func (m *metrics) poolMetrics(pool string) (cmds [memcache.CmdMetaNoop + 1]counter, lat [memcache.CmdMetaNoop + 1]observer) {
+	for _, c := range memcache.Commands() {
+		cmds[c] = counter{m.requests.WithLabelValues(pool, c.String())}
+		lat[c] = observer{m.latency.WithLabelValues(pool, c.String())}
+	}
+	return cmds, lat
+}
+
+func (m *metrics) serverObservers(pool, server string) (obs [memcache.CmdMetaNoop + 1]observer) {
+	for _, c := range memcache.Commands() {
+		obs[c] = observer{m.server.WithLabelValues(pool, server, c.String())}
+	}
+	return obs
+}
+
+// forgetServer drops the metrics of a server that left.
+func (m *metrics) forgetServer(pool, server string) {
+	m.server.DeletePartialMatch(prometheus.Labels{"pool": pool, "server": server})
+}
+
+// observeRequest records a finished client request.
+func (pl *pool) observeRequest(r *clientReq) {
+	if r.req.Command != memcache.CmdUnknown {
+		pl.lat[r.req.Command].observe(time.Since(r.start))
+	}
+}
+
+// ringShares returns each live server's share of the key space in st, computed
+// once per state.
+func (m *metrics) ringShares(st *state) map[string]float64 {
+	m.shareMu.Lock()
+	defer m.shareMu.Unlock()
+	if s, ok := m.shares[st]; ok {
+		return s
+	}
+	s := map[string]float64{}
+	if st.router != nil && st.cfg.Distribution != "random" {
+		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
+			for _, n := range b.Nodes {
+				s[n.Name] = n.Share
+			}
+		}
+	}
+	// Keep only current states' figures.
+	if len(m.shares) > 64 {
+		clear(m.shares)
+	}
+	m.shares[st] = s
+	return s
+}
+
+// collector exports the counters of pools and servers at scrape time.
+type collector metrics
+
+var (
+	descClientConns = prometheus.NewDesc("chash_proxy_client_connections", "Open client connections.", []string{"pool"}, nil)
+	descClientTotal = prometheus.NewDesc("chash_proxy_client_connections_total", "Client connections accepted.", []string{"pool"}, nil)
+	descClientErr   = prometheus.NewDesc("chash_proxy_client_errors_total", "Client connections refused or ended by an error.", []string{"pool"}, nil)
+	descForwardErr  = prometheus.NewDesc("chash_proxy_forward_errors_total", "Requests answered with an error because no server could serve them.", []string{"pool"}, nil)
+	descFragments   = prometheus.NewDesc("chash_proxy_fragments_total", "Per-server requests of gets split over servers.", []string{"pool"}, nil)
+	descEjects      = prometheus.NewDesc("chash_proxy_ejections_total", "Server ejections.", []string{"pool"}, nil)
+	descSrvReqs     = prometheus.NewDesc("chash_proxy_server_requests_total", "Requests sent to the server.", []string{"pool", "server"}, nil)
+	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server.", []string{"pool", "server"}, nil)
+	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
+	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)
+	descSrvEjected  = prometheus.NewDesc("chash_proxy_server_ejected", "1 if the server is ejected.", []string{"pool", "server"}, nil)
+	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
+		descEjects, descSrvReqs, descSrvErrs, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m := (*metrics)(c)
+	for _, pl := range m.p.poolList() {
+		st := pl.state.Load()
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		}
+		count := func(d *prometheus.Desc, v uint64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+		}
+		gauge(descClientConns, float64(pl.nconns.Load()), pl.name)
+		count(descClientTotal, pl.stats.clientTotal.Load(), pl.name)
+		count(descClientErr, pl.stats.clientErr.Load(), pl.name)
+		count(descForwardErr, pl.stats.forwardErr.Load(), pl.name)
+		count(descFragments, pl.stats.fragments.Load(), pl.name)
+		count(descEjects, pl.stats.ejects.Load(), pl.name)
+		shares := m.ringShares(st)
+		for _, s := range st.list {
+			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
+			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
+			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
+			gauge(descSrvConns, float64(s.stats.connections.Load()), pl.name, s.name)
+			ej := 0.0
+			if s.ejected.Load() {
+				ej = 1
+			}
+			gauge(descSrvEjected, ej, pl.name, s.name)
+			gauge(descSrvShare, shares[s.name], pl.name, s.name)
+		}
+	}
+}
+
+// poolList returns the running pools.
+func (p *Proxy) poolList() []*pool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*pool, 0, len(p.pools))
+	for _, pl := range p.pools {
+		out = append(out, pl)
+	}
+	return out
+}
+
+// Stats returns the proxy's counters in the shape of nutcracker's stats port, so
+// that dashboards made for twemproxy read them.
+func (p *Proxy) Stats() map[string]any {
+	host, _ := os.Hostname()
+	now := time.Now()
+	out := map[string]any{
+		"service":   "nutcracker",
+		"source":    host,
+		"version":   "0.5.0-chash",
+		"uptime":    int64(now.Sub(p.metrics.start).Seconds()),
+		"timestamp": now.Unix(),
+	}
+	var total uint64
+	var curr int64
+	for _, pl := range p.poolList() {
+		st := pl.state.Load()
+		ps := map[string]any{
+			"client_eof":         pl.stats.clientEOF.Load(),
+			"client_err":         pl.stats.clientErr.Load(),
+			"client_connections": pl.nconns.Load(),
+			"server_ejects":      pl.stats.ejects.Load(),
+			"forward_error":      pl.stats.forwardErr.Load(),
+			"fragments":          pl.stats.fragments.Load(),
+		}
+		total += pl.stats.clientTotal.Load()
+		curr += pl.nconns.Load()
+		for _, s := range st.list {
+			var ejectedAt int64
+			if s.ejected.Load() {
+				ejectedAt = s.ejectedAt.Load() * 1e6 // nutcracker reports microseconds
+			}
+			queued := 0
+			for _, c := range s.conns {
+				queued += int(c.queued.Load())
+			}
+			ps[s.name] = map[string]any{
+				"server_eof":         s.stats.eof.Load(),
+				"server_err":         s.stats.errors.Load(),
+				"server_timedout":    s.stats.timedout.Load(),
+				"server_connections": s.stats.connections.Load(),
+				"server_ejected_at":  ejectedAt,
+				"requests":           s.stats.requests.Load(),
+				"request_bytes":      s.stats.requestBytes.Load(),
+				"responses":          s.stats.responses.Load(),
+				"response_bytes":     s.stats.responseBytes.Load(),
+				"in_queue":           queued,
+				"in_queue_bytes":     0,
+				"out_queue":          0,
+				"out_queue_bytes":    0,
+			}
+		}
+		out[pl.name] = ps
+	}
+	out["total_connections"] = total
+	out["curr_connections"] = curr
+	return out
+}

@@ -1,0 +1,429 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
+)
+
+// pool is one pool of the configuration: a listener, its clients, and the routing
+// state that reloads and ejections replace.
+type pool struct {
+	proxy *Proxy
+	name  string
+	ln    net.Listener
+	state atomic.Pointer[state]
+	stats poolStats
+	cmds  [memcache.CmdMetaNoop + 1]counter
+	lat   [memcache.CmdMetaNoop + 1]observer
+
+	mu      sync.Mutex // serializes state changes
+	clients sync.WaitGroup
+	conns   sync.Map // net.Conn -> struct{}, the open client connections
+	nconns  atomic.Int64
+	done    chan struct{} // closed when the accept loop has returned
+}
+
+// state is an immutable snapshot of a pool's routing: its configuration, its
+// servers and the router over those that are not ejected.
+type state struct {
+	cfg     *config.Pool
+	servers map[string]*server
+	list    []*server // in configuration order
+	// router routes keys over the live servers (all servers when ejected ones
+	// answer errors rather than move); nil when none is live.
+	router config.Router
+	live   []*server
+	eject  bool // ejected servers answer errors instead of moving their keys
+}
+
+func (st *state) timeout() time.Duration { return st.cfg.Timeout }
+
+// route returns the server that owns key.
+func (st *state) route(key []byte) (*server, error) {
+	if st.router == nil {
+		return nil, errNoServers
+	}
+	if st.cfg.Distribution == "random" {
+		return st.live[rand.IntN(len(st.live))], nil
+	}
+	name, err := st.router.Lookup(st.cfg.HashKey(key))
+	if err != nil {
+		return nil, err
+	}
+	srv := st.servers[name]
+	if srv == nil {
+		return nil, errors.New("router returned unknown server " + strconv.Quote(name))
+	}
+	if st.eject && srv.ejected.Load() {
+		return nil, errEjected
+	}
+	return srv, nil
+}
+
+// newState builds the routing state of cfg over servers.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
+	var live []config.Server
+	for _, s := range servers {
+		st.servers[s.name] = s
+		if ejectErrors || !s.ejected.Load() {
+			live = append(live, s.cfg)
+			st.live = append(st.live, s)
+		}
+	}
+	if len(live) == 0 {
+		return st, nil
+	}
+	r, err := cfg.RouterOf(live)
+	if err != nil {
+		return nil, err
+	}
+	st.router = r
+	return st, nil
+}
+
+// reroute rebuilds the router after a server was ejected or readmitted. Keys of
+// an ejected server go where the distribution puts them without it, as in
+// twemproxy: for the chash distribution, and ketama with equal weights, that is
+// the next server clockwise, and no other key moves.
+func (pl *pool) reroute() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	cur := pl.state.Load()
+	st, err := newState(cur.cfg, cur.list, cur.eject)
+	if err != nil {
+		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
+		return
+	}
+	pl.state.Store(st)
+}
+
+// serve accepts clients until the listener is closed.
+func (pl *pool) serve() {
+	defer close(pl.done)
+	for {
+		conn, err := pl.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return
+		}
+		st := pl.state.Load()
+		if max := st.cfg.ClientConnections; max > 0 && pl.nconns.Load() >= int64(max) {
+			pl.stats.clientErr.Add(1)
+			conn.Close()
+			continue
+		}
+		pl.nconns.Add(1)
+		pl.stats.clientTotal.Add(1)
+		pl.conns.Store(conn, struct{}{})
+		pl.clients.Add(1)
+		c := &client{pool: pl, conn: conn, pending: make(chan *clientReq, maxPipeline)}
+		go c.readLoop()
+	}
+}
+
+// maxPipeline bounds the requests a client may have in flight.
+const maxPipeline = 256
+
+// client is one client connection: readLoop reads and dispatches requests,
+// writeLoop waits for their responses and writes them in request order.
+type client struct {
+	pool    *pool
+	conn    net.Conn
+	pending chan *clientReq
+}
+
+// clientReq is one client request and what answers it.
+type clientReq struct {
+	req     memcache.Request
+	calls   []*call
+	ncalls  int
+	keyCall []int // for a get split over servers: the call of each key, -1 if none
+	local   []byte
+	noreply bool
+	quiet   bool
+	split   bool
+	quit    bool
+	fatal   bool
+	start   time.Time
+}
+
+var reqPool = sync.Pool{New: func() any { return new(clientReq) }}
+
+func (r *clientReq) reset() {
+	r.ncalls = 0
+	r.keyCall = r.keyCall[:0]
+	r.local = r.local[:0]
+	r.noreply, r.quiet, r.split, r.quit, r.fatal = false, false, false, false, false
+}
+
+func (r *clientReq) newCall() *call {
+	if r.ncalls == len(r.calls) {
+		r.calls = append(r.calls, &call{done: make(chan struct{}, 1)})
+	}
+	c := r.calls[r.ncalls]
+	r.ncalls++
+	c.err = nil
+	c.out = c.out[:0]
+	return c
+}
+
+func (c *client) readLoop() {
+	pl := c.pool
+	defer func() {
+		close(c.pending)
+	}()
+	go c.writeLoop()
+	rd := memcache.NewReader(c.conn, pl.proxy.Limits)
+	idle := pl.proxy.IdleTimeout
+	for {
+		r := reqPool.Get().(*clientReq)
+		r.reset()
+		if idle > 0 {
+			c.conn.SetReadDeadline(time.Now().Add(idle))
+		}
+		err := rd.ReadRequest(&r.req)
+		r.start = time.Now()
+		if err != nil {
+			var me *memcache.Error
+			if !errors.As(err, &me) {
+				reqPool.Put(r)
+				if isTimeout(err) || !errors.Is(err, net.ErrClosed) && !isEOF(err) {
+					pl.stats.clientErr.Add(1)
+				} else {
+					pl.stats.clientEOF.Add(1)
+				}
+				return
+			}
+			r.local = append(append(r.local, me.Reply...), "\r\n"...)
+			r.fatal = me.Fatal
+			c.pending <- r
+			if me.Fatal {
+				return
+			}
+			continue
+		}
+		pl.cmds[r.req.Command].inc()
+		c.dispatch(r)
+		quit := r.quit // r belongs to writeLoop once sent
+		c.pending <- r
+		if quit {
+			return
+		}
+	}
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
+
+// dispatch routes r and sends its calls.
+func (c *client) dispatch(r *clientReq) {
+	pl := c.pool
+	st := pl.state.Load()
+	req := &r.req
+	var deadline time.Time
+	if t := st.timeout(); t > 0 {
+		deadline = r.start.Add(t)
+	}
+	switch cmd := req.Command; {
+	case cmd == memcache.CmdQuit:
+		r.quit = true
+		return
+	case cmd == memcache.CmdMetaNoop:
+		r.local = append(r.local, "MN\r\n"...)
+		return
+	case cmd.IsRetrieval() && len(req.Keys) == 0:
+		r.local = append(r.local, "END\r\n"...)
+		return
+	case cmd.IsRetrieval() && len(req.Keys) > 1:
+		c.dispatchSplit(r, st, deadline)
+		return
+	}
+	var key []byte
+	if req.Command.HasKey() {
+		key = req.RouteKey(0)
+	}
+	srv, err := st.route(key)
+	if err != nil {
+		pl.stats.forwardErr.Add(1)
+		r.local = appendServerError(r.local, err)
+		r.noreply = req.Noreply
+		return
+	}
+	if req.Noreply {
+		r.noreply, req.Noreply = true, false
+	}
+	if req.Command.IsMeta() && req.RemoveMetaFlag('q') {
+		r.quiet = true
+	}
+	cl := r.newCall()
+	cl.cmd, cl.maxItems, cl.deadline, cl.start = req.Command, len(req.Keys), deadline, r.start
+	cl.out = memcache.AppendRequest(cl.out, req)
+	srv.send(cl)
+}
+
+// dispatchSplit sends a get of many keys as one get per server, in parallel.
+func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
+	req := &r.req
+	r.split = true
+	for _, k := range req.Keys {
+		srv, err := st.route(k)
+		if err != nil {
+			r.keyCall = append(r.keyCall, -1)
+			continue
+		}
+		i := 0
+		for i < r.ncalls && r.calls[i].srv != srv {
+			i++
+		}
+		if i == r.ncalls {
+			cl := r.newCall()
+			cl.srv = srv
+			cl.cmd, cl.maxItems, cl.deadline, cl.start = req.Command, 0, deadline, r.start
+			cl.out = append(cl.out, req.Command.String()...)
+			if req.Command == memcache.CmdGat || req.Command == memcache.CmdGats {
+				cl.out = append(cl.out, ' ')
+				cl.out = strconv.AppendInt(cl.out, req.Exptime, 10)
+			}
+		}
+		cl := r.calls[i]
+		cl.maxItems++
+		cl.out = append(append(cl.out, ' '), k...)
+		r.keyCall = append(r.keyCall, i)
+	}
+	c.pool.stats.fragments.Add(uint64(r.ncalls))
+	for _, cl := range r.calls[:r.ncalls] {
+		cl.out = append(cl.out, "\r\n"...)
+		cl.srv.send(cl)
+	}
+}
+
+func appendServerError(dst []byte, err error) []byte {
+	return append(append(append(dst, "SERVER_ERROR "...), err.Error()...), "\r\n"...)
+}
+
+// writeLoop writes the responses of the pending requests in order, flushing when
+// no further response is ready. It exits when readLoop closes pending, after
+// every pending request is answered.
+func (c *client) writeLoop() {
+	pl := c.pool
+	bw := bufio.NewWriterSize(c.conn, 16<<10)
+	broken := false
+	defer func() {
+		c.conn.Close()
+		pl.conns.Delete(c.conn)
+		pl.nconns.Add(-1)
+		pl.clients.Done()
+	}()
+	var buf []byte
+	for r := range c.pending {
+		for _, cl := range r.calls[:r.ncalls] {
+			<-cl.done
+		}
+		if !broken {
+			buf = c.respond(buf[:0], r)
+			if _, err := bw.Write(buf); err != nil {
+				broken = true
+			}
+			if r.quit || r.fatal {
+				bw.Flush()
+				broken = true
+				c.conn.Close()
+			} else if len(c.pending) == 0 && bw.Flush() != nil {
+				broken = true
+				c.conn.Close()
+			}
+		}
+		pl.observeRequest(r)
+		reqPool.Put(r)
+	}
+}
+
+// respond appends the reply to r.
+func (c *client) respond(dst []byte, r *clientReq) []byte {
+	if r.ncalls == 0 {
+		if r.noreply {
+			return dst
+		}
+		return append(dst, r.local...)
+	}
+	if r.split {
+		return c.merge(dst, r)
+	}
+	cl := r.calls[0]
+	if cl.err != nil {
+		c.pool.stats.forwardErr.Add(1)
+		if r.noreply {
+			return dst
+		}
+		return appendServerError(dst, cl.err)
+	}
+	if r.noreply {
+		return dst
+	}
+	if r.quiet {
+		s := cl.resp.Status()
+		if r.req.Command == memcache.CmdMetaGet && string(s) == "EN" ||
+			r.req.Command != memcache.CmdMetaGet && string(s) == "HD" {
+			return dst
+		}
+	}
+	return memcache.AppendResponse(dst, &cl.resp)
+}
+
+// merge appends the reply to a get split over servers: the values found, in the
+// order of the request's keys, and END. Keys of servers that failed read as
+// misses; if every server failed, the reply is the first error.
+func (c *client) merge(dst []byte, r *clientReq) []byte {
+	var firstErr error
+	ok := 0
+	next := make([]int, r.ncalls) // the next item of each call's response
+	for _, cl := range r.calls[:r.ncalls] {
+		switch {
+		case cl.err != nil:
+			c.pool.stats.forwardErr.Add(1)
+		case memcache.IsError(cl.resp.Line):
+			cl.err = errors.New(string(bytes.TrimPrefix(cl.resp.Line, []byte("SERVER_ERROR "))))
+		default:
+			ok++
+			continue
+		}
+		if firstErr == nil {
+			firstErr = cl.err
+		}
+	}
+	if ok == 0 {
+		if firstErr == nil {
+			firstErr = errNoServers
+		}
+		return appendServerError(dst, firstErr)
+	}
+	for i, k := range r.req.Keys {
+		ci := r.keyCall[i]
+		if ci < 0 || r.calls[ci].err != nil {
+			continue
+		}
+		items := r.calls[ci].resp.Items
+		if j := next[ci]; j < len(items) && bytes.Equal(items[j].Key, k) {
+			dst = memcache.AppendItem(dst, &items[j])
+			next[ci]++
+		}
+	}
+	return append(dst, "END\r\n"...)
+}

@@ -1,0 +1,451 @@
+// Package proxy is chash's memcached proxy, a drop-in for twemproxy: it reads
+// nutcracker.yml pools (package config), listens on each pool's address, and sends
+// each request to the memcached server that the pool's distribution names for its
+// key.
+//
+// Clients may pipeline; responses come back in request order. Requests of all
+// clients share ServerConnections persistent connections per server, pipelined;
+// a get of many keys is split into one get per server, sent in parallel and
+// merged in the order of the keys. noreply and the meta commands' quiet mode are
+// kept by the proxy, which always asks servers for a reply, so a server
+// connection never loses step.
+//
+// A server that fails server_failure_limit times in a row is ejected when the
+// pool sets auto_eject_hosts: its keys go where the distribution puts them
+// without it. Unlike twemproxy, an ejected server comes back only after it
+// answers a probe ("version") within the pool's timeout, tried every
+// server_retry_timeout; and with EjectErrors its keys answer errors rather than
+// move, for users who prefer misses to stale data.
+//
+// Reload swaps every pool's routing state atomically: servers whose name,
+// address and connection count are unchanged keep their connections, requests
+// in flight finish, and what moved is logged. An invalid configuration is
+// refused and the old one keeps serving.
+//
+// Every goroutine the proxy starts ends when Close returns.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
+)
+
+// Proxy serves the pools of a configuration. Set its fields, then call Start;
+// the fields must not change afterwards.
+type Proxy struct {
+	// Logger receives the proxy's logs. If nil, slog.Default() is used.
+	Logger *slog.Logger
+	// Limits bound the lines and values the proxy accepts from clients and
+	// servers. The zero value means memcache's defaults: 64 KiB lines, 1 MiB
+	// values.
+	Limits memcache.Limits
+	// EjectErrors makes an ejected server's keys answer "SERVER_ERROR server
+	// ejected" instead of moving to other servers, so clients never read data
+	// that another server held while this one was out. Default false: keys move,
+	// as in twemproxy.
+	EjectErrors bool
+	// IdleTimeout closes a client connection that sends nothing for this long.
+	// If zero, idle clients are kept, as in twemproxy.
+	IdleTimeout time.Duration
+	// TLS, if not nil, makes every pool's listener accept TLS clients.
+	TLS *tls.Config
+	// ConfigPath is the file ReloadFile reads: the admin endpoint and SIGHUP
+	// reload from it.
+	ConfigPath string
+	// Admin is the address of the admin HTTP listener (metrics, stats, reload).
+	// If empty, there is none; chash proxy listens on 127.0.0.1:22222, the port
+	// of nutcracker's stats.
+	Admin string
+	// Listen overrides a pool's listen address, by pool name: tests listen on
+	// "127.0.0.1:0". Pools not named listen where the configuration says.
+	Listen map[string]string
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	log     *slog.Logger
+	metrics *metrics
+
+	wg     sync.WaitGroup // goroutines retiring servers
+	mu     sync.Mutex     // serializes Start, Reload and Close
+	pools  map[string]*pool
+	admin  *http.Server
+	adminL net.Listener
+	closed bool
+}
+
+// Start validates f, opens every pool's listener and starts serving. On error
+// nothing is left open.
+func (p *Proxy) Start(f *config.File) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pools != nil {
+		return errors.New("proxy: already started")
+	}
+	p.log = p.Logger
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.metrics = newMetrics(p)
+	p.pools = make(map[string]*pool)
+	if err := Validate(f); err != nil {
+		return err
+	}
+	for _, cfg := range f.Pools {
+		if _, err := p.startPool(cfg); err != nil {
+			p.closeLocked()
+			return err
+		}
+	}
+	if p.Admin != "" {
+		if err := p.startAdmin(); err != nil {
+			p.closeLocked()
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks that f can be served: every pool is a memcached pool with a
+// listen address, and its router builds.
+func Validate(f *config.File) error {
+	if len(f.Pools) == 0 {
+		return fmt.Errorf("proxy: %s: no pools", f.Path)
+	}
+	for _, cfg := range f.Pools {
+		if cfg.Redis {
+			return fmt.Errorf("proxy: %s:%d: pool %q: redis: true is not supported yet; chash proxy speaks only the memcached protocol", f.Path, cfg.Line, cfg.Name)
+		}
+		if cfg.Listen == "" {
+			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
+		}
+		if _, err := cfg.Router(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
+	addr = cfg.Listen
+	if a, ok := p.Listen[cfg.Name]; ok {
+		addr = a
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil && (len(addr) > 0 && addr[0] == '/') {
+		return "unix", addr
+	}
+	return "tcp", addr
+}
+
+func (p *Proxy) startPool(cfg *config.Pool) (*pool, error) {
+	network, addr := p.listenAddr(cfg)
+	lc := net.ListenConfig{}
+	ln, err := lc.Listen(p.ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
+	}
+	if network == "unix" && cfg.ListenPerm != 0 {
+		os.Chmod(addr, cfg.ListenPerm)
+	}
+	if p.TLS != nil {
+		ln = tls.NewListener(ln, p.TLS)
+	}
+	pl := &pool{proxy: p, name: cfg.Name, ln: ln, done: make(chan struct{})}
+	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name)
+	servers := make([]*server, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		servers[i] = newServer(pl, s, cfg.ServerConnections)
+	}
+	st, err := newState(cfg, servers, p.EjectErrors)
+	if err != nil {
+		ln.Close()
+		for _, s := range servers {
+			s.close()
+		}
+		return nil, err
+	}
+	pl.state.Store(st)
+	p.pools[cfg.Name] = pl
+	if cfg.Preconnect {
+		for _, s := range servers {
+			s.preconnect()
+		}
+	}
+	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers), "distribution", cfg.Distribution)
+	go pl.serve()
+	return pl, nil
+}
+
+// preconnect dials every connection of the server, in the background.
+func (s *server) preconnect() {
+	for _, c := range s.conns {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.ss == nil && !c.closed {
+				if ss, err := c.dial(time.Now().Add(max(s.pool.state.Load().timeout(), time.Second))); err == nil {
+					c.ss = ss
+				}
+			}
+		}()
+	}
+}
+
+// Addr returns the address of the named pool's listener, or nil.
+func (p *Proxy) Addr(pool string) net.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pl := p.pools[pool]; pl != nil {
+		return pl.ln.Addr()
+	}
+	return nil
+}
+
+// Reload makes f the proxy's configuration. It validates f first and changes
+// nothing if f is invalid or a new listener cannot be opened. Pools are matched
+// by name: a new pool starts listening, a removed pool stops and its clients are
+// closed, a pool whose listen address changed moves; in the others, servers that
+// keep their name, address and connection count keep their connections and
+// health, and the routing state is swapped atomically. Servers that leave are
+// closed after the requests already sent to them finish. For each pool, Reload
+// logs the fraction of the key space that moved, per server.
+func (p *Proxy) Reload(f *config.File) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.pools == nil {
+		return errors.New("proxy: not running")
+	}
+	if err := Validate(f); err != nil {
+		return err
+	}
+	// Start new pools and move those whose address changed first, so that a
+	// listener that cannot open leaves the running pools untouched.
+	keep := map[string]bool{}
+	var updates []*config.Pool
+	var started []*pool
+	for _, cfg := range f.Pools {
+		keep[cfg.Name] = true
+		old := p.pools[cfg.Name]
+		if old != nil && p.sameListen(old, cfg) {
+			updates = append(updates, cfg)
+			continue
+		}
+		if old != nil {
+			// The pool moves: its old address stops serving now.
+			old.stop()
+			delete(p.pools, cfg.Name)
+		}
+		pl, err := p.startPool(cfg)
+		if err != nil {
+			for _, s := range started {
+				s.stop()
+				delete(p.pools, s.name)
+			}
+			return err
+		}
+		started = append(started, pl)
+	}
+	for name, pl := range p.pools {
+		if !keep[name] {
+			p.log.Info("pool removed", "pool", name)
+			pl.stop()
+			delete(p.pools, name)
+		}
+	}
+	for _, cfg := range updates {
+		if err := p.pools[cfg.Name].update(cfg); err != nil {
+			p.log.Error("reload: pool not updated", "pool", cfg.Name, "err", err)
+		}
+	}
+	p.log.Info("configuration reloaded", "file", f.Path, "pools", len(f.Pools))
+	return nil
+}
+
+func (p *Proxy) sameListen(pl *pool, cfg *config.Pool) bool {
+	_, oa := p.listenAddr(pl.state.Load().cfg)
+	_, na := p.listenAddr(cfg)
+	return oa == na
+}
+
+// update swaps in the routing state of cfg, reusing unchanged servers.
+func (pl *pool) update(cfg *config.Pool) error {
+	pl.mu.Lock()
+	cur := pl.state.Load()
+	var servers, added []*server
+	reused := map[*server]bool{}
+	for _, s := range cfg.Servers {
+		old := cur.servers[s.Name()]
+		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
+			servers = append(servers, old)
+			reused[old] = true
+			continue
+		}
+		ns := newServer(pl, s, cfg.ServerConnections)
+		servers = append(servers, ns)
+		added = append(added, ns)
+	}
+	st, err := newState(cfg, servers, pl.proxy.EjectErrors)
+	if err != nil {
+		pl.mu.Unlock()
+		for _, s := range added {
+			s.close()
+		}
+		return err
+	}
+	pl.state.Store(st)
+	pl.mu.Unlock()
+
+	var gone []*server
+	for _, s := range cur.list {
+		if !reused[s] {
+			gone = append(gone, s)
+		}
+	}
+	pl.logMoves(cur, st)
+	if len(gone) > 0 {
+		// Let requests already routed to the leaving servers finish.
+		grace := max(2*cfg.Timeout, time.Second)
+		pl.proxy.wg.Add(1)
+		go pl.retire(gone, grace)
+	}
+	return nil
+}
+
+// retire closes servers that left the configuration after grace.
+func (pl *pool) retire(gone []*server, grace time.Duration) {
+	defer pl.proxy.wg.Done()
+	t := time.NewTimer(grace)
+	select {
+	case <-t.C:
+	case <-pl.proxy.ctx.Done():
+		t.Stop()
+	}
+	for _, s := range gone {
+		s.close()
+		pl.proxy.metrics.forgetServer(pl.name, s.name)
+	}
+}
+
+// logMoves logs the fraction of the key space each server gained or lost.
+func (pl *pool) logMoves(old, cur *state) {
+	if old.router == nil || cur.router == nil {
+		return
+	}
+	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
+	if err != nil {
+		pl.proxy.log.Warn("reload: cannot measure movement", "pool", pl.name, "err", err)
+		return
+	}
+	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
+		"added", d.Added, "removed", d.Removed}
+	for _, fl := range d.Flows {
+		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
+	}
+	pl.proxy.log.Info("reload: key space moved", attrs...)
+}
+
+func nodesOf(servers []*server) []chash.Node {
+	ns := make([]chash.Node, len(servers))
+	for i, s := range servers {
+		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
+	}
+	return ns
+}
+
+// stop closes the pool's listener and clients and, once they are done, its
+// servers.
+func (pl *pool) stop() {
+	pl.ln.Close()
+	<-pl.done
+	pl.conns.Range(func(k, _ any) bool {
+		k.(net.Conn).Close()
+		return true
+	})
+	pl.clients.Wait()
+	for _, s := range pl.state.Load().list {
+		s.close()
+		pl.proxy.metrics.forgetServer(pl.name, s.name)
+	}
+}
+
+// Shutdown stops accepting clients, waits until the requests that clients have
+// sent are answered or ctx ends, then closes everything.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	pools := make([]*pool, 0, len(p.pools))
+	for _, pl := range p.pools {
+		pools = append(pools, pl)
+	}
+	p.mu.Unlock()
+	for _, pl := range pools {
+		pl.ln.Close()
+		<-pl.done
+		// Wake idle clients: their reads end, and their writers drain what
+		// was already read.
+		pl.conns.Range(func(k, _ any) bool {
+			k.(net.Conn).SetReadDeadline(time.Now())
+			return true
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, pl := range pools {
+			pl.clients.Wait()
+		}
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.Close()
+	<-done
+	return err
+}
+
+// Close closes every listener, client and server connection at once and waits
+// for the proxy's goroutines to end. Requests in flight fail.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeLocked()
+	return nil
+}
+
+func (p *Proxy) closeLocked() {
+	if p.closed || p.cancel == nil {
+		return
+	}
+	p.closed = true
+	p.cancel()
+	if p.admin != nil {
+		p.admin.Close()
+	}
+	names := slices.Sorted(maps.Keys(p.pools))
+	for _, name := range names {
+		p.pools[name].stop()
+	}
+	p.wg.Wait()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,554 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+)
+
+var k251 = strings.Repeat("k", 251)
+
+// directScript is sent, one request at a time, through the proxy and straight
+// to a fresh memcached; the replies must be the same bytes.
+var directScript = []string{
+	"set a 5 0 2\r\nhi\r\n",
+	"get a\r\n",
+	"gets a\r\n",
+	"get a a nokey a\r\n",
+	"add a 0 0 1\r\nx\r\n",
+	"add b 0 0 1\r\nx\r\n",
+	"replace a 7 0 3\r\nabc\r\n",
+	"replace zz 0 0 1\r\nx\r\n",
+	"append a 0 0 2\r\nde\r\n",
+	"prepend a 0 0 2\r\n01\r\n",
+	"gets a b\r\n",
+	"cas a 0 0 1 999\r\nx\r\n",
+	"cas a 0 0 1 5\r\ny\r\n",
+	"cas nokey 0 0 1 5\r\ny\r\n",
+	"set n 0 0 2\r\n10\r\n",
+	"incr n 5\r\n",
+	"decr n 100\r\n",
+	"incr a 1\r\n",
+	"incr nokey 1\r\n",
+	"touch n 100\r\n",
+	"touch nokey 100\r\n",
+	"gat 100 n a\r\n",
+	"gats 0 n\r\n",
+	"delete b\r\n",
+	"delete b\r\n",
+	"delete n 0\r\n",
+	"set q 0 0 1 noreply\r\nq\r\n",
+	"get q\r\n",
+	"delete q noreply\r\n",
+	"incr q 1 noreply\r\n",
+	"get q\r\n",
+	"version\r\n",
+	"ms m 2 T0 F3\r\nhi\r\n",
+	"mg m v f t\r\n",
+	"mg m v k c s O99\r\n",
+	"mg nokey v\r\n",
+	"mg nokey v q\r\n",
+	"mg m v q\r\n",
+	"mg m q\r\n",
+	"ms m 1 q\r\nx\r\n",
+	"ms m 1 q ME\r\nx\r\n",
+	"ma m q\r\n",
+	"ms c 1\r\n5\r\n",
+	"ma c D10 v\r\n",
+	"ma c MD D100 v\r\n",
+	"ma nokey\r\n",
+	"md c q\r\n",
+	"md c q\r\n",
+	"md c\r\n",
+	"ms eHl6 2 b\r\nhi\r\n",
+	"mg eHl6 b v k\r\n",
+	"get xyz\r\n",
+	"mg m zz\r\n",
+	"mg m v v\r\n",
+	"mn\r\n",
+	// Bad input, answered as memcached answers it.
+	"\r\n",
+	"bogus\r\n",
+	"GET a\r\n",
+	"get\r\n",
+	"get " + k251 + "\r\n",
+	"set " + k251 + " 0 0 1\r\nx\r\n",
+	"set a 0 0 -1\r\n",
+	"set a x 0 1\r\nx\r\n",
+	"set a 0 0 2\r\nabc\r\n",
+	"set a 0 0 1 2 3\r\nx\r\n",
+	"incr a x\r\n",
+	"touch a x\r\n",
+	"delete a 1\r\n",
+	"gat x a\r\n",
+	"mg\r\n",
+	"ms a S2\r\nhi\r\n",
+	"ms x 2 b\r\nhi\r\n",
+	"mg a" + strings.Repeat(" v", 18) + "\r\n",
+	"get a\r\n",
+}
+
+func TestCommandsMatchDirect(t *testing.T) {
+	viaProxy := startMemcached(t)
+	direct := startMemcached(t)
+	p := startProxy(t, poolYAML("", viaProxy))
+	pc := dial(t, p.Addr("alpha").String())
+	dc := dial(t, direct.addr())
+	for _, req := range directScript {
+		want := dc.mustDo(req)
+		got := pc.mustDo(req)
+		if got != want {
+			t.Errorf("%q through the proxy = %q; memcached answers %q", req, got, want)
+		}
+	}
+}
+
+func TestPipelinedRequests(t *testing.T) {
+	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	p := startProxy(t, poolYAML("", servers...))
+	c := dial(t, p.Addr("alpha").String())
+	var req, want strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&req, "set key%d 0 0 %d\r\nv%d\r\n", i, len(fmt.Sprint(i))+1, i)
+		want.WriteString("STORED\r\n")
+		fmt.Fprintf(&req, "set quiet%d 0 0 1 noreply\r\nx\r\n", i)
+		fmt.Fprintf(&req, "get key%d\r\n", i)
+		fmt.Fprintf(&want, "VALUE key%d 0 %d\r\nv%d\r\nEND\r\n", i, len(fmt.Sprint(i))+1, i)
+		fmt.Fprintf(&req, "mg nokey%d v q\r\n", i)
+	}
+	if got := c.mustDo(req.String()); got != want.String() {
+		t.Errorf("pipelined replies differ: got %d bytes, want %d", len(got), want.Len())
+	}
+}
+
+func TestMultiGetFourServers(t *testing.T) {
+	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t), startMemcached(t)}
+	// twemproxy's fnv1a_64 puts keys as alike as k0..k199 on two servers of four.
+	const opts = "hash: md5"
+	p := startProxy(t, poolYAML(opts, servers...))
+	c := dial(t, p.Addr("alpha").String())
+	const n = 200
+	for i := range n {
+		if got := c.mustDo(fmt.Sprintf("set k%d %d 0 %d\r\nv%d\r\n", i, i, len(fmt.Sprint(i))+1, i)); got != "STORED\r\n" {
+			t.Fatalf("set k%d: %q", i, got)
+		}
+	}
+	// Each key is where the pool's router says, and only there.
+	cfg := parseConfig(t, poolYAML(opts, servers...)).Pools[0]
+	r, err := cfg.Router()
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := map[string]*conn{}
+	for _, s := range servers {
+		direct[s.addr()] = dial(t, s.addr())
+	}
+	perServer := map[string]int{}
+	for i := range n {
+		key := fmt.Sprintf("k%d", i)
+		owner, _ := r.Lookup([]byte(key))
+		perServer[owner]++
+		for addr, dc := range direct {
+			got := dc.mustDo("get " + key + "\r\n")
+			if has := got != "END\r\n"; has != (addr == owner) {
+				t.Errorf("key %s on %s: %v; router says %s", key, addr, has, owner)
+			}
+		}
+	}
+	if len(perServer) != 4 {
+		t.Errorf("keys spread over %d servers; want 4", len(perServer))
+	}
+	// Gets of many keys, with misses and repeats, come back in request order.
+	for _, cmd := range []string{"get", "gets"} {
+		for start := 0; start < n; start += 37 {
+			var req, want strings.Builder
+			req.WriteString(cmd)
+			for i := start; i < min(start+50, n+5); i++ {
+				for rep := 0; rep < 1+i%7/6; rep++ {
+					fmt.Fprintf(&req, " k%d", i)
+					if i < n {
+						fmt.Fprintf(&want, "VALUE k%d %d %d", i, i, len(fmt.Sprint(i))+1)
+						if cmd == "gets" {
+							want.WriteString(" CAS")
+						}
+						fmt.Fprintf(&want, "\r\nv%d\r\n", i)
+					}
+				}
+			}
+			req.WriteString("\r\n")
+			want.WriteString("END\r\n")
+			got := c.mustDo(req.String())
+			if cmd == "gets" {
+				got = maskCas(got)
+			}
+			if got != want.String() {
+				t.Errorf("%.40q...: got\n%q\nwant\n%q", req.String(), got, want.String())
+			}
+		}
+	}
+}
+
+// maskCas replaces the cas of each VALUE line by "CAS".
+func maskCas(s string) string {
+	lines := strings.Split(s, "\r\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) == 5 && f[0] == "VALUE" {
+			lines[i] = strings.Join(append(f[:4], "CAS"), " ")
+		}
+	}
+	return strings.Join(lines, "\r\n")
+}
+
+func TestLimits(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Limits.MaxValue = 100; p.Limits.MaxLine = 1000 })
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo("set a 0 0 101\r\n" + strings.Repeat("x", 101) + "\r\n"); got != "SERVER_ERROR object too large for cache\r\n" {
+		t.Errorf("value over the limit: %q", got)
+	}
+	if got := c.mustDo("get " + k251 + "\r\n"); got != "CLIENT_ERROR bad command line format\r\n" {
+		t.Errorf("key over 250 bytes: %q", got)
+	}
+	// A line over the limit is refused and the connection closed.
+	got, err := c.do("get " + strings.Repeat("a ", 1000) + "\r\n")
+	if got != "CLIENT_ERROR line too long\r\n" || err == nil {
+		t.Errorf("line over the limit: %q, %v; want the error and the connection closed", got, err)
+	}
+}
+
+func TestAdmin(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("set a 0 0 1\r\nx\r\nget a b\r\n")
+	base := "http://" + p.AdminAddr().String()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`chash_proxy_requests_total{command="set",pool="alpha"} 1`,
+		`chash_proxy_request_duration_seconds_count{command="get",pool="alpha"} 1`,
+		`chash_proxy_server_request_duration_seconds_bucket{command="set",pool="alpha",server="` + s.addr() + `"`,
+		`chash_proxy_server_ring_share{pool="alpha",server="` + s.addr() + `"} 1`,
+		`chash_proxy_client_connections{pool="alpha"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	resp, err = http.Get(base + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats map[string]any
+	json.NewDecoder(resp.Body).Decode(&stats)
+	resp.Body.Close()
+	srv, _ := stats["alpha"].(map[string]any)[s.addr()].(map[string]any)
+	if srv["requests"] != 2.0 || stats["service"] != "nutcracker" {
+		t.Errorf("/stats = %v", stats)
+	}
+}
+
+// load runs workers that set and get keys through the proxy until stop is
+// closed, counting errors per key owner.
+type load struct {
+	errs, ok sync.Map // owner -> *atomic.Int64
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+func count(m *sync.Map, k string) {
+	v, _ := m.LoadOrStore(k, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func get(m *sync.Map, k string) int64 {
+	if v, ok := m.Load(k); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func startLoad(t *testing.T, addr string, owner func(key string) string, workers int) *load {
+	l := &load{stop: make(chan struct{})}
+	for w := range workers {
+		c := dial(t, addr)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("w%d-%d", w, i%500)
+				got, err := c.do(fmt.Sprintf("set %s 0 0 1\r\nx\r\nget %s\r\n", key, key))
+				o := owner(key)
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+				if got != "STORED\r\nVALUE "+key+" 0 1\r\nx\r\nEND\r\n" {
+					count(&l.errs, o)
+				} else {
+					count(&l.ok, o)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) finish() {
+	close(l.stop)
+	l.wg.Wait()
+}
+
+func (l *load) reset() {
+	l.errs.Clear()
+	l.ok.Clear()
+}
+
+func ownerFunc(t *testing.T, yaml string) func(string) string {
+	r, err := parseConfig(t, yaml).Pools[0].Router()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(k string) string {
+		o, _ := r.Lookup([]byte(k))
+		return o
+	}
+}
+
+// TestFaults freezes a server (SIGSTOP), thaws it, then kills and restarts it,
+// under load, checking that only its keys see errors, that it is ejected, not
+// readmitted while frozen, and readmitted once it answers.
+func TestFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
+	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	const opts = "timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 2\nserver_retry_timeout: 300"
+	yaml := poolYAML(opts, servers...)
+	p := startProxy(t, yaml)
+	victim := servers[1].addr()
+	l := startLoad(t, p.Addr("alpha").String(), ownerFunc(t, yaml), 4)
+	defer l.finish()
+	time.Sleep(200 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	var memBefore runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&memBefore)
+
+	// Freeze: errors for the victim's keys only, bounded, then none.
+	servers[1].signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !p.ejected("alpha", victim) {
+		t.Fatal("frozen server not ejected")
+	}
+	for _, s := range servers {
+		if s.addr() != victim && get(&l.errs, s.addr()) != 0 {
+			t.Errorf("while %s froze, %d errors for keys of %s", victim, get(&l.errs, s.addr()), s.addr())
+		}
+	}
+	t.Logf("SIGSTOP: %d errors for the frozen server's keys before ejection", get(&l.errs, victim))
+	time.Sleep(100 * time.Millisecond)
+	l.reset()
+	// Frozen across several retry intervals: never readmitted, no errors.
+	time.Sleep(1200 * time.Millisecond)
+	if !p.ejected("alpha", victim) {
+		t.Error("frozen server readmitted")
+	}
+	var errs int64
+	for _, s := range servers {
+		errs += get(&l.errs, s.addr())
+	}
+	if errs != 0 {
+		t.Errorf("%d errors after ejection", errs)
+	}
+
+	// Thaw: readmitted after a probe, within a retry interval and a timeout.
+	servers[1].signal(syscall.SIGCONT)
+	deadline = time.Now().Add(3 * time.Second)
+	for p.ejected("alpha", victim) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.ejected("alpha", victim) {
+		t.Fatal("thawed server not readmitted")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if get(&l.ok, victim) == 0 {
+		t.Error("no request served by the readmitted server")
+	}
+
+	// Kill and restart.
+	l.reset()
+	servers[1].stop()
+	deadline = time.Now().Add(5 * time.Second)
+	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !p.ejected("alpha", victim) {
+		t.Fatal("killed server not ejected")
+	}
+	t.Logf("SIGKILL: %d errors for the killed server's keys before ejection", get(&l.errs, victim))
+	servers[1].start()
+	deadline = time.Now().Add(3 * time.Second)
+	for p.ejected("alpha", victim) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.ejected("alpha", victim) {
+		t.Fatal("restarted server not readmitted")
+	}
+	l.reset()
+	time.Sleep(300 * time.Millisecond)
+	if get(&l.ok, victim) == 0 || get(&l.errs, victim) != 0 {
+		t.Errorf("after restart: %d ok, %d errors for its keys", get(&l.ok, victim), get(&l.errs, victim))
+	}
+	// The same connections are open as before the faults: no goroutine or
+	// memory growth.
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Errorf("%d goroutines after the run; %d before", n, before)
+	}
+	var memAfter runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&memAfter)
+	if memAfter.HeapInuse > 2*memBefore.HeapInuse+4<<20 {
+		t.Errorf("heap grew from %d to %d bytes", memBefore.HeapInuse, memAfter.HeapInuse)
+	}
+}
+
+// ejected reports whether the named server of the pool is ejected.
+func (p *Proxy) ejected(pool, server string) bool {
+	p.mu.Lock()
+	pl := p.pools[pool]
+	p.mu.Unlock()
+	s := pl.state.Load().servers[server]
+	return s != nil && s.ejected.Load()
+}
+
+// TestReload adds and removes a server under load: keys whose owner does not
+// change never fail.
+func TestReload(t *testing.T) {
+	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	y1 := poolYAML("timeout: 500", servers[0], servers[1])
+	y2 := poolYAML("timeout: 500", servers...)
+	y3 := poolYAML("timeout: 500", servers[1], servers[2])
+	p := startProxy(t, y1)
+	o1, o2, o3 := ownerFunc(t, y1), ownerFunc(t, y2), ownerFunc(t, y3)
+	var phase atomic.Int32
+	unchanged := func(k string) string {
+		switch phase.Load() {
+		case 1:
+			if o1(k) == o2(k) {
+				return "stable"
+			}
+		case 2:
+			if o2(k) == o3(k) {
+				return "stable"
+			}
+		}
+		return "moved"
+	}
+	l := startLoad(t, p.Addr("alpha").String(), unchanged, 4)
+	defer l.finish()
+	for i, y := range []string{y2, y3} {
+		phase.Store(int32(i + 1))
+		time.Sleep(150 * time.Millisecond)
+		if err := p.Reload(parseConfig(t, y)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if n := get(&l.errs, "stable"); n != 0 || get(&l.ok, "stable") == 0 {
+		t.Errorf("reloads: %d errors, %d successes for keys that did not move", n, get(&l.ok, "stable"))
+	}
+	// Invalid configurations are refused; the old one keeps serving.
+	bad := parseConfig(t, poolYAML("redis: true", servers[0]))
+	if err := p.Reload(bad); err == nil {
+		t.Error("reload of a redis pool accepted")
+	}
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo("set z 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+		t.Errorf("after a refused reload: %q", got)
+	}
+	st := p.pools["alpha"].state.Load()
+	if len(st.list) != 2 || st.servers[servers[0].addr()] != nil {
+		t.Errorf("after reloads, servers %v", st.servers)
+	}
+}
+
+func TestEjectErrors(t *testing.T) {
+	servers := []*memcached{startMemcached(t), startMemcached(t)}
+	yaml := poolYAML("timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 10000", servers...)
+	p := startProxy(t, yaml, func(p *Proxy) { p.EjectErrors = true })
+	owner := ownerFunc(t, yaml)
+	servers[0].stop()
+	c := dial(t, p.Addr("alpha").String())
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("key", i); owner(k) == servers[0].addr() {
+			key = k
+		}
+	}
+	c.mustDo("get " + key + "\r\n") // fails and ejects
+	if got := c.mustDo("get " + key + "\r\n"); got != "SERVER_ERROR server ejected\r\n" {
+		t.Errorf("key of an ejected server: %q", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, y := range []string{
+		"a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",
+		"a:\n  servers:\n   - 127.0.0.1:2:1\n",
+	} {
+		f, err := config.Parse("t.yml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(f); err == nil {
+			t.Errorf("Validate(%q) = nil; want an error", y)
+		}
+	}
+}
+
+func TestCloseEndsGoroutines(t *testing.T) {
+	s := startMemcached(t)
+	before := runtime.NumGoroutine()
+	f := parseConfig(t, poolYAML("server_connections: 4", s))
+	p := &Proxy{Listen: map[string]string{"alpha": "127.0.0.1:0"}, Admin: "127.0.0.1:0"}
+	if err := p.Start(f); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		c := dial(t, p.Addr("alpha").String())
+		c.mustDo("set a 0 0 1\r\nx\r\nget a b c d\r\n")
+	}
+	p.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after Close; %d before\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}

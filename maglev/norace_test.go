@@ -1,0 +1,5 @@
+//go:build !race
+
+package maglev
+
+const raceEnabled = false

@@ -1,0 +1,166 @@
+package multiprobe
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/chash-dev/chash"
+)
+
+func nodes(n int) []chash.Node {
+	ns := make([]chash.Node, n)
+	for i := range ns {
+		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
+	}
+	return ns
+}
+
+func key(i int) []byte { return []byte("key:" + strconv.Itoa(i)) }
+
+// TestBalance measures the load of each node over many keys. The paper
+// predicts a peak-to-mean ratio near 1.05 with 21 probes; the bound here
+// leaves room for the sampling noise of 20000 keys per node (about ±2%).
+func TestBalance(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("slow, and starts no goroutines for the race detector to watch")
+	}
+	const n, perNode = 100, 20000
+	r, _ := New(Config{}, nodes(n))
+	load := map[string]int{}
+	for i := range n * perNode {
+		name, _ := r.Lookup(key(i))
+		load[name]++
+	}
+	lo, hi := n*perNode, 0
+	for _, c := range load {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if len(load) < n {
+		lo = 0
+	}
+	maxMean, minMean := float64(hi)/perNode, float64(lo)/perNode
+	t.Logf("n=%d, 21 probes: max/mean %.3f, min/mean %.3f", n, maxMean, minMean)
+	if maxMean > 1.12 {
+		t.Errorf("max/mean = %.3f; want at most 1.12", maxMean)
+	}
+}
+
+// TestMinimalMovement checks that adding a node moves keys only to it and
+// removing one moves only its keys.
+func TestMinimalMovement(t *testing.T) {
+	a, _ := New(Config{}, nodes(50))
+	b, _ := New(Config{}, append(nodes(50), chash.Node{Name: "new", Weight: 1}))
+	c, _ := New(Config{}, slices.Delete(nodes(50), 7, 8))
+	moved := 0
+	const keys = 50000
+	for i := range keys {
+		x, _ := a.Lookup(key(i))
+		y, _ := b.Lookup(key(i))
+		z, _ := c.Lookup(key(i))
+		if x != y {
+			moved++
+			if y != "new" {
+				t.Fatalf("Lookup(%q) moved %q -> %q on add; want only to new", key(i), x, y)
+			}
+		}
+		if x != z && x != "node7" {
+			t.Fatalf("Lookup(%q) moved %q -> %q on removing node7", key(i), x, z)
+		}
+	}
+	t.Logf("add to 50 nodes moved %d of %d keys (ideal %d)", moved, keys, keys/51)
+	if moved == 0 || moved > 2*keys/51 {
+		t.Errorf("add moved %d keys; want about %d", moved, keys/51)
+	}
+}
+
+func TestOrderIndependent(t *testing.T) {
+	ns := nodes(100)
+	a, _ := New(Config{}, ns)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ns), func(i, j int) { ns[i], ns[j] = ns[j], ns[i] })
+	b, _ := New(Config{}, ns)
+	for i := range 2000 {
+		x, _ := a.Lookup(key(i))
+		y, _ := b.Lookup(key(i))
+		if x != y {
+			t.Fatalf("Lookup(%q) = %q and %q for two orders of the same nodes", key(i), x, y)
+		}
+	}
+}
+
+// TestLookupBrute compares Lookup with a linear scan over every point.
+func TestLookupBrute(t *testing.T) {
+	ns := nodes(40)
+	ns[3].Weight = 3
+	r, _ := New(Config{Probes: 5, Points: 2}, ns)
+	pts := r.pos[:len(r.pos)-1]
+	for i := range 3000 {
+		h := xxhashSum(key(i))
+		bestD, bestO := ^uint64(0), uint32(0)
+		for range 5 {
+			h += golden
+			p := mix(h)
+			for j, q := range pts {
+				if d := q - p; d < bestD {
+					bestD, bestO = d, r.own[j]
+				}
+			}
+		}
+		got, _ := r.Lookup(key(i))
+		if want := r.nodes[bestO].Name; got != want {
+			t.Fatalf("Lookup(%q) = %q; want %q", key(i), got, want)
+		}
+	}
+}
+
+func TestAppendN(t *testing.T) {
+	r, _ := New(Config{}, nodes(20))
+	for i := range 1000 {
+		all, _ := r.AppendN(nil, key(i), 25)
+		if len(all) != 20 {
+			t.Fatalf("AppendN(%q, 25) has %d names; want 20", key(i), len(all))
+		}
+		if u := slices.Compact(slices.Sorted(slices.Values(all))); len(u) != 20 {
+			t.Fatalf("AppendN(%q, 25) = %q repeats a name", key(i), all)
+		}
+		first, _ := r.Lookup(key(i))
+		three, _ := r.AppendN(nil, key(i), 3)
+		if all[0] != first || !slices.Equal(three, all[:3]) {
+			t.Fatalf("AppendN(%q) = %q, n=3 %q; Lookup = %q", key(i), all, three, first)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		nodes []chash.Node
+	}{
+		{Config{}, []chash.Node{{Name: "", Weight: 1}}},
+		{Config{}, []chash.Node{{Name: "a", Weight: 0}}},
+		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
+		{Config{Probes: -1}, nodes(2)},
+		{Config{Points: -1}, nodes(2)},
+	} {
+		if _, err := New(tc.cfg, tc.nodes); err == nil {
+			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
+		}
+	}
+	r, _ := New(Config{}, nil)
+	if _, err := r.Lookup([]byte("k")); err != ErrEmpty {
+		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	r, _ := New(Config{}, nodes(100))
+	k := []byte("some:key")
+	dst := make([]string, 0, 3)
+	if n := testing.AllocsPerRun(100, func() { r.Lookup(k) }); n != 0 {
+		t.Errorf("Lookup allocates %v times; want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { r.AppendN(dst[:0], k, 3) }); n != 0 {
+		t.Errorf("AppendN allocates %v times; want 0", n)
+	}
+}

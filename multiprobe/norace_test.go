@@ -1,0 +1,5 @@
+//go:build !race
+
+package multiprobe
+
+const raceEnabled = false
