@@ -47,6 +47,8 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/hashfn"
 )
@@ -260,5 +262,5 @@ func (s scheme) Hash(key []byte) uint32 {
 	if s.hash != nil {
 		return s.hash(key)
 	}
-	return hashfn.XXH64(key)
+	return uint32(xxhash.Sum64(key)) // hashfn.XXH64, one call shorter
 }

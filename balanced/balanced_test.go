@@ -243,3 +243,23 @@ func TestAllocs(t *testing.T) {
 		t.Errorf("AppendN allocates %v times; want 0", n)
 	}
 }
+
+func TestAppendN(t *testing.T) {
+	r, _ := New(Config{}, nodes(12))
+	for i := range 500 {
+		k := []byte("key:" + strconv.Itoa(i))
+		all, err := r.AppendN(nil, k, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 12 {
+			t.Fatalf("AppendN(%q, 20) has %d names; want 12", k, len(all))
+		}
+		if u := slices.Compact(slices.Sorted(slices.Values(all))); len(u) != 12 {
+			t.Fatalf("AppendN(%q, 20) = %q repeats a name", k, all)
+		}
+		if first, _ := r.Lookup(k); all[0] != first {
+			t.Fatalf("AppendN(%q)[0] = %q; Lookup = %q", k, all[0], first)
+		}
+	}
+}

@@ -36,7 +36,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sort"
 	"sync"
 	"unsafe"
 
@@ -143,7 +142,7 @@ func (b *Balancer) capacity(i int, m uint64) uint64 {
 // add up to at least c·m > m − 1, the load before this unit.
 func (b *Balancer) place(key []byte) int {
 	h := b.ring.Hash(key)
-	i := sort.Search(len(b.pos), func(i int) bool { return b.pos[i] >= h })
+	i, _ := slices.BinarySearch(b.pos, h) // the first point at or after h
 	m := b.total + 1
 	for range len(b.pos) {
 		if i == len(b.pos) {

@@ -33,11 +33,11 @@ import (
 //     weights, and float32 rounding can cost a server 4 points: with 25, 47 or 50
 //     servers of equal weight each owns 156 (see KetamaPoints).
 //   - The empty key (or an empty hash tag) hashes to 0, whatever KeyHash says.
-//   - twemproxy formats labels into an 86-byte buffer (KETAMA_MAX_HOSTLEN) but
-//     hashes as many bytes as snprintf says it would have written, so a label of 86
-//     bytes or more hashes stack bytes past the buffer: twemproxy's placement of
-//     such long names is undefined. Ketama hashes the whole label; keep names under
-//     80 bytes to agree with twemproxy.
+//   - Labels are cut to their first 272 bytes (KetamaMaxLabel), as nutcracker
+//     0.5.0 formats them into a fixed buffer: the labels of a name of 270 bytes or
+//     more share prefixes, and those of a name of 272 bytes or more are all alike,
+//     so the server owns 4 distinct points, not 160. (Found against the Debian
+//     package; the upstream source's 86-byte buffer does not match it.)
 //
 // The zero value is twemproxy's default pool (hash: fnv1a_64, no hash_tag). With
 // KeyHash hashfn.MD5 it is also libmemcached's KETAMA_WEIGHTED ring.
@@ -53,6 +53,10 @@ type Ketama struct {
 	HashTag string
 }
 
+// KetamaMaxLabel is the length to which Ketama cuts a label "NAME-i" before
+// hashing it, as nutcracker 0.5.0 does.
+const KetamaMaxLabel = 272
+
 // KetamaPointsPerServer is the points a server of average weight owns in
 // twemproxy's and libmemcached's weighted ketama rings: 40 labels of 4 points.
 const KetamaPointsPerServer = 160
@@ -63,7 +67,7 @@ func (k Ketama) NumPoints(weight, total, n int) int { return KetamaPoints(weight
 // AppendPoints appends points from..to-1 of name: point j is word j%4 of the MD5 of
 // label "name-(j/4)".
 func (k Ketama) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
-	return appendKetamaPoints(dst, name, "-", from, to)
+	return appendKetamaPoints(dst, name, "-", from, to, KetamaMaxLabel)
 }
 
 // Hash returns the ring position of key: its hash tag (if any) hashed with KeyHash,
@@ -136,8 +140,9 @@ func KetamaPoints(w, total, n int) int {
 }
 
 // appendKetamaPoints appends points from..to-1 of a libketama-style sequence:
-// point j is word j%4 of MD5(name + sep + itoa(j/4)), read little-endian.
-func appendKetamaPoints(dst []uint32, name, sep string, from, to int) []uint32 {
+// point j is word j%4 of MD5(name + sep + itoa(j/4)), read little-endian, the label
+// cut to maxLabel bytes if maxLabel > 0.
+func appendKetamaPoints(dst []uint32, name, sep string, from, to, maxLabel int) []uint32 {
 	if from >= to {
 		return dst
 	}
@@ -147,6 +152,9 @@ func appendKetamaPoints(dst []uint32, name, sep string, from, to int) []uint32 {
 		i := j / 4
 		label = append(append(label[:0], name...), sep...)
 		label = strconv.AppendInt(label, int64(i), 10)
+		if maxLabel > 0 && len(label) > maxLabel {
+			label = label[:maxLabel]
+		}
 		hashfn.KetamaPoints(words[:0], label)
 		for a := j % 4; a < 4 && j < to; a++ {
 			dst = append(dst, words[a])

@@ -74,7 +74,7 @@ func (l Libketama) NumPoints(weight, total, n int) int {
 // AppendPoints appends points from..to-1 of name: point j is word j%4 of the MD5 of
 // label "name-(j/4)".
 func (l Libketama) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
-	return appendKetamaPoints(dst, name, "-", from, to)
+	return appendKetamaPoints(dst, name, "-", from, to, 0)
 }
 
 // Hash returns the ring position of key.

@@ -68,7 +68,7 @@ func (l Libmemcached) NumPoints(weight, total, n int) int {
 // word j%4 of MD5("name-(j/4)") weighted.
 func (l Libmemcached) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
 	if l.Weighted {
-		return appendKetamaPoints(dst, name, "-", from, to)
+		return appendKetamaPoints(dst, name, "-", from, to, 0)
 	}
 	h := l.hash()
 	label := make([]byte, 0, len(name)+8)

@@ -75,12 +75,12 @@ func libraryRoute(t *testing.T, c routeCase, keys [][]byte) []string {
 	case "ketama":
 		s = compat.Ketama{KeyHash: hash("fnv1a_64"), HashTag: c.hashTag}
 		for i, sv := range c.servers {
-			n := compat.TwemproxyName(sv.Host, strconv.Itoa(sv.Port), sv.Alias)
+			n := twemproxyName(sv)
 			name(i, n, len(n))
 		}
 	case "modula":
 		for i, sv := range c.servers {
-			name(i, compat.TwemproxyName(sv.Host, strconv.Itoa(sv.Port), sv.Alias), 0)
+			name(i, twemproxyName(sv), 0)
 		}
 		m, err := compat.NewModula(nodes, hash("fnv1a_64"), c.hashTag)
 		if err != nil {
@@ -129,6 +129,15 @@ func libraryRoute(t *testing.T, c routeCase, keys [][]byte) []string {
 		t.Fatal(err)
 	}
 	return lookupAll(t, r.Lookup, keys, display)
+}
+
+// twemproxyName is the name nutcracker hashes for sv; for a Unix socket without
+// alias it is the path and a colon, as conf_add_server's length arithmetic leaves it.
+func twemproxyName(sv live.Server) string {
+	if sv.Port == 0 && sv.Alias == "" {
+		return sv.Host + ":"
+	}
+	return compat.TwemproxyName(sv.Host, strconv.Itoa(sv.Port), sv.Alias)
 }
 
 func lookupAll(t *testing.T, lookup func([]byte) (string, error), keys [][]byte, display map[string]string) []string {
@@ -196,6 +205,40 @@ func TestLiveTwemproxy(t *testing.T) {
 				checkCase(t, c, keys, names(c.servers, where))
 			})
 		}
+	}
+}
+
+// TestLiveTwemproxyUnix checks servers on Unix sockets, whose twemproxy name is
+// "PATH:" without an alias.
+func TestLiveTwemproxyUnix(t *testing.T) {
+	skipShort(t)
+	_, err := live.Binary("nutcracker")
+	need(t, err)
+	_, err = live.Binary("memcached")
+	need(t, err)
+	r := liveRand(t)
+	fleet := &live.Fleet{}
+	t.Cleanup(fleet.Stop)
+	dir := t.TempDir()
+	servers := randomServers(t, r, 2, live.ServerOpts{Weights: true})
+	for i := range 3 {
+		s := live.Server{Host: fmt.Sprintf("%s/mc%d.sock", dir, i), Weight: 1 + r.IntN(3)}
+		if i == 2 {
+			s.Alias = "unix-alias"
+		}
+		servers = append(servers, s)
+	}
+	for _, dist := range []string{"ketama", "modula"} {
+		t.Run(dist, func(t *testing.T) {
+			c := routeCase{name: "twemproxy-unix-" + dist, distribution: dist, hash: "fnv1a_64", servers: servers}
+			keys := live.Keys(r, liveKeys, false)
+			p := live.Pool{Distribution: dist, Hash: c.hash, Servers: c.servers}
+			where, err := live.Twemproxy(t.TempDir(), fleet, p, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCase(t, c, keys, names(c.servers, where))
+		})
 	}
 }
 

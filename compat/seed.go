@@ -13,6 +13,7 @@ const DefaultSeedLabel = "{name}&&VN{i}"
 
 // Seed is the ring of the seed articles' Java code: a TreeMap<Integer, String> from
 // getHash(label) to server, looked up with tailMap(getHash(key)).firstKey().
+// SeedArticle000 ... SeedArticle004 return the Seed of each article's program.
 //
 // A server owns Points×weight points, point i at HashFunc(Label with {name} and {i}
 // replaced); with Points zero it owns exactly one point, HashFunc(name), whatever its
@@ -28,15 +29,19 @@ const DefaultSeedLabel = "{name}&&VN{i}"
 // Two differences from the Java programs, both on purpose: a key past the last point
 // wraps to the first (one article's program throws NoSuchElementException there), and
 // when two servers' points collide the ring's tie rule decides (chash.Node.Order, then
-// name) where Java's TreeMap.put keeps the server added last.
+// name) where Java's TreeMap.put keeps the server added last. Giving each server a
+// lower Order than the one before it, as the seed distribution of chash's
+// configuration does, makes the two rules agree.
 //
 // The zero value is the first article's ring without virtual nodes.
 type Seed struct {
 	// Points is the number of virtual nodes per unit of weight. Zero means one point
 	// per server, at the hash of its name.
 	Points int
-	// Label is the string hashed for virtual node {i} of server {name}. If empty, it
-	// defaults to DefaultSeedLabel.
+	// Label is the string hashed for virtual node {i} of server {name}: each {name}
+	// is replaced by the server's name and each {i} by i in decimal; other text,
+	// braces included, is kept. If empty, it defaults to DefaultSeedLabel. The
+	// articles use "{name}&&VN{i}", "{i}:{name}", "{name}#{i}" and "{name}{i}".
 	Label string
 	// HashFunc hashes labels and keys. If nil, it defaults to hashfn.JavaFNV1_32.
 	HashFunc hashfn.Func
@@ -64,19 +69,36 @@ func (s Seed) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
 	if label == "" {
 		label = DefaultSeedLabel
 	}
-	label = strings.ReplaceAll(label, "{name}", name)
-	before, after, ok := strings.Cut(label, "{i}")
 	h := s.hash()
 	var b []byte
 	for i := from; i < to; i++ {
-		b = append(b[:0], before...)
-		if ok {
-			b = strconv.AppendInt(b, int64(i), 10)
-			b = append(b, strings.ReplaceAll(after, "{i}", strconv.Itoa(i))...)
-		}
+		b = appendLabel(b[:0], label, name, i)
 		dst = append(dst, s.pos(h(b)))
 	}
 	return dst
+}
+
+// appendLabel appends label with each {name} replaced by name and each {i} by i
+// in decimal, in one pass, so that a name containing "{i}" is kept as it is.
+func appendLabel(b []byte, label, name string, i int) []byte {
+	for {
+		j := strings.IndexByte(label, '{')
+		if j < 0 {
+			return append(b, label...)
+		}
+		b = append(b, label[:j]...)
+		switch label = label[j:]; {
+		case strings.HasPrefix(label, "{name}"):
+			b = append(b, name...)
+			label = label[len("{name}"):]
+		case strings.HasPrefix(label, "{i}"):
+			b = strconv.AppendInt(b, int64(i), 10)
+			label = label[len("{i}"):]
+		default:
+			b = append(b, '{')
+			label = label[1:]
+		}
+	}
 }
 
 // Hash returns key's ring position.

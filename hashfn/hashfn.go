@@ -39,8 +39,10 @@ var funcs = map[string]Func{
 	"jenkins":       Jenkins,
 
 	// chash's own additions.
-	"xxh64":        XXH64,
-	"java_fnv1_32": JavaFNV1_32,
+	"xxh64":                XXH64,
+	"java_fnv1_32":         JavaFNV1_32,
+	"java_hashcode":        JavaHashCode,
+	"java_hashcode_spread": JavaHashCodeSpread,
 }
 
 // Lookup returns the function with the given configuration name (for example

@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// allNames is every name Lookup must accept: twemproxy's twelve and chash's two.
+// allNames is every name Lookup must accept: twemproxy's twelve and chash's four.
 var allNames = []string{
 	"crc16", "crc32", "crc32a", "fnv1_32", "fnv1_64", "fnv1a_32", "fnv1a_64", "hsieh",
-	"java_fnv1_32", "jenkins", "md5", "murmur", "one_at_a_time", "xxh64",
+	"java_fnv1_32", "java_hashcode", "java_hashcode_spread", "jenkins", "md5", "murmur",
+	"one_at_a_time", "xxh64",
 }
 
 func TestNames(t *testing.T) {

@@ -77,17 +77,22 @@ func Back(key uint64, n int) int {
 		// bits at a time from further SplitMix64 outputs, rejecting values
 		// past the interval.
 		mask := lo<<1 - 1
-	draw:
 		for {
 			state += golden
 			r1 := mix(state)
-			for _, c := range [2]uint32{uint32(r1) & mask, uint32(r1>>32) & mask} {
-				if c < lo {
-					break draw
-				}
-				if c < nb {
-					return int(c)
-				}
+			c := uint32(r1) & mask
+			if c < lo {
+				break
+			}
+			if c < nb {
+				return int(c)
+			}
+			c = uint32(r1>>32) & mask
+			if c < lo {
+				break
+			}
+			if c < nb {
+				return int(c)
 			}
 		}
 		x ^= lo

@@ -51,12 +51,12 @@ func TestDemoGolden(t *testing.T) {
 // TestDemoDefaultDir checks that demo writes to ./chash-demo by default.
 func TestDemoDefaultDir(t *testing.T) {
 	t.Chdir(t.TempDir())
-	stdout, stderr, code := runChash(t, nil, "demo", "--keys", "1000")
+	stdout, stderr, code := runChash(t, nil, "demo", "--keys", "1000", "--image", "svg")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join("chash-demo", "balance.png")); err != nil || !strings.Contains(stdout, "chash-demo/balance.png") {
-		t.Errorf("no chash-demo/balance.png: %v", err)
+	if _, err := os.Stat(filepath.Join("chash-demo", "balance.svg")); err != nil || !strings.Contains(stdout, "chash-demo/balance.svg") {
+		t.Errorf("no chash-demo/balance.svg: %v", err)
 	}
 }
 

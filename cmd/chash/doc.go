@@ -259,7 +259,7 @@
 //
 // Usage:
 //
-//	chash proxy --config FILE [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
@@ -286,6 +286,12 @@
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 // 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
+//
+// Without --config, proxy starts on 127.0.0.1:22121 in front of three small
+// in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
+// cas), and says so in its log: a way to try it with nc on a machine without
+// memcached. It is not for production; point a configuration file at real
+// memcached servers for that.
 //
 // The flags are:
 //

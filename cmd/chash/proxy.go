@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/memstore"
 	"github.com/chash-dev/chash/internal/proxy"
 )
 
@@ -33,7 +35,7 @@ type proxyFlags struct {
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy --config FILE [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]",
 		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -59,7 +61,13 @@ The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /reload and /healthz.
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.`,
+2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
+
+Without --config, proxy starts on 127.0.0.1:22121 in front of three small
+in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
+cas), and says so in its log: a way to try it with nc on a machine without
+memcached. It is not for production; point a configuration file at real
+memcached servers for that.`,
 	}
 	c.Flag.StringVar(&f.config, "config", "", "the twemproxy configuration `FILE`")
 	c.Flag.BoolVar(&f.testConf, "test-conf", false, "check the configuration and exit")
@@ -81,13 +89,25 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if len(args) > 0 {
 		return c.UsageError(env.Stderr, "unexpected arguments %q", args)
 	}
-	if f.config == "" {
-		return c.UsageError(env.Stderr, "--config is required (the embedded default stores are not built yet)")
-	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
 	}
-	file, err := config.Load(f.config)
+	if f.config == "" && f.testConf {
+		return c.UsageError(env.Stderr, "--test-conf needs --config")
+	}
+	var file *config.File
+	var err error
+	var stores []*memstore.Store
+	if f.config == "" {
+		file, stores, err = embeddedDefault()
+		defer func() {
+			for _, s := range stores {
+				s.Close()
+			}
+		}()
+	} else {
+		file, err = config.Load(f.config)
+	}
 	if err == nil {
 		err = proxy.Validate(file)
 	}
@@ -132,6 +152,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		c.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
+	if stores != nil {
+		p.Logger.Warn("no --config: serving 127.0.0.1:22121 in front of three embedded in-process stores, for trying chash proxy out; point --config at real memcached servers for real use")
+	}
 	for {
 		select {
 		case <-hup:
@@ -147,4 +170,27 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 			return 0
 		}
 	}
+}
+
+// embeddedDefault starts three in-process stores on free ports of 127.0.0.1 and
+// returns the configuration of a pool in front of them, listening on
+// 127.0.0.1:22121.
+func embeddedDefault() (*config.File, []*memstore.Store, error) {
+	var stores []*memstore.Store
+	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  distribution: ketama\n  timeout: 400\n  servers:\n"
+	for i := range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, s := range stores {
+				s.Close()
+			}
+			return nil, nil, err
+		}
+		s := &memstore.Store{}
+		stores = append(stores, s)
+		go s.Serve(ln) // returns when the store is closed
+		yaml += fmt.Sprintf("   - %s:1 embedded-%d\n", ln.Addr(), i+1)
+	}
+	f, err := config.Parse("(embedded default)", []byte(yaml))
+	return f, stores, err
 }

@@ -14,13 +14,15 @@
 //     movement by comparing the two tables entry by entry. Both are exact for keys
 //     whose hashes are uniform over the entries.
 //   - A RingRouter (a router backed by a ring whose nodes it reports under other
-//     names, as the proxy's twemproxy-compatible pools do) is measured as its ring.
+//     names, as a twemproxy-compatible pool that hashes a server's host but
+//     reports host:port) is measured as its ring.
 //   - Any other Router (jump hash, rendezvous, a proxy's pool) is measured by routing
 //     keys, a key file's or generated ones (SampleKeys), and counting. Such figures
 //     are exact for those keys and estimates of the key space's shares, with the
 //     standard error that NodeShare.StdErr reports.
-//   - Modulo hashing (hash mod n over the same servers in the same order) is computed
-//     exactly for hashes uniform over 32 bits, in closed form (ModuloMoved).
+//   - Modulo hashing (hash mod n over the same servers in the same order, each
+//     repeated by its weight as twemproxy's modula does) is computed exactly for
+//     hashes uniform over 32 bits, in closed form (ModuloMoved).
 //
 // All shares are fractions of the key space, and all figures are deterministic.
 package analyze

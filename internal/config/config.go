@@ -15,9 +15,10 @@
 // Every key twemproxy 0.5.0 accepts is parsed into a typed field of Pool and checked
 // as twemproxy checks it; unknown keys are errors. chash adds distributions,
 // "chash" (chash's own ring) and "seed" (the seed articles' Java ring) among them,
-// and the key "points", the number of ring points per unit of weight for those
-// that take it. Pool.Router builds the pool's distribution; Distributions lists
-// them.
+// the key "points", the number of ring points per unit of weight for those that
+// take it, and the key "label", the string the seed distribution hashes for each
+// point ("{name}&&VN{i}" by default; quote it in YAML). Pool.Router builds the
+// pool's distribution; Distributions lists them.
 //
 // Every error names the file, the line and the pool, as in
 //
@@ -102,6 +103,13 @@ type Pool struct {
 	// means the distribution's default: 160 for chash, one point per server
 	// whatever its weight (the articles' ring without virtual nodes) for seed.
 	Points int
+	// Label is the string the seed distribution hashes for each of a server's
+	// points ("label:", a chash addition), with {name} standing for the server's
+	// name and {i} for the point's number: "{i}:{name}" gives "0:10.0.0.1:11211",
+	// "1:10.0.0.1:11211", .... Empty when absent, which means "{name}&&VN{i}"
+	// (compat.DefaultSeedLabel). Only the seed distribution takes it, and only
+	// with points above zero.
+	Label string
 
 	// Timeout is how long the proxy waits to connect to a server or for its
 	// response ("timeout:"). Zero when absent, which means no limit.

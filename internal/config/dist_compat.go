@@ -24,7 +24,7 @@ func init() {
 }
 
 // ErrRandom is the error of every lookup of a pool whose distribution is random.
-var ErrRandom = errors.New("distribution random sends each request to a server chosen at random, so no key can be routed offline; use ketama or modula to route by key")
+var ErrRandom = errors.New("distribution random cannot be routed offline: twemproxy sends each request to a server chosen at random, whatever the key; use ketama or modula to route by key")
 
 // buildKetama builds twemproxy's ketama ring (compat.Ketama): servers named by
 // alias, else host when the port is 11211, else host:port; keys hashed with the
@@ -67,7 +67,8 @@ func buildModula(p *Pool, servers []Server) (Router, error) {
 }
 
 // buildRandom checks the pool like the other twemproxy distributions and returns
-// a Router whose every lookup fails with ErrRandom.
+// a Router whose every lookup fails with an error that names the pool and wraps
+// ErrRandom: twemproxy picks a server at random per request.
 func buildRandom(p *Pool, servers []Server) (Router, error) {
 	if _, err := p.keyHash(DefaultHash); err != nil {
 		return nil, err
@@ -75,12 +76,14 @@ func buildRandom(p *Pool, servers []Server) (Router, error) {
 	if err := noPoints(p); err != nil {
 		return nil, err
 	}
-	return randomRouter{}, nil
+	return randomRouter{p.errorAt("distribution", ErrRandom)}, nil
 }
 
-type randomRouter struct{}
+// randomRouter fails every lookup with err, which names the file and pool and
+// wraps ErrRandom.
+type randomRouter struct{ err error }
 
-func (randomRouter) Lookup([]byte) (string, error) { return "", ErrRandom }
+func (r randomRouter) Lookup([]byte) (string, error) { return "", r.err }
 
 // buildLibketama builds the ring of npm hashring and uhashring
 // (compat.Libketama): servers named host:port as written, floor(w/total·40·n)

@@ -2,6 +2,9 @@ package config
 
 import (
 	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
@@ -45,24 +48,29 @@ func buildChash(p *Pool, servers []Server) (Router, error) {
 }
 
 // buildSeed builds the seed articles' Java ring, compat.Seed: Points virtual nodes
-// per unit of weight, or one point per server whatever its weight if Points is
-// zero; labels and keys hashed with java_fnv1_32 unless the pool's Hash names
-// another function.
+// per unit of weight at the hash of the pool's Label (compat.DefaultSeedLabel if
+// empty), or one point per server at the hash of its name, whatever its weight, if
+// Points is zero; labels and keys hashed with java_fnv1_32 unless the pool's Hash
+// names another function. compat.Seed.WithHash decides how the hash's values, as
+// Java ints, are ordered.
 func buildSeed(p *Pool, servers []Server) (Router, error) {
 	per := p.Points
 	if err := checkPoints(p, servers, max(per, 0)); err != nil {
 		return nil, err
 	}
-	s := compat.Seed{Points: per}
-	if p.Hash != "" {
-		f, err := p.keyHash("")
-		if err != nil {
-			return nil, err
-		}
-		s.HashFunc = f
-		// java_fnv1_32's values are never negative but for one; any other
-		// function's are Java ints of either sign, ordered as Java orders them.
-		s.Signed = p.Hash != "java_fnv1_32"
+	if err := checkLabel(p); err != nil {
+		return nil, p.errorAt("label", err)
+	}
+	hash := p.Hash
+	if hash == "" {
+		hash = "java_fnv1_32"
+	}
+	if _, err := p.keyHash(hash); err != nil {
+		return nil, err
+	}
+	s, err := compat.Seed{Points: per, Label: p.Label}.WithHash(hash)
+	if err != nil {
+		return nil, p.errorAt("hash", err)
 	}
 	// The Java programs put servers into a TreeMap in list order, so when two
 	// points collide the server listed last keeps the position. Giving later
@@ -72,6 +80,43 @@ func buildSeed(p *Pool, servers []Server) (Router, error) {
 		nodes[i] = chash.Node{Name: sv.Name(), Weight: sv.Weight, Order: len(servers) - i}
 	}
 	return newRing(p, s, nodes)
+}
+
+// setLabel takes the seed distribution's label template; checkLabel checks it
+// against the rest of the pool.
+func setLabel(p *Pool, key string, v *yaml.Node) error {
+	if v.Kind == yaml.MappingNode {
+		return atf(v, "%s: a mapping; quote the template, as in %s: \"{name}#{i}\"", key, key)
+	}
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if s == "" {
+		return atf(v, "%s is empty; leave it out for the default, %q", key, compat.DefaultSeedLabel)
+	}
+	p.Label = s
+	return nil
+}
+
+// checkLabel reports what is wrong with the pool's Label, if anything: only the
+// seed distribution takes one, only with points above zero, and it must contain
+// {i}, or all of a server's points would fall on one position, and {name}, or
+// every server would get the same points. Parse calls it for every pool.
+func checkLabel(p *Pool) error {
+	switch l := p.Label; {
+	case l == "":
+		return nil
+	case p.Distribution != "seed":
+		return fmt.Errorf("label is only used by distribution seed, not %s", p.Distribution)
+	case p.Points == 0:
+		return fmt.Errorf("label %q is not used with points 0, which puts each server at the hash of its name; set points or leave label out", l)
+	case !strings.Contains(l, "{i}"):
+		return fmt.Errorf("label %q has no {i}: all %d points of a server would fall on one position", l, p.Points)
+	case !strings.Contains(l, "{name}"):
+		return fmt.Errorf("label %q has no {name}: every server would get the same points", l)
+	}
+	return nil
 }
 
 // checkPoints reports an error if per points per unit of weight would give the

@@ -151,6 +151,9 @@ func format(t *testing.T, f *File) []byte {
 		}
 		add("distribution", str(p.Distribution))
 		add("points", plain(p.Points))
+		if p.Label != "" {
+			add("label", str(p.Label))
+		}
 		add("timeout", plain(p.Timeout.Milliseconds()))
 		add("backlog", plain(p.Backlog))
 		add("client_connections", plain(p.ClientConnections))

@@ -153,6 +153,7 @@ var settings = map[string]setting{
 	"hash_tag":     setHashTag,
 	"distribution": setDistribution,
 	"points":       intSetting(func(p *Pool) *int { return &p.Points }),
+	"label":        setLabel,
 
 	"timeout":              msSetting(func(p *Pool) *time.Duration { return &p.Timeout }),
 	"backlog":              intSetting(func(p *Pool) *int { return &p.Backlog }),
@@ -214,6 +215,9 @@ func (p *Pool) parse(v *yaml.Node) error {
 	}
 	if p.RedisAuth != "" && !p.Redis {
 		return &lineError{p.line("redis_auth"), errors.New("redis_auth is only valid in a pool with redis: true")}
+	}
+	if err := checkLabel(p); err != nil {
+		return &lineError{p.line("label"), err}
 	}
 	if _, ok := distributions[p.Distribution]; !ok {
 		// Only the default can get here: setDistribution checks given names.

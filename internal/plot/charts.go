@@ -279,7 +279,7 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 	}
 	p.Y.Scale = gonum.LogScale{}
 	p.Y.Tick.Marker = logTicks{percent: true}
-	p.Y.Max = 2 // room for the legend above modulo's curve
+	p.Y.Max = 1.3 // a little room above 100%
 	p.Legend.Top = false
 	p.Legend.Left = true
 	return &Chart{plots: []*gonum.Plot{p}, width: 9 * vg.Inch, height: 6 * vg.Inch}, nil

@@ -78,10 +78,15 @@ func (c *Chart) Save(path string) (err error) {
 
 // Write writes the chart to w in format, "png" or "svg".
 func (c *Chart) Write(w io.Writer, format string) error {
+	return c.write(w, format, DPI)
+}
+
+// write writes the chart, a PNG at dpi dots per inch.
+func (c *Chart) write(w io.Writer, format string, dpi int) error {
 	var canvas vg.CanvasWriterTo
 	switch format {
 	case "png":
-		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(c.width, c.height), vgimg.UseDPI(DPI))}
+		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(c.width, c.height), vgimg.UseDPI(dpi))}
 	case "svg":
 		canvas = vgsvg.New(c.width, c.height)
 	default:
@@ -211,7 +216,7 @@ func (t logTicks) Ticks(min, max float64) []gonum.Tick {
 			if t.percent {
 				label = percent(v)
 			}
-			if m != 1 && hi-lo > 3 {
+			if m != 1 && hi-lo > 4 {
 				label = ""
 			}
 			ts = append(ts, gonum.Tick{Value: v, Label: label})

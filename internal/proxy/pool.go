@@ -132,20 +132,24 @@ func (pl *pool) serve() {
 		pl.stats.clientTotal.Add(1)
 		pl.conns.Store(conn, struct{}{})
 		pl.clients.Add(1)
-		c := &client{pool: pl, conn: conn, pending: make(chan *clientReq, maxPipeline)}
-		go c.readLoop()
+		c := &client{pool: pl, conn: conn}
+		go c.serve()
 	}
 }
 
-// maxPipeline bounds the requests a client may have in flight.
+// maxPipeline bounds the requests of a client in flight at once.
 const maxPipeline = 256
 
-// client is one client connection: readLoop reads and dispatches requests,
-// writeLoop waits for their responses and writes them in request order.
+// client is one client connection, served by one goroutine (serve): it reads
+// and dispatches every request the client has already sent, so that pipelined
+// requests go to their servers in parallel, then writes their replies in order.
 type client struct {
 	pool    *pool
 	conn    net.Conn
-	pending chan *clientReq
+	bw      *bufio.Writer
+	pending []*clientReq
+	buf     []byte
+	broken  bool // the connection failed or is closing: read no more, write nothing
 }
 
 // clientReq is one client request and what answers it.
@@ -183,48 +187,88 @@ func (r *clientReq) newCall() *call {
 	return c
 }
 
-func (c *client) readLoop() {
+func (c *client) serve() {
 	pl := c.pool
 	defer func() {
-		close(c.pending)
+		c.conn.Close()
+		pl.conns.Delete(c.conn)
+		pl.nconns.Add(-1)
+		pl.clients.Done()
 	}()
-	go c.writeLoop()
+	c.bw = bufio.NewWriterSize(c.conn, 16<<10)
 	rd := memcache.NewReader(c.conn, pl.proxy.Limits)
 	idle := pl.proxy.IdleTimeout
 	for {
+		if rd.Buffered() == 0 || len(c.pending) == maxPipeline {
+			// Nothing more has arrived: answer what was read before waiting
+			// for more.
+			c.flush()
+			if c.broken || pl.proxy.stopping.Load() {
+				return
+			}
+			if idle > 0 {
+				c.conn.SetReadDeadline(time.Now().Add(idle))
+			}
+		}
 		r := reqPool.Get().(*clientReq)
 		r.reset()
-		if idle > 0 {
-			c.conn.SetReadDeadline(time.Now().Add(idle))
-		}
 		err := rd.ReadRequest(&r.req)
 		r.start = time.Now()
 		if err != nil {
 			var me *memcache.Error
 			if !errors.As(err, &me) {
 				reqPool.Put(r)
-				if isTimeout(err) || !errors.Is(err, net.ErrClosed) && !isEOF(err) {
-					pl.stats.clientErr.Add(1)
-				} else {
+				if isEOF(err) {
 					pl.stats.clientEOF.Add(1)
+				} else {
+					pl.stats.clientErr.Add(1)
 				}
+				c.flush()
 				return
 			}
 			r.local = append(append(r.local, me.Reply...), "\r\n"...)
 			r.fatal = me.Fatal
-			c.pending <- r
+			c.pending = append(c.pending, r)
 			if me.Fatal {
+				c.broken = true
+				c.flush()
 				return
 			}
 			continue
 		}
 		pl.cmds[r.req.Command].inc()
 		c.dispatch(r)
-		quit := r.quit // r belongs to writeLoop once sent
-		c.pending <- r
-		if quit {
+		c.pending = append(c.pending, r)
+		if r.quit {
+			c.broken = true
+			c.flush()
 			return
 		}
+	}
+}
+
+// flush waits for the replies of the pending requests and writes them in order.
+func (c *client) flush() {
+	for _, r := range c.pending {
+		for _, cl := range r.calls[:r.ncalls] {
+			<-cl.done
+		}
+		if c.bw != nil {
+			c.buf = c.respond(c.buf[:0], r)
+			if _, err := c.bw.Write(c.buf); err != nil {
+				c.bw = nil
+			}
+		}
+		c.pool.observeRequest(r)
+		reqPool.Put(r)
+	}
+	clear(c.pending)
+	c.pending = c.pending[:0]
+	if c.bw != nil && c.bw.Flush() != nil {
+		c.bw = nil
+	}
+	if c.bw == nil {
+		c.broken = true
 	}
 }
 
@@ -316,43 +360,6 @@ func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
 
 func appendServerError(dst []byte, err error) []byte {
 	return append(append(append(dst, "SERVER_ERROR "...), err.Error()...), "\r\n"...)
-}
-
-// writeLoop writes the responses of the pending requests in order, flushing when
-// no further response is ready. It exits when readLoop closes pending, after
-// every pending request is answered.
-func (c *client) writeLoop() {
-	pl := c.pool
-	bw := bufio.NewWriterSize(c.conn, 16<<10)
-	broken := false
-	defer func() {
-		c.conn.Close()
-		pl.conns.Delete(c.conn)
-		pl.nconns.Add(-1)
-		pl.clients.Done()
-	}()
-	var buf []byte
-	for r := range c.pending {
-		for _, cl := range r.calls[:r.ncalls] {
-			<-cl.done
-		}
-		if !broken {
-			buf = c.respond(buf[:0], r)
-			if _, err := bw.Write(buf); err != nil {
-				broken = true
-			}
-			if r.quit || r.fatal {
-				bw.Flush()
-				broken = true
-				c.conn.Close()
-			} else if len(c.pending) == 0 && bw.Flush() != nil {
-				broken = true
-				c.conn.Close()
-			}
-		}
-		pl.observeRequest(r)
-		reqPool.Put(r)
-	}
 }
 
 // respond appends the reply to r.

@@ -31,13 +31,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chash-dev/chash"
@@ -81,12 +82,13 @@ type Proxy struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	wg     sync.WaitGroup // goroutines retiring servers
-	mu     sync.Mutex     // serializes Start, Reload and Close
-	pools  map[string]*pool
-	admin  *http.Server
-	adminL net.Listener
-	closed bool
+	wg       sync.WaitGroup // goroutines retiring servers
+	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
+	mu       sync.Mutex     // serializes Start, Reload and Close
+	pools    map[string]*pool
+	admin    *http.Server
+	adminL   net.Listener
+	closed   bool
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -395,6 +397,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		pools = append(pools, pl)
 	}
 	p.mu.Unlock()
+	p.stopping.Store(true)
 	for _, pl := range pools {
 		pl.ln.Close()
 		<-pl.done

@@ -355,8 +355,10 @@ func TestFaults(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&memBefore)
 
-	// Freeze: errors for the victim's keys only, bounded, then none.
+	// Freeze: errors for the victim's keys only, for about timeout × failure
+	// limit, then none.
 	servers[1].signal(syscall.SIGSTOP)
+	frozen := time.Now()
 	deadline := time.Now().Add(5 * time.Second)
 	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -364,13 +366,19 @@ func TestFaults(t *testing.T) {
 	if !p.ejected("alpha", victim) {
 		t.Fatal("frozen server not ejected")
 	}
+	if d := time.Since(frozen); d > 2*200*time.Millisecond+time.Second {
+		t.Errorf("frozen server ejected after %v; want about 2 × 200ms", d)
+	} else {
+		t.Logf("SIGSTOP: ejected after %v", d.Round(time.Millisecond))
+	}
 	for _, s := range servers {
 		if s.addr() != victim && get(&l.errs, s.addr()) != 0 {
 			t.Errorf("while %s froze, %d errors for keys of %s", victim, get(&l.errs, s.addr()), s.addr())
 		}
 	}
 	t.Logf("SIGSTOP: %d errors for the frozen server's keys before ejection", get(&l.errs, victim))
-	time.Sleep(100 * time.Millisecond)
+	// Requests sent just before the ejection time out after it.
+	time.Sleep(500 * time.Millisecond)
 	l.reset()
 	// Frozen across several retry intervals: never readmitted, no errors.
 	time.Sleep(1200 * time.Millisecond)

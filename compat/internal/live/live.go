@@ -108,7 +108,7 @@ func (p *Proc) Stop() {
 func (p *Proc) WaitListen(addr string) error {
 	deadline := time.Now().Add(Timeout)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := dial(addr, time.Second)
 		if err == nil {
 			c.Close()
 			return nil
@@ -215,4 +215,12 @@ func DebVersion(pkg string) string {
 		return "unknown"
 	}
 	return string(out)
+}
+
+// dial connects to addr: a Unix socket if it starts with "/", else TCP.
+func dial(addr string, timeout time.Duration) (net.Conn, error) {
+	if strings.HasPrefix(addr, "/") {
+		return net.DialTimeout("unix", addr, timeout)
+	}
+	return net.DialTimeout("tcp", addr, timeout)
 }

@@ -18,17 +18,22 @@ type Memcached struct {
 	*Proc
 }
 
-// StartMemcached starts memcached on addr ("ip:port") and waits until it listens.
+// StartMemcached starts memcached on addr ("ip:port", or the path of a Unix
+// socket) and waits until it listens.
 func StartMemcached(addr string) (*Memcached, error) {
 	bin, err := Binary("memcached")
 	if err != nil {
 		return nil, err
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("live: memcached address %q: %w", addr, err)
+	args := []string{"-s", addr}
+	if !strings.HasPrefix(addr, "/") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("live: memcached address %q: %w", addr, err)
+		}
+		args = []string{"-l", host, "-p", port, "-U", "0"}
 	}
-	args := []string{"-l", host, "-p", port, "-U", "0", "-m", "16", "-t", "1", "-c", "256"}
+	args = append(args, "-m", "16", "-t", "1", "-c", "256")
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root") // memcached refuses root without -u
 	}
@@ -88,7 +93,7 @@ func Holders(addrs []string, keys [][]byte) ([]int, error) {
 
 // present returns the keys that the memcached at addr holds.
 func present(addr string, keys [][]byte) (map[string]bool, error) {
-	c, err := net.DialTimeout("tcp", addr, Timeout)
+	c, err := dial(addr, Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
@@ -145,7 +150,7 @@ func FlushAll(addrs []string) error {
 }
 
 func command(addr, req, want string) error {
-	c, err := net.DialTimeout("tcp", addr, Timeout)
+	c, err := dial(addr, Timeout)
 	if err != nil {
 		return fmt.Errorf("live: %w", err)
 	}
@@ -168,7 +173,7 @@ func command(addr, req, want string) error {
 // server at addr — memcached itself or a proxy such as nutcracker — pipelining
 // requests in batches.
 func SetAll(addr string, keys [][]byte) error {
-	c, err := net.DialTimeout("tcp", addr, Timeout)
+	c, err := dial(addr, Timeout)
 	if err != nil {
 		return fmt.Errorf("live: %w", err)
 	}

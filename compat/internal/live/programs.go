@@ -15,14 +15,19 @@ import (
 // Server is one server of a case: where it listens, its weight and, for
 // twemproxy, an optional alias.
 type Server struct {
-	Host   string // an IP literal in 127.0.0.0/8
-	Port   int
+	Host   string // an IP literal in 127.0.0.0/8, or the path of a Unix socket
+	Port   int    // zero for a Unix socket
 	Weight int
 	Alias  string
 }
 
-// Addr returns "host:port".
-func (s Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+// Addr returns "host:port", or the socket's path.
+func (s Server) Addr() string {
+	if s.Port == 0 {
+		return s.Host
+	}
+	return net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+}
 
 // Spec returns the server as a twemproxy server line: "host:port:weight [alias]".
 func (s Server) Spec() string {

@@ -8,4 +8,6 @@ require (
 	stathat.com/c/consistent v1.0.0
 )
 
+require github.com/cespare/xxhash/v2 v2.3.0 // indirect
+
 replace github.com/chash-dev/chash => ../../..

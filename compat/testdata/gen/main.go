@@ -58,11 +58,16 @@ type goldenCase struct {
 	servers      []live.Server
 	utf8Only     bool
 	keys         int // if zero, *nkeys
+	// fixedKeys, if set, are the case's keys, chosen to hit a shared point,
+	// followed by 200 random keys.
+	fixedKeys [][]byte
 
-	// run routes keys with the real program and returns the server index per key,
-	// the program line and the command line of the header.
-	run func(c *goldenCase, keys [][]byte) (where []int, program, command string, err error)
+	run runFunc
 }
+
+// A runFunc routes keys with the real program and returns the server index per key,
+// the program line and the command line of the header.
+type runFunc func(c *goldenCase, keys [][]byte) (where []int, program, command string, err error)
 
 func main() {
 	log.SetFlags(0)
@@ -94,6 +99,9 @@ func main() {
 		h := fnv.New64a()
 		h.Write([]byte(c.file))
 		keys := live.Keys(rand.New(rand.NewPCG(*seed, h.Sum64())), n, c.utf8Only)
+		if c.fixedKeys != nil {
+			keys = append(c.fixedKeys, live.Keys(rand.New(rand.NewPCG(*seed, h.Sum64())), 200, c.utf8Only)...)
+		}
 		where, program, command, err := c.run(c, keys)
 		if err != nil {
 			fleet.Stop()
@@ -109,7 +117,7 @@ func main() {
 func write(c *goldenCase, keys [][]byte, where []int, program, command string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n# program: %s\n# command: %s\n", c.title, program, command)
-	fmt.Fprintf(&b, "# generator: compat/testdata/gen (go run . -seed %d -keys %d)\n", *seed, len(keys))
+	fmt.Fprintf(&b, "# generator: compat/testdata/gen (go run . -seed %d -keys %d -run '^%s$'), %d keys\n", *seed, *nkeys, c.file, len(keys))
 	fmt.Fprintf(&b, "pool:\n  distribution: %s\n", c.distribution)
 	if c.hash != "" {
 		fmt.Fprintf(&b, "  hash: %s\n", c.hash)
@@ -351,6 +359,22 @@ func cases(r *rand.Rand, t *tools) []*goldenCase {
 		&goldenCase{file: "stathat-31-collision", title: "stathat consistent.New() (20 replicas): 31 members, two of which (\"a\", \"1a\") share a point", distribution: "stathat",
 			servers: peers(31, false), run: stathat, keys: 1000},
 	)
+	unix := servers(2, live.ServerOpts{Weights: true})
+	for i := range 3 {
+		unix = append(unix, live.Server{Host: filepath.Join(t.tmp, fmt.Sprintf("mc%d.sock", i)), Weight: 1 + i})
+	}
+	unix[4].Alias = "unix-alias"
+	cs = append(cs, &goldenCase{file: "twemproxy-ketama-unix", title: "twemproxy ketama, hash fnv1a_64: 2 TCP servers and 3 on Unix sockets, whose name without an alias is \"PATH:\"", distribution: "ketama", hash: "fnv1a_64",
+		servers: unix, run: nutcracker, keys: 1000})
+	xl := servers(6, live.ServerOpts{})
+	for i, n := range []int{250, 262, 267, 268, 269, 270} {
+		xl[i].Alias = strings.Repeat(string(rune('a'+i)), n)
+	}
+	cs = append(cs, &goldenCase{file: "twemproxy-ketama-long-aliases", title: "twemproxy ketama, hash fnv1a_64: aliases of 250 to 270 bytes, whose labels nutcracker cuts to 272 bytes", distribution: "ketama", hash: "fnv1a_64",
+		servers: xl, run: nutcracker, keys: 1000})
+
+	// Shared points, found by search (ties.go).
+	cs = append(cs, tieCases(r, must(live.FreePort("127.0.0.1")), nutcracker, ngx, hr, spy(false))...)
 	return cs
 }
 

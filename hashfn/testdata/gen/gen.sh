@@ -7,7 +7,9 @@
 #     gcc on x86-64, where char is signed as on the deployed nutcracker;
 #     cross-checked against Debian's libhashkit (libmemcached) and zlib;
 #   xxh64: Debian's libxxhash;
-#   java_fnv1_32: the seed articles' Java getHash, run by OpenJDK.
+#   java_fnv1_32: the seed articles' Java getHash, run by OpenJDK;
+#   java_hashcode, java_hashcode_spread: OpenJDK's own String.hashCode() and the 001
+#     seed article's rehash of it.
 #
 # Usage, from the module root, on Debian 12 (bookworm) x86-64 with a deb-src entry
 # for bookworm main in the apt sources:
@@ -55,7 +57,7 @@ ver() { dpkg-query -W -f '${Package} ${Version}' "$1"; }
 cat <<HEADER
 # Golden vectors for package hashfn: name TAB key TAB value, read by golden_test.go.
 # key: Go-quoted string, or hex:<bytes>; value: the 32-bit hash in hex.
-# Produced by hashfn/testdata/gen/gen.sh (golden.c, JavaFNV.java) on $(uname -m) (signed char):
+# Produced by hashfn/testdata/gen/gen.sh (golden.c, JavaFNV.java, JavaHashCode.java) on $(uname -m) (signed char):
 #   sh hashfn/testdata/gen/gen.sh > hashfn/testdata/golden.tsv
 # from:
 #   twemproxy: 0.5.0 src/hashkit/nc_*.c of Debian's $orig
@@ -63,6 +65,9 @@ cat <<HEADER
 #   libhashkit: $(ver libhashkit2) (libmemcached 1.1.4); zlib: $(ver zlib1g)
 #   xxh64: $(ver libxxhash0)
 #   java_fnv1_32: $(java -version 2>&1 | head -1), seed articles' getHash on new String(key, UTF_8)
+#   java_hashcode: the same Java, String.hashCode() of new String(key, UTF_8)
+#   java_hashcode_spread: the same Java, the 001 seed article's rehash: (h ^ (h >>> 16)) & 0x7fffffff
 HEADER
 ./golden
 ./golden -k | java "$here/JavaFNV.java"
+./golden -k | java "$here/JavaHashCode.java"

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, yaml string) string {
+	path := filepath.Join(t.TempDir(), "nutcracker.yml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestProxyTestConf checks --test-conf, which validates like nutcracker -t.
+func TestProxyTestConf(t *testing.T) {
+	good := writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\n")
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"--config", good, "--test-conf"}, 0, "syntax is ok", ""},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  bogus: 1\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `unknown key "bogus"`},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 2, "", "redis: true is not supported"},
+		{[]string{"--config", writeConfig(t, "alpha:\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", "no listen address"},
+		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
+		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
+		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
+		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"proxy"}, tt.args...)
+		stdout, stderr, code := runChash(t, nil, args...)
+		if code != tt.code || !strings.Contains(stdout, tt.stdout) || !strings.Contains(stderr, tt.stderr) {
+			t.Errorf("chash %q = %d\n%s%s\nwant %d, output with %q and %q", args, code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
+		}
+	}
+}
