@@ -34,10 +34,11 @@ import (
 //     servers of equal weight each owns 156 (see KetamaPoints).
 //   - The empty key (or an empty hash tag) hashes to 0, whatever KeyHash says.
 //   - Labels are cut to their first 272 bytes (KetamaMaxLabel), as nutcracker
-//     0.5.0 formats them into a fixed buffer: the labels of a name of 270 bytes or
-//     more share prefixes, and those of a name of 272 bytes or more are all alike,
-//     so the server owns 4 distinct points, not 160. (Found against the Debian
-//     package; the upstream source's 86-byte buffer does not match it.)
+//     0.5.0 formats them into a fixed buffer: a name of 270 bytes gets labels that
+//     coincide once cut ("NAME-1" for i = 10..19), and from 271 bytes all its
+//     labels are alike, leaving 4 distinct points, not 160. (Measured against the
+//     Debian package; upstream master's 86-byte KETAMA_MAX_HOSTLEN does not match
+//     it.)
 //
 // The zero value is twemproxy's default pool (hash: fnv1a_64, no hash_tag). With
 // KeyHash hashfn.MD5 it is also libmemcached's KETAMA_WEIGHTED ring.

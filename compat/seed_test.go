@@ -1,11 +1,11 @@
 package compat
 
 import (
-	"bufio"
+	"cmp"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,78 +46,134 @@ func TestSeedArticleVectors(t *testing.T) {
 	}
 }
 
-// TestSeedGolden routes the keys of files written by testdata/seed/gen.sh, which
-// runs the articles' Java ring, and requires every route to agree.
-func TestSeedGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/seed/*-*.tsv")
-	if len(files) < 5 {
-		t.Fatalf("found %d golden files in testdata/seed; want 5", len(files))
+// TestSeedLabels checks the strings Seed hashes for a server's points.
+func TestSeedLabels(t *testing.T) {
+	tests := []struct {
+		label, name string
+		i           int
+		want        string
+	}{
+		{"{name}&&VN{i}", "192.168.0.0:111", 4, "192.168.0.0:111&&VN4"},
+		{"{i}:{name}", "192.168.2.106", 2, "2:192.168.2.106"},
+		{"{name}#{i}", "a", 10, "a#10"},
+		{"{name}{i}", "a1", 0, "a10"},
+		{"{name}{i}", "a", 10, "a10"},
+		{"{name}-{i}-{name}-{i}", "x", 7, "x-7-x-7"},
+		{"{i}:{name}", "n{i}{name}", 3, "3:n{i}{name}"}, // a name is not a template
+		{"{{name}}{i", "中文", 1, "{中文}{i"},
+		{"{nam{i}", "x", 5, "{nam5"},
+		{"{", "x", 0, "{"},
 	}
-	for _, file := range files {
-		base := strings.TrimSuffix(filepath.Base(file), ".tsv")
-		set, vn, _ := strings.Cut(base, "-")
-		points, err := strconv.Atoi(vn)
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
+	for _, tt := range tests {
+		if got := string(appendLabel(nil, tt.label, tt.name, tt.i)); got != tt.want {
+			t.Errorf("appendLabel(%q, %q, %d) = %q; want %q", tt.label, tt.name, tt.i, got, tt.want)
 		}
-		servers, err := os.ReadFile(filepath.Join("testdata/seed", "servers-"+set+".txt"))
-		if err != nil {
-			t.Fatal(err)
+		s := Seed{Points: tt.i + 1, Label: tt.label, HashFunc: hashfn.JavaHashCode, Signed: true}
+		want := s.pos(hashfn.JavaHashCode([]byte(tt.want)))
+		if got := s.AppendPoints(nil, tt.name, tt.i, tt.i+1); len(got) != 1 || got[0] != want {
+			t.Errorf("Seed{Label: %q}.AppendPoints(%q, %d) = %#x; want [%#x]", tt.label, tt.name, tt.i, got, want)
 		}
-		var ns []chash.Node
-		for _, s := range strings.Fields(string(servers)) {
-			ns = append(ns, chash.Node{Name: s, Weight: 1})
+	}
+	if a, b := (Seed{Points: 3}).AppendPoints(nil, "x", 0, 3), (Seed{Points: 3, Label: DefaultSeedLabel}).AppendPoints(nil, "x", 0, 3); !slices.Equal(a, b) {
+		t.Errorf("empty Label gives %#x; want DefaultSeedLabel's %#x", a, b)
+	}
+}
+
+// TestSeedWithHash checks that WithHash leaves Signed unset only for functions
+// whose values, as Java ints, are never negative but for -2^31: the positions
+// of the others would collapse to 0.
+func TestSeedWithHash(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := make([][]byte, 50000)
+	for i := range keys {
+		keys[i] = make([]byte, r.IntN(20))
+		for j := range keys[i] {
+			keys[i][j] = byte(r.Uint32())
 		}
-		s := Seed{Points: points}
-		r, err := chash.New(s, ns)
-		if err != nil {
-			t.Fatal(err)
+	}
+	unsigned := 0
+	for _, name := range hashfn.Names() {
+		s, err := Seed{Points: 3}.WithHash(name)
+		if err != nil || s.HashFunc == nil || s.Points != 3 {
+			t.Errorf("WithHash(%q) = %+v, %v; want the function, Points kept", name, s, err)
+			continue
 		}
-		maxPos := uint32(0)
-		for i := range r.NumPoints() {
-			p, _ := r.Point(i)
-			maxPos = max(maxPos, p)
+		if s.Signed {
+			continue
 		}
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		n, wrapped, nonASCII := 0, 0, 0
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "#") {
-				continue
+		unsigned++
+		for _, k := range keys {
+			if v := s.HashFunc(k); v > 1<<31 {
+				t.Errorf("WithHash(%q): Signed false, but the hash of %q is %#x, a negative Java int", name, k, v)
+				break
 			}
-			fields := strings.Split(line, "\t")
-			if len(fields) != 3 {
-				t.Fatalf("%s: malformed line %q", file, line)
-			}
-			key, javaHash, want := fields[0], fields[1], fields[2]
-			jh, err := strconv.ParseInt(javaHash, 10, 32)
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if got := hashfn.JavaFNV1_32([]byte(key)); int32(got) != int32(jh) {
-				t.Errorf("%s: JavaFNV1_32(%q) = %d; want %d", file, key, int32(got), jh)
-			}
-			if got, err := r.LookupString(key); got != want || err != nil {
-				t.Errorf("%s: Lookup(%q) = %q, %v; want %q", file, key, got, err, want)
-			}
-			if s.Hash([]byte(key)) > maxPos {
-				wrapped++
-			}
-			if strings.ContainsFunc(key, func(c rune) bool { return c > 127 }) {
-				nonASCII++
-			}
-			n++
 		}
-		f.Close()
-		if n < 2000 || nonASCII < 6 {
-			t.Errorf("%s: %d keys, %d non-ASCII; want at least 2000 and 6", file, n, nonASCII)
+	}
+	if unsigned != 2 {
+		t.Errorf("%d functions with Signed false; want 2 (java_fnv1_32, java_hashcode_spread)", unsigned)
+	}
+	if s, err := (Seed{}).WithHash("nope"); err == nil || !strings.HasPrefix(err.Error(), "compat: ") {
+		t.Errorf("WithHash(%q) = %+v, %v; want an error", "nope", s, err)
+	}
+}
+
+// javaTreeMapRing routes like the articles' Java rings, the slow way: a map from
+// Java int to server where the server put last keeps a position, searched in
+// Java's signed order for the first position ≥ the key's hash, else the first.
+func javaTreeMapRing(s Seed, servers []string) func(key []byte) string {
+	h := s.hash()
+	owner := make(map[int32]string)
+	for _, name := range servers {
+		n := max(s.Points, 1)
+		for i := range n {
+			label := []byte(name)
+			if s.Points > 0 {
+				label = appendLabel(nil, cmp.Or(s.Label, DefaultSeedLabel), name, i)
+			}
+			owner[int32(h(label))] = name
 		}
-		if points == 0 && wrapped == 0 {
-			t.Errorf("%s: no key hashes past the last point; the wrap is untested", file)
+	}
+	keys := slices.Sorted(maps.Keys(owner))
+	return func(key []byte) string {
+		k := int32(h(key))
+		i, _ := slices.BinarySearch(keys, k)
+		return owner[keys[i%len(keys)]]
+	}
+}
+
+// TestSeedJavaOrder checks, for every hash function and the articles' labels,
+// that WithHash's Seed routes as a Java TreeMap<Integer, String> ring does, with
+// collisions: "Aa" and "BB" have the same String.hashCode, and "a" and "a1"
+// share the labels "a10" and "a11" of "{name}{i}".
+func TestSeedJavaOrder(t *testing.T) {
+	servers := []string{"a1", "Aa", "192.168.0.1:111", "BB", "a", "中文", "😀"}
+	nodes := make([]chash.Node, len(servers))
+	for i, s := range servers {
+		nodes[i] = chash.Node{Name: s, Weight: 1, Order: len(servers) - i}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	keys := make([][]byte, 20000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "%x", r.Uint64()>>r.IntN(64))
+	}
+	for _, name := range hashfn.Names() {
+		for _, label := range []string{"", "{i}:{name}", "{name}#{i}", "{name}{i}"} {
+			for _, points := range []int{0, 12} {
+				s, _ := Seed{Points: points, Label: label}.WithHash(name)
+				ring, err := chash.New(s, nodes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				java := javaTreeMapRing(s, servers)
+				bad := 0
+				for _, k := range keys {
+					got, _ := ring.Lookup(k)
+					if want := java(k); got != want && bad < 3 {
+						t.Errorf("%s, label %q, points %d: Lookup(%q) = %q; Java's ring says %q", name, label, points, k, got, want)
+						bad++
+					}
+				}
+			}
 		}
 	}
 }

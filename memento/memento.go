@@ -1,7 +1,6 @@
 // Package memento implements MementoHash: Massimo Coluzzi, Amos Brocco,
 // Alessandro Antonucci and Tiziano Leidi, "MementoHash: A Stateful, Minimal
-// Memory, Best Performing Consistent Hash Algorithm" (2023, arXiv:2306.09783;
-// IEEE/ACM Transactions on Networking, 2024).
+// Memory, Best Performing Consistent Hash Algorithm" (2023, arXiv:2306.09783).
 //
 // MementoHash extends jump consistent hashing with arbitrary removals. It keeps
 // jump's array of n buckets and remembers each removed bucket in a small

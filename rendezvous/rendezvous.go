@@ -4,22 +4,25 @@
 //
 // Rendezvous hashing is due to David Thaler and Chinya Ravishankar, "Using
 // Name-Based Mappings to Increase Hit Rates" (IEEE/ACM Transactions on
-// Networking, 1998). Weights use the logarithmic method of Jason Resch's
-// "New Hashing Algorithms for Data Storage" (SNIA SDC 2015), also in Schindelhauer
-// and Schomaker's "Weighted Distributed Hash Tables" (SPAA 2005): node i scores
-// −wᵢ / ln(Uᵢ), where Uᵢ ∈ (0, 1) is a hash of the key and the node, so that node i
-// wins with probability exactly wᵢ / Σw. Changing one node's weight moves keys
-// only to or from that node.
+// Networking, 1998). Weights use the logarithmic method of Christian
+// Schindelhauer and Gunnar Schomaker, "Weighted Distributed Hash Tables" (SPAA
+// 2005), in the form Jason Resch's "New Hashing Algorithms for Data Storage"
+// (SNIA SDC 2015) made known: node i scores −wᵢ / ln(Uᵢ), where Uᵢ ∈ (0, 1] is
+// a hash of the key and the node, so that node i wins with probability exactly
+// wᵢ / Σw. Changing one node's weight moves keys only to or from that node.
+// With equal weights the scores order the nodes as Uᵢ does, and Lookup skips
+// the logarithm; with weights it takes one only for the few nodes that could
+// still win.
 //
 // Adding or removing a node moves only the keys it wins or won, the minimum, and
 // the next-highest scores give replica sets for free (AppendN). The price is a
 // lookup that scores every node: O(n) time, some microseconds at n = 1000, where
 // ring and table methods take nanoseconds.
 //
-// Scores use math.Log, whose result may differ in the last bit between
-// architectures that implement it in assembly; two nodes whose scores for a key
-// tie to within that bit could then disagree across platforms. The chance per
-// key is about 2^-50.
+// Weighted scores use math.Log and math.Exp, whose results may differ in the
+// last bit between architectures that implement them in assembly; two nodes
+// whose scores for a key tie to within that bit could then be ordered
+// differently on two platforms. The chance per key is about 2^-50.
 package rendezvous
 
 import (

@@ -345,7 +345,7 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 func (c *backendConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
-	r := memcache.NewReader(ss.conn, c.srv.pool.proxy.Limits)
+	r := memcache.NewReader(ss.conn, c.srv.pool.proxy.serverLimits())
 	var failed error
 	for cl := range ss.inflight {
 		c.queued.Add(-1)

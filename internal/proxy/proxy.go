@@ -52,9 +52,11 @@ import (
 type Proxy struct {
 	// Logger receives the proxy's logs. If nil, slog.Default() is used.
 	Logger *slog.Logger
-	// Limits bound the lines and values the proxy accepts from clients and
-	// servers. The zero value means memcache's defaults: 64 KiB lines, 1 MiB
-	// values.
+	// Limits bound the lines and values the proxy accepts from clients. The zero
+	// value means memcache's defaults: 64 KiB lines, 1 MiB values. Replies from
+	// servers may carry values of up to 128 MiB (or MaxValue, if larger), so that
+	// items stored straight into a memcached with a large -I still read through
+	// the proxy.
 	Limits memcache.Limits
 	// EjectErrors makes an ejected server's keys answer "SERVER_ERROR server
 	// ejected" instead of moving to other servers, so clients never read data
@@ -452,3 +454,8 @@ func (p *Proxy) closeLocked() {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// serverLimits bound what the proxy reads from servers.
+func (p *Proxy) serverLimits() memcache.Limits {
+	return memcache.Limits{MaxLine: p.Limits.MaxLine, MaxValue: max(p.Limits.MaxValue, 128<<20)}
+}

@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -402,8 +406,7 @@ func TestFaults(t *testing.T) {
 	if p.ejected("alpha", victim) {
 		t.Fatal("thawed server not readmitted")
 	}
-	time.Sleep(200 * time.Millisecond)
-	if get(&l.ok, victim) == 0 {
+	if !waitFor(3*time.Second, func() bool { return get(&l.ok, victim) > 0 }) {
 		t.Error("no request served by the readmitted server")
 	}
 
@@ -427,7 +430,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal("restarted server not readmitted")
 	}
 	l.reset()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(3*time.Second, func() bool { return get(&l.ok, victim) >= 20 })
 	if get(&l.ok, victim) == 0 || get(&l.errs, victim) != 0 {
 		t.Errorf("after restart: %d ok, %d errors for its keys", get(&l.ok, victim), get(&l.errs, victim))
 	}
@@ -442,6 +445,36 @@ func TestFaults(t *testing.T) {
 	if memAfter.HeapInuse > 2*memBefore.HeapInuse+4<<20 {
 		t.Errorf("heap grew from %d to %d bytes", memBefore.HeapInuse, memAfter.HeapInuse)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitFor polls cond until it holds or d passes, and returns its last value.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // ejected reports whether the named server of the pool is ejected.
@@ -460,7 +493,9 @@ func TestReload(t *testing.T) {
 	y1 := poolYAML("timeout: 500", servers[0], servers[1])
 	y2 := poolYAML("timeout: 500", servers...)
 	y3 := poolYAML("timeout: 500", servers[1], servers[2])
-	p := startProxy(t, y1)
+	var logs syncBuffer
+	p := startProxy(t, y1, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	kept := p.pools["alpha"].state.Load().servers[servers[1].addr()]
 	o1, o2, o3 := ownerFunc(t, y1), ownerFunc(t, y2), ownerFunc(t, y3)
 	var phase atomic.Int32
 	unchanged := func(k string) string {
@@ -501,6 +536,12 @@ func TestReload(t *testing.T) {
 	st := p.pools["alpha"].state.Load()
 	if len(st.list) != 2 || st.servers[servers[0].addr()] != nil {
 		t.Errorf("after reloads, servers %v", st.servers)
+	}
+	if st.servers[servers[1].addr()] != kept {
+		t.Error("a server in every configuration did not keep its connections")
+	}
+	if !strings.Contains(logs.String(), `msg="reload: key space moved" pool=alpha moved=0.`) {
+		t.Errorf("reload logs lack the moved fraction:\n%s", logs.String())
 	}
 }
 
@@ -558,5 +599,36 @@ func TestCloseEndsGoroutines(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after Close; %d before\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestShutdown checks that Shutdown stops accepting clients and lets a request
+// in flight finish.
+func TestShutdown(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("timeout: 5000", s))
+	addr := p.Addr("alpha").String()
+	c := dial(t, addr)
+	c.mustDo("set a 0 0 1\r\nx\r\n")
+	s.signal(syscall.SIGSTOP)
+	reply := make(chan string, 1)
+	go func() {
+		got, _ := c.do("get a\r\n")
+		reply <- got
+	}()
+	time.Sleep(100 * time.Millisecond) // the get is in flight
+	done := make(chan error, 1)
+	go func() { done <- p.Shutdown(context.Background()) }()
+	time.Sleep(100 * time.Millisecond)
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Error("shutting down proxy accepts clients")
+	}
+	s.signal(syscall.SIGCONT)
+	if got := <-reply; got != "VALUE a 0 1\r\nx\r\nEND\r\n" {
+		t.Errorf("request in flight at shutdown: %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
 	}
 }

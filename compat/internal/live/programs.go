@@ -161,7 +161,11 @@ func BuildLibmemcached(srcDir, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "libmemcached").Output()
+	pc, err := Binary("pkg-config")
+	if err != nil {
+		return "", err
+	}
+	flags, err := exec.Command(pc, "--cflags", "--libs", "libmemcached").Output()
 	if err != nil {
 		return "", fmt.Errorf("live: pkg-config libmemcached: %w", err)
 	}
@@ -287,14 +291,15 @@ func lines(keys [][]byte) []byte {
 }
 
 // NPMDir returns the directory holding node_modules/hashring: $CHASH_NPM_DIR, or
-// chash/npm in the user's cache directory, where .ci/setup.d/compat.sh installs it.
+// chash/npm in the user's cache directory (chash-npm in the temporary directory
+// if there is none), where .ci/setup.d/compat.sh installs it.
 func NPMDir() string {
 	if d := os.Getenv("CHASH_NPM_DIR"); d != "" {
 		return d
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return ""
+		return filepath.Join(os.TempDir(), "chash-npm")
 	}
 	return filepath.Join(d, "chash", "npm")
 }
