@@ -49,6 +49,24 @@ func randomServers(t *testing.T, r *rand.Rand, n int, o live.ServerOpts) []live.
 	return s
 }
 
+// subset returns n of the servers in random order, with weights (1..5, or all 1)
+// and aliases drawn afresh, so that cases share running memcached servers.
+func subset(r *rand.Rand, servers []live.Server, n int, o live.ServerOpts) []live.Server {
+	out := make([]live.Server, n)
+	for i, j := range r.Perm(len(servers))[:n] {
+		s := servers[j]
+		s.Weight, s.Alias = 1, ""
+		if o.Weights {
+			s.Weight = 1 + r.IntN(5)
+		}
+		if o.Aliases && r.IntN(2) == 0 {
+			s.Alias = fmt.Sprintf("%s%d", []string{"s", "cache-", "memcached-prod-east-", "x"}[r.IntN(4)], i)
+		}
+		out[i] = s
+	}
+	return out
+}
+
 // libraryRoute routes keys with package compat directly, building the ring the
 // way the case's program builds it.
 func libraryRoute(t *testing.T, c routeCase, keys [][]byte) []string {
@@ -180,6 +198,7 @@ func TestLiveTwemproxy(t *testing.T) {
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
 	sizes := []int{2, 5, 5, 31, 31} // 1 server: see the golden files
+	all := randomServers(t, r, 31, live.ServerOpts{Port11211: true})
 	for i, h := range twemproxyHashes {
 		for _, dist := range []string{"ketama", "modula"} {
 			if dist == "modula" && i%3 != 0 {
@@ -191,7 +210,7 @@ func TestLiveTwemproxy(t *testing.T) {
 					name:         "twemproxy-" + dist + "-" + h,
 					distribution: dist,
 					hash:         h,
-					servers:      randomServers(t, r, n, live.ServerOpts{Weights: r.IntN(2) == 0, Aliases: r.IntN(2) == 0, Port11211: true}),
+					servers:      subset(r, all, n, live.ServerOpts{Weights: r.IntN(2) == 0, Aliases: r.IntN(2) == 0}),
 				}
 				if r.IntN(2) == 0 {
 					c.hashTag = "{}"
@@ -262,6 +281,7 @@ func TestLiveLibmemcached(t *testing.T) {
 		{"ketama-weights", "ketama", true}, // a weight > 1 switches to the weighted ring
 		{"ketama_weighted", "ketama_weighted", false},
 	}
+	all := randomServers(t, r, 31, live.ServerOpts{Port11211: true})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := hashes[r.IntN(len(hashes))]
@@ -270,7 +290,7 @@ func TestLiveLibmemcached(t *testing.T) {
 				name:         "libmemcached-" + tt.name + "-" + h[0],
 				distribution: "libmemcached",
 				hash:         h[1],
-				servers:      randomServers(t, r, n, live.ServerOpts{Weights: tt.weights, Port11211: true}),
+				servers:      subset(r, all, n, live.ServerOpts{Weights: tt.weights}),
 			}
 			if tt.mode == "ketama_weighted" {
 				// KETAMA_WEIGHTED: MD5 keys on the weighted MD5 ring, which is
@@ -299,13 +319,14 @@ func TestLiveSpymemcached(t *testing.T) {
 	r := liveRand(t)
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
+	all := randomServers(t, r, 31, live.ServerOpts{Port11211: true})
 	for _, weighted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("weighted=%v", weighted), func(t *testing.T) {
 			n := []int{2, 5, 31}[r.IntN(3)]
 			c := routeCase{
 				name:         "spymemcached",
 				distribution: "spymemcached",
-				servers:      randomServers(t, r, n, live.ServerOpts{Weights: weighted, Port11211: true}),
+				servers:      subset(r, all, n, live.ServerOpts{Weights: weighted}),
 			}
 			keys := live.Keys(r, liveKeys, true)
 			where, err := live.Spymemcached(dir, fleet, weighted, c.servers, keys)

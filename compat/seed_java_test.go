@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/chash-dev/chash"
@@ -390,11 +391,15 @@ func TestSeedArticleJava(t *testing.T) {
 		if r.bytes {
 			ks = slices.DeleteFunc(slices.Clone(keys), func(k []byte) bool { return !utf8.Valid(k) })
 		}
+		t0 := time.Now()
 		want := runSeedJava(t, java, classes, c, ks)
+		t.Logf("java %v", time.Since(t0))
+		t0 = time.Now()
 		servers := seedServerList(t, c.servers)
 		throws += checkSeedRoutes(t, c, servers, ks, want)
 		total += len(ks)
 		lists[strings.Join(servers, "\n")] = true
+		t.Logf("go %v", time.Since(t0))
 		t.Logf("%v: %d keys over %d servers agree", c, len(ks), len(servers))
 	}
 	t.Logf("%d commands, %d server lists, %d keys: all routed as Java routes them (%d where the 000 article's program throws)",

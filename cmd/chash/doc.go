@@ -336,6 +336,11 @@
 // out when the file has only one. Keys pass through the pool's hash_tag
 // before they are hashed, as in twemproxy.
 //
+// With distribution: bounded, the keys read are the load: each key in turn goes
+// to the first server clockwise whose load is below the bound ceil(c*m/n), m
+// being the number of keys placed so far including this one; so a key's server
+// depends on the keys before it.
+//
 // A bad configuration is reported with its file, line and pool, and route exits
 // with status 2, as for a bad flag. Flags come before the keys; put "--" before
 // keys that begin with "-".

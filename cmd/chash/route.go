@@ -37,6 +37,11 @@ points and distributions of its own (chash, seed) and of other programs
 out when the file has only one. Keys pass through the pool's hash_tag
 before they are hashed, as in twemproxy.
 
+With distribution: bounded, the keys read are the load: each key in turn goes
+to the first server clockwise whose load is below the bound ceil(c*m/n), m
+being the number of keys placed so far including this one; so a key's server
+depends on the keys before it.
+
 A bad configuration is reported with its file, line and pool, and route exits
 with status 2, as for a bad flag. Flags come before the keys; put "--" before
 keys that begin with "-".`,
@@ -75,9 +80,15 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 		return 2
 	}
 
+	// A load-aware router (distribution: bounded) treats the keys read as its
+	// load: each key is placed, in order, and counts against its server.
+	lookup := r.Lookup
+	if p, ok := r.(placer); ok {
+		lookup = p.Acquire
+	}
 	w := bufio.NewWriterSize(env.Stdout, 64<<10)
 	route := func(key []byte) error {
-		server, err := r.Lookup(pool.HashKey(key))
+		server, err := lookup(pool.HashKey(key))
 		if err != nil {
 			return err
 		}
@@ -102,6 +113,12 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 		return 1
 	}
 	return 0
+}
+
+// placer is a router that places keys under a load bound, such as
+// *bounded.Balancer: Acquire routes a key and counts it as load.
+type placer interface {
+	Acquire(key []byte) (string, error)
 }
 
 // eachLine calls f with each line of r, without its trailing "\n" or "\r\n",

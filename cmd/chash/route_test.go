@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -212,5 +213,40 @@ func TestRouteReadError(t *testing.T) {
 	stdout, stderr, code := runChash(t, in, "route", "--config", "testdata/seed0.yml")
 	if code != 1 || stderr != "chash route: bad disk\n" || stdout != "a\t192.168.0.3:111\n" {
 		t.Errorf("route with a failing stdin: exit status %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestRouteBounded checks that with distribution: bounded the keys read are the
+// load: however skewed the keys, after m keys no server holds more than
+// ceil(1.25·m/3).
+func TestRouteBounded(t *testing.T) {
+	for name, keys := range map[string][]string{
+		"one hot key": slices.Repeat([]string{"hot"}, 300),
+		"distinct": func() (ks []string) {
+			for i := range 300 {
+				ks = append(ks, fmt.Sprint("user:", i))
+			}
+			return ks
+		}(),
+	} {
+		stdout, stderr, code := runChash(t, strings.NewReader(strings.Join(keys, "\n")+"\n"), "route", "--config", "testdata/bounded.yml")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr)
+		}
+		load := map[string]int{}
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if len(lines) != len(keys) {
+			t.Fatalf("%s: %d lines; want %d", name, len(lines), len(keys))
+		}
+		for m, line := range lines {
+			_, server, _ := strings.Cut(line, "\t")
+			load[server]++
+			if bound := (5*(m+1) + 11) / 12; load[server] > bound { // ceil(1.25(m+1)/3)
+				t.Fatalf("%s: after %d keys %s holds %d; bound %d", name, m+1, server, load[server], bound)
+			}
+		}
+		if name == "one hot key" && len(load) != 3 {
+			t.Errorf("%s: spread over %d servers; want 3", name, len(load))
+		}
 	}
 }

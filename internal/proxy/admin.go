@@ -30,7 +30,8 @@ func (p *Proxy) ReloadFile() error {
 	return nil
 }
 
-// Handler returns the admin HTTP handler, on its own ServeMux:
+// Handler returns the admin HTTP handler, on its own ServeMux; call it after
+// Start:
 //
 //	GET  /metrics  Prometheus metrics
 //	GET  /stats    counters as JSON, shaped like nutcracker's stats port

@@ -1,14 +1,20 @@
 // Package proxy is chash's memcached proxy, a drop-in for twemproxy: it reads
 // nutcracker.yml pools (package config), listens on each pool's address, and sends
 // each request to the memcached server that the pool's distribution names for its
-// key.
+// key, exactly where nutcracker sends it.
 //
-// Clients may pipeline; responses come back in request order. Requests of all
-// clients share ServerConnections persistent connections per server, pipelined;
-// a get of many keys is split into one get per server, sent in parallel and
-// merged in the order of the keys. noreply and the meta commands' quiet mode are
-// kept by the proxy, which always asks servers for a reply, so a server
-// connection never loses step.
+// Each client connection has one goroutine. It reads every request the client
+// has already sent, routes each and writes it to its server at once, then writes
+// the replies in request order, so pipelined requests are served in parallel. A
+// get of many keys is split into one get per server, sent in parallel and merged
+// in the order of the keys. The requests of all clients share each server's
+// ServerConnections persistent connections, pipelined: a request is written as
+// soon as it is routed, and requests that arrive together leave in one write; a
+// reader goroutine per connection reads the replies and hands each to its
+// client. noreply and the meta commands' quiet mode are kept by the proxy, which
+// always asks servers for a reply, so a server connection never loses step.
+// Every request has the pool's timeout: a server that does not answer in time
+// fails the requests waiting on that connection, which is reopened.
 //
 // A server that fails server_failure_limit times in a row is ejected when the
 // pool sets auto_eject_hosts: its keys go where the distribution puts them
@@ -17,10 +23,7 @@
 // server_retry_timeout; and with EjectErrors its keys answer errors rather than
 // move, for users who prefer misses to stale data.
 //
-// Reload swaps every pool's routing state atomically: servers whose name,
-// address and connection count are unchanged keep their connections, requests
-// in flight finish, and what moved is logged. An invalid configuration is
-// refused and the old one keeps serving.
+// Reload swaps every pool's routing state atomically; see Proxy.Reload.
 //
 // Every goroutine the proxy starts ends when Close returns.
 package proxy
@@ -224,13 +227,16 @@ func (p *Proxy) Addr(pool string) net.Addr {
 }
 
 // Reload makes f the proxy's configuration. It validates f first and changes
-// nothing if f is invalid or a new listener cannot be opened. Pools are matched
-// by name: a new pool starts listening, a removed pool stops and its clients are
-// closed, a pool whose listen address changed moves; in the others, servers that
-// keep their name, address and connection count keep their connections and
-// health, and the routing state is swapped atomically. Servers that leave are
-// closed after the requests already sent to them finish. For each pool, Reload
-// logs the fraction of the key space that moved, per server.
+// nothing if f is invalid. Pools are matched by name: a new pool starts
+// listening, a removed pool stops and its clients are closed, and a pool whose
+// listen address changed stops on the old address and starts on the new one (if
+// that fails, Reload stops the pools it started and returns the error). In the
+// other pools, servers that keep their name, address, weight and connection
+// count keep their connections and health, and the routing state is swapped
+// atomically; requests already routed finish on the servers they were sent to,
+// and servers that left are closed once those requests are done (after twice
+// the pool's timeout, at least a second). For each pool, Reload logs the
+// fraction of the key space that moved, per pair of servers.
 func (p *Proxy) Reload(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
