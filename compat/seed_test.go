@@ -152,13 +152,16 @@ func TestSeedJavaOrder(t *testing.T) {
 		nodes[i] = chash.Node{Name: s, Weight: 1, Order: len(servers) - i}
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	keys := make([][]byte, 20000)
+	keys := make([][]byte, 5000)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "%x", r.Uint64()>>r.IntN(64))
 	}
 	for _, name := range hashfn.Names() {
 		for _, label := range []string{"", "{i}:{name}", "{name}#{i}", "{name}{i}"} {
 			for _, points := range []int{0, 12} {
+				if points == 0 && label != "" {
+					continue // one point per server, at the hash of its name
+				}
 				s, _ := Seed{Points: points, Label: label}.WithHash(name)
 				ring, err := chash.New(s, nodes)
 				if err != nil {

@@ -304,8 +304,18 @@ func newNamed(p *Pool, s chash.Scheme, nodes []chash.Node, names map[string]stri
 	if err != nil {
 		return nil, p.errorAt("servers", err)
 	}
-	return &named{ring: r, names: names}, nil
+	return &namedRing{named{ring: r, names: names}, r}, nil
 }
+
+// namedRing is a named router over a ring, which it exposes so that analysis can
+// compute exact shares and movement from the ring's arcs.
+type namedRing struct {
+	named
+	r *chash.Ring
+}
+
+// Ring returns the ring and the map from its node names to server names.
+func (r *namedRing) Ring() (*chash.Ring, map[string]string) { return r.r, r.names }
 
 // noPoints reports an error if the pool sets points, which the distribution does
 // not use.

@@ -55,12 +55,16 @@ func TestCompatNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, ok := r.(*named)
+		n, ok := r.(*namedRing)
 		if !ok {
-			t.Fatalf("%s: router %T; want *named", tt.dist, r)
+			t.Fatalf("%s: router %T; want *namedRing", tt.dist, r)
+		}
+		ring, names := n.Ring()
+		if ring == nil || ring.Len() != len(tt.want) {
+			t.Fatalf("%s: Ring() gives no ring of %d nodes", tt.dist, len(tt.want))
 		}
 		for i, h := range tt.want {
-			if got := n.names[h]; got != display[i] {
+			if got := names[h]; got != display[i] {
 				t.Errorf("%s: server hashed as %q reported as %q; want %q", tt.dist, h, got, display[i])
 			}
 		}
