@@ -12,29 +12,30 @@ import (
 // Java program adds them; the names follow the articles' file names. Their tests
 // run the articles' programs (compat/testdata/seed) on thousands of keys.
 
-// SeedArticle000 is the ring of 000_e9707e8ab86841d9.txt (对一致性Hash算法，Java代码
-// 实现的深入研究, xrq730), ConsistentHashingWithVirtualNode: 5 virtual nodes per
-// server, "192.168.0.0:111&&VN0" ... "192.168.0.0:111&&VN4", hashed with the
-// article's FNV1_32_HASH getHash (java_fnv1_32), as are keys. For another
-// VIRTUAL_NODES set Points. The article's first program,
-// ConsistentHashingWithoutVirtualNode, is SeedArticle003's ring.
+// SeedArticle000 is the ring of 000_e9707e8ab86841d9.txt,
+// ConsistentHashingWithVirtualNode: 5 virtual nodes per server,
+// "192.168.0.0:111&&VN0" ... "192.168.0.0:111&&VN4", hashed with the article's
+// FNV1_32_HASH getHash (java_fnv1_32), as are keys. For another VIRTUAL_NODES set
+// Points. The article's first program, ConsistentHashingWithoutVirtualNode, is
+// SeedArticle003's ring. (Its getServer cuts a server's name at its first "&&";
+// chash returns the whole name, so give no server a name with "&&" in it.)
 func SeedArticle000() Seed {
 	return Seed{Points: 5}
 }
 
-// SeedArticle001 is the ring of 001_37c3335863982e2d.txt (Java實現一致性Hash算法詳情),
-// ConsistentHash<T> built with its no-argument constructor: 3 replicas per server
-// at rehash(i + ":" + node), "0:192.168.2.106" ... "2:192.168.2.106", and keys at
-// rehash(key), where rehash is String.hashCode spread and made non-negative
-// (java_hashcode_spread). Its lookup, the first point ≥ the key's hash with the
-// index taken modulo the number of points, is Seed's. For ConsistentHash(replicas,
-// Utils::rehash) set Points.
+// SeedArticle001 is the ring of 001_37c3335863982e2d.txt, ConsistentHash<T> built
+// with its no-argument constructor: 3 replicas per server at rehash(i + ":" +
+// node), "0:192.168.2.106" ... "2:192.168.2.106", and keys at rehash(key), where
+// rehash is String.hashCode spread and made non-negative (java_hashcode_spread).
+// Its lookup, the first point ≥ the key's hash with the index taken modulo the
+// number of points, is Seed's. For ConsistentHash(replicas, Utils::rehash) set
+// Points.
 func SeedArticle001() Seed {
 	return Seed{Points: 3, Label: "{i}:{name}", HashFunc: hashfn.JavaHashCodeSpread}
 }
 
-// SeedArticle002 is the ring of 002_928219273e2ab314.txt (一致性 hash, ConsistentHash
-// with numberOfReplicas = replicas): virtual nodes node + "#" + i,
+// SeedArticle002 is the ring of 002_928219273e2ab314.txt, new
+// ConsistentHash(replicas, nodes): virtual nodes node + "#" + i,
 // "192.168.0.1:8888#0" ..., and keys, hashed with the FNV1_32_HASH getHash
 // (java_fnv1_32). It is an error if replicas is below 1: the Java ring would then
 // be empty.
@@ -45,8 +46,8 @@ func SeedArticle002(replicas int) (Seed, error) {
 	return Seed{Points: replicas, Label: "{name}#{i}"}, nil
 }
 
-// SeedArticle003 is the ring of 003_4e018a8b45ca771b.txt (一致性哈希算法,
-// ConsistentHashingWithoutVirtualNode): no virtual nodes, one point per server at
+// SeedArticle003 is the ring of 003_4e018a8b45ca771b.txt,
+// ConsistentHashingWithoutVirtualNode: no virtual nodes, one point per server at
 // getHash(server), keys at getHash(key), with the FNV1_32_HASH getHash
 // (java_fnv1_32). It is also the first program of SeedArticle000's article, except
 // that that one throws NoSuchElementException for a key past the last point where
@@ -55,12 +56,12 @@ func SeedArticle003() Seed {
 	return Seed{}
 }
 
-// SeedArticle004 is the ring of 004_a30ec39aea443aa7.txt (Consistenthash,
-// ConsistentHash<T> with numberOfReplicas = replicas and a HashFunction): virtual
-// nodes at hash(node.toString() + i), "192.168.0.1:88880", "192.168.0.1:88881", ...,
-// and keys at hash(key), with hash the function called hash (see Seed.WithHash;
-// java_hashcode is key.hashCode()). It is an error if replicas is below 1 or the
-// hash is unknown.
+// SeedArticle004 is the ring of 004_a30ec39aea443aa7.txt, new
+// ConsistentHash<T>(hashFunction, replicas, nodes): virtual nodes at
+// hashFunction.hash(node.toString() + i), "192.168.0.1:88880",
+// "192.168.0.1:88881", ..., and keys at hashFunction.hash(key), where
+// hashFunction is the function called hash (see Seed.WithHash; java_hashcode is
+// key.hashCode()). It is an error if replicas is below 1 or the hash is unknown.
 func SeedArticle004(replicas int, hash string) (Seed, error) {
 	if replicas < 1 {
 		return Seed{}, fmt.Errorf("compat: seed article 004: %d replicas; want at least 1", replicas)

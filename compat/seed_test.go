@@ -212,3 +212,26 @@ func ExampleSeed() {
 	// 221.226.0.1:2222 -> 192.168.0.0:111
 	// 10.211.0.1:3333 -> 192.168.0.2:111
 }
+
+func ExampleSeedArticle001() {
+	// The 001 article's main: three servers, then a fourth, added last.
+	servers := []chash.Node{
+		{Name: "192.168.2.106", Weight: 1, Order: 4}, {Name: "192.168.2.107", Weight: 1, Order: 3},
+		{Name: "192.168.2.108", Weight: 1, Order: 2},
+	}
+	for _, add := range []bool{false, true} {
+		if add {
+			servers = append(servers, chash.Node{Name: "192.168.2.109", Weight: 1, Order: 1})
+		}
+		r, _ := chash.New(SeedArticle001(), servers) // "0:192.168.2.106", "1:192.168.2.106", ...
+		var routes []string
+		for _, key := range []string{"zs", "999999", "233333"} {
+			server, _ := r.LookupString(key)
+			routes = append(routes, key+" -> "+server)
+		}
+		fmt.Println(strings.Join(routes, ", "))
+	}
+	// Output:
+	// zs -> 192.168.2.108, 999999 -> 192.168.2.106, 233333 -> 192.168.2.106
+	// zs -> 192.168.2.109, 999999 -> 192.168.2.106, 233333 -> 192.168.2.106
+}

@@ -9,6 +9,11 @@
 // Those quirks are kept on purpose: a ring that must route like a deployed program
 // must hash like it.
 //
+// chash adds xxh64 and three hashes of Java programs, which hash a key's UTF-16
+// code units as Java's new String(key, UTF_8) reads them: java_fnv1_32 (the seed
+// articles' FNV1_32_HASH), java_hashcode (String.hashCode) and
+// java_hashcode_spread (the 001 seed article's rehash of it).
+//
 // Every function is safe for concurrent use and allocates nothing.
 package hashfn
 

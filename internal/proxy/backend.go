@@ -66,6 +66,25 @@ type server struct {
 	stats        serverStats
 	latency      [memcache.CmdMetaNoop + 1]observer
 	probeRunning atomic.Bool
+
+	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
+	closing bool
+}
+
+// spawn runs f in a goroutine that close waits for, unless the server is
+// closing.
+func (s *server) spawn(f func()) bool {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
 }
 
 func newServer(pl *pool, s config.Server, nconns int) *server {
@@ -107,6 +126,9 @@ func (s *server) send(c *call) {
 // close closes the server's connections, failing the calls in flight on them,
 // and waits for its goroutines to end.
 func (s *server) close() {
+	s.goMu.Lock()
+	s.closing = true
+	s.goMu.Unlock()
 	s.cancel()
 	for _, c := range s.conns {
 		c.close()
@@ -135,9 +157,8 @@ func (s *server) fail() {
 		s.pool.stats.ejects.Add(1)
 		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)
 		s.pool.reroute()
-		if s.probeRunning.CompareAndSwap(false, true) {
-			s.wg.Add(1)
-			go s.probeLoop()
+		if s.probeRunning.CompareAndSwap(false, true) && !s.spawn(s.probeLoop) {
+			s.probeRunning.Store(false)
 		}
 	}
 }
@@ -147,7 +168,6 @@ func (s *server) fail() {
 // that answers in time goes back into the ring. twemproxy instead puts a server
 // back blindly when the retry timeout passes.
 func (s *server) probeLoop() {
-	defer s.wg.Done()
 	defer s.probeRunning.Store(false)
 	for {
 		st := s.pool.state.Load()
@@ -201,17 +221,26 @@ func (s *server) probe(timeout time.Duration) error {
 }
 
 // backendConn is one persistent connection to a server, on which the requests of
-// many clients are pipelined. Senders write under mu, and the last of a burst of
-// concurrent senders flushes, so requests that arrive together leave in one
-// write. Each session (net.Conn) has a reader goroutine that reads the responses
-// in order and completes the calls.
+// many clients are pipelined. Each session (net.Conn) has a reader goroutine that
+// reads the responses in order and completes the calls.
+//
+// Writing combines: a sender queues its call and, if no other goroutine is
+// writing, becomes the writer and writes every queued call with one flush,
+// again until the queue stays empty. Under load, the calls that arrive while
+// the writer is in a write system call leave together in the next one, as
+// nutcracker's event loop writes all the requests it has read in one writev;
+// an idle connection costs no goroutine hand-off.
 type backendConn struct {
-	srv     *server
-	waiting atomic.Int32 // senders in send
-	mu      sync.Mutex
-	ss      *session
-	closed  bool
-	queued  atomic.Int32 // calls written and not yet answered
+	srv *server
+	mu  sync.Mutex // held by the writer; guards ss, closed and spare
+	ss  *session
+
+	closed bool
+	spare  []*call
+
+	qmu    sync.Mutex // guards queue
+	queue  []*call
+	queued atomic.Int32 // calls written and not yet answered
 }
 
 // session is one live net.Conn of a backendConn.
@@ -244,23 +273,55 @@ func (c *backendConn) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.drop()
+	c.writeQueue() // fails what is queued
 	c.mu.Unlock()
 }
 
-// send writes cl, dialing first if the connection is down. It never blocks
-// past cl's deadline but to dial or while maxInflight calls wait for replies.
+// send queues cl and writes the queue unless another goroutine is writing it. A
+// call waits at most until its deadline but to dial or while maxInflight calls
+// wait for replies.
 func (c *backendConn) send(cl *call) {
-	c.waiting.Add(1)
-	c.mu.Lock()
-	err := c.write(cl)
-	if c.waiting.Add(-1) == 0 && c.ss != nil {
-		if ferr := c.ss.bw.Flush(); ferr != nil {
-			c.drop()
+	c.qmu.Lock()
+	c.queue = append(c.queue, cl)
+	c.qmu.Unlock()
+	for c.mu.TryLock() {
+		c.writeQueue()
+		c.mu.Unlock()
+		// A call queued after the last look at the queue but before Unlock
+		// found the lock taken: make sure it is not left behind.
+		c.qmu.Lock()
+		empty := len(c.queue) == 0
+		c.qmu.Unlock()
+		if empty {
+			return
 		}
 	}
-	c.mu.Unlock()
-	if err != nil {
-		cl.complete(err)
+}
+
+// writeQueue writes the queued calls until the queue is empty, flushing after
+// each batch; c.mu is held.
+func (c *backendConn) writeQueue() {
+	for {
+		c.qmu.Lock()
+		batch := c.queue
+		c.queue = c.spare[:0]
+		c.qmu.Unlock()
+		if len(batch) == 0 {
+			c.spare = batch
+			return
+		}
+		for _, cl := range batch {
+			if err := c.write(cl); err != nil {
+				cl.complete(err)
+			}
+		}
+		if c.ss != nil {
+			if err := c.ss.bw.Flush(); err != nil {
+				c.drop()
+			}
+		}
+		clear(batch)
+		c.spare = batch[:0]
 	}
 }
 

@@ -81,3 +81,12 @@ func selfSigned(t *testing.T) tls.Certificate {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+func TestPreconnect(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("preconnect: true\nserver_connections: 3", s))
+	srv := p.pools["alpha"].state.Load().servers[s.addr()]
+	if !waitFor(2*time.Second, func() bool { return srv.stats.connections.Load() == 3 }) {
+		t.Errorf("%d connections after preconnect; want 3", srv.stats.connections.Load())
+	}
+}

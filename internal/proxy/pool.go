@@ -115,12 +115,14 @@ func (pl *pool) serve() {
 	for {
 		conn, err := pl.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of file descriptors, or a connection reset before it was
+			// accepted: wait a little, as net/http does, and go on.
+			pl.stats.clientErr.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		st := pl.state.Load()
 		if max := st.cfg.ClientConnections; max > 0 && pl.nconns.Load() >= int64(max) {
@@ -137,8 +139,13 @@ func (pl *pool) serve() {
 	}
 }
 
-// maxPipeline bounds the requests of a client in flight at once.
-const maxPipeline = 256
+// maxPipeline bounds the requests of a client in flight at once, and
+// maxPendingBytes the values they carry: past either, the client's replies are
+// written before more of its requests are read.
+const (
+	maxPipeline     = 256
+	maxPendingBytes = 4 << 20
+)
 
 // client is one client connection, served by one goroutine (serve): it reads
 // and dispatches every request the client has already sent, so that pipelined
@@ -148,6 +155,7 @@ type client struct {
 	conn    net.Conn
 	bw      *bufio.Writer
 	pending []*clientReq
+	pbytes  int // value bytes of the pending requests
 	buf     []byte
 	broken  bool // the connection failed or is closing: read no more, write nothing
 }
@@ -199,7 +207,7 @@ func (c *client) serve() {
 	rd := memcache.NewReader(c.conn, pl.proxy.Limits)
 	idle := pl.proxy.IdleTimeout
 	for {
-		if rd.Buffered() == 0 || len(c.pending) == maxPipeline {
+		if rd.Buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
 			// Nothing more has arrived: answer what was read before waiting
 			// for more.
 			c.flush()
@@ -239,6 +247,7 @@ func (c *client) serve() {
 		pl.cmds[r.req.Command].inc()
 		c.dispatch(r)
 		c.pending = append(c.pending, r)
+		c.pbytes += len(r.req.Value)
 		if r.quit {
 			c.broken = true
 			c.flush()
@@ -264,6 +273,7 @@ func (c *client) flush() {
 	}
 	clear(c.pending)
 	c.pending = c.pending[:0]
+	c.pbytes = 0
 	if c.bw != nil && c.bw.Flush() != nil {
 		c.bw = nil
 	}

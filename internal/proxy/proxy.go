@@ -202,9 +202,7 @@ func (p *Proxy) startPool(cfg *config.Pool) (*pool, error) {
 // preconnect dials every connection of the server, in the background.
 func (s *server) preconnect() {
 	for _, c := range s.conns {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.spawn(func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			if c.ss == nil && !c.closed {
@@ -212,7 +210,7 @@ func (s *server) preconnect() {
 					c.ss = ss
 				}
 			}
-		}()
+		})
 	}
 }
 

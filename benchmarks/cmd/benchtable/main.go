@@ -199,13 +199,15 @@ func writeTables(w io.Writer, res results) {
 	sized("**Replica set**: the first 3 distinct nodes of a key:", "Replicas",
 		[]string{"chash", "stathat", "serialx", "buraksezer"}, timeAllocs)
 
-	p("**Parallel lookups** on 1000 nodes, b.RunParallel at GOMAXPROCS 1 and 2; wall time per lookup (ns/op), so a perfect 2-core speed-up is 2×:\n\n")
-	p("| library | GOMAXPROCS=1 | GOMAXPROCS=2 | speed-up |\n|---|--:|--:|--:|\n")
+	p("**Parallel lookups** on 1000 nodes, b.RunParallel at GOMAXPROCS 1 and 2: wall time per lookup (a perfect 2-core speed-up is 2×), and CPU time per lookup (which a lock or a contended cache line would raise at GOMAXPROCS 2; 1× is no contention):\n\n")
+	p("| library | wall, 1 | wall, 2 | speed-up | CPU, 1 | CPU, 2 | CPU 2 / CPU 1 |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, lib := range []string{"chash", "chash-holder", "groupcache", "maglev"} {
 		name := "BenchmarkLookupParallel/nodes=1000/lib=" + lib
 		t1, _ := res.median(name, wallUnit, 1)
 		t2, _ := res.median(name, wallUnit, 2)
-		p("| %s | %s | %s | %s |\n", lib, dur(t1), dur(t2), ratio(t1/t2))
+		c1, _ := res.median(name, cpuUnit, 1)
+		c2, _ := res.median(name, cpuUnit, 2)
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", lib, dur(t1), dur(t2), ratio(t1/t2), dur(c1), dur(c2), ratio(c2/c1))
 	}
 	p("\n")
 
