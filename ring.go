@@ -46,9 +46,10 @@ type Ring struct {
 	// first point's owner, so that a search always stops and past-the-end wraps.
 	// One word per point keeps a point's position and owner in one cache line.
 	pts []uint64
-	// index has one entry per slot of 2^shift positions. An entry with the direct
-	// bit set is the owner of every position in the slot (no point falls strictly
-	// inside it); otherwise it is the first point at or after the slot's start.
+	// index has one entry per slot of 2^shift positions. The entry of a slot that
+	// holds no point has the direct bit set and the owner of every position in it;
+	// any other entry is the slot's first point. Most slots are empty, so most
+	// lookups end with one load.
 	index []uint32
 	shift uint8
 }
@@ -180,31 +181,25 @@ func (r *Ring) finish() {
 		return
 	}
 	r.pts[n] = math.MaxUint32<<32 | r.pts[0]&math.MaxUint32
+	// Two to four slots per point: most slots then hold no point.
 	b := min(max(bits.Len(uint(n))+1, 1), maxIndexBits)
 	r.shift = uint8(32 - b)
 	r.index = make([]uint32, 1<<b)
-	// Slot s starts at s<<shift, so the first point at or after it is the first
-	// whose slot number is at least s. Slots before a point's own slot hold no
-	// point, so they are direct; the point's own slot is direct only if the point
-	// sits on its last position.
-	mask := uint32(1)<<r.shift - 1
-	s := 0
-	for i, p := range r.pts {
-		slot := int(p >> (32 + r.shift))
-		if s > slot {
-			continue
+	// Count the points in each slot, then turn the counts into entries with a
+	// prefix sum; neither pass has an unpredictable branch. The points are sorted,
+	// so the first pass walks the index in order.
+	idx := r.index
+	for _, p := range r.pts[:n] {
+		idx[p>>(32+r.shift)]++
+	}
+	sum := uint32(0)
+	for s, c := range idx {
+		e := sum
+		if c == 0 {
+			e = direct | uint32(r.pts[sum])
 		}
-		own := direct | uint32(p)
-		fill := r.index[s:slot]
-		for j := range fill {
-			fill[j] = own
-		}
-		if uint32(p>>32)&mask == mask {
-			r.index[slot] = own
-		} else {
-			r.index[slot] = uint32(i)
-		}
-		s = slot + 1
+		idx[s] = e
+		sum += c
 	}
 }
 
@@ -243,24 +238,25 @@ func sortPoints(keys []uint64) {
 // search returns the index of the first point at or after h; the sentinel's index
 // when h is past the last point, whose owner is the first point's.
 func (r *Ring) search(h uint32) int {
-	// A direct slot does not say which point owns it; start from the nearest
-	// slot before it that does, or search if that is far.
-	k := uint64(h) << 32
 	s := int(h >> r.shift)
-	for stop := max(s-64, 0); r.index[s]&direct != 0; s-- {
-		if s == stop {
-			i, _ := slices.BinarySearch(r.pts[:len(r.pts)-1], k)
-			return i
+	e := r.index[s]
+	if e&direct == 0 {
+		i := int(e)
+		for k := uint64(h) << 32; r.pts[i] < k; {
+			i++
+		}
+		return i
+	}
+	// An empty slot: the point is the first of the next slot that has one.
+	for s++; s < len(r.index); s++ {
+		if e := r.index[s]; e&direct == 0 {
+			return int(e)
 		}
 	}
-	i := int(r.index[s])
-	for r.pts[i] < k {
-		i++
-	}
-	return i
+	return len(r.pts) - 1
 }
 
-// owner returns the owner of position h: the direct path of search.
+// owner returns the owner of position h.
 func (r *Ring) owner(h uint32) uint32 {
 	e := r.index[h>>r.shift]
 	if e&direct != 0 {
