@@ -7,6 +7,7 @@ import (
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
+	"github.com/chash-dev/chash/hashfn"
 )
 
 // The distributions of deployed programs, from package compat. Each routes every
@@ -31,14 +32,7 @@ var ErrRandom = errors.New("distribution random cannot be routed offline: twempr
 // pool's Hash, fnv1a_64 by default; ties to the server whose name is shorter, then
 // sorts first, as twemproxy sorts its servers by name.
 func buildKetama(p *Pool, servers []Server) (Router, error) {
-	h, err := p.keyHash(DefaultHash)
-	if err != nil {
-		return nil, err
-	}
-	if err := noPoints(p); err != nil {
-		return nil, err
-	}
-	nodes, names, err := nodesOf(p, servers, twemproxyName, byNameLength)
+	h, nodes, names, err := fixedNodes(p, servers, DefaultHash, twemproxyName, byNameLength)
 	if err != nil {
 		return nil, err
 	}
@@ -48,14 +42,7 @@ func buildKetama(p *Pool, servers []Server) (Router, error) {
 // buildModula builds twemproxy's modula table (compat.Modula): servers named as
 // for ketama, which orders the table.
 func buildModula(p *Pool, servers []Server) (Router, error) {
-	h, err := p.keyHash(DefaultHash)
-	if err != nil {
-		return nil, err
-	}
-	if err := noPoints(p); err != nil {
-		return nil, err
-	}
-	nodes, names, err := nodesOf(p, servers, twemproxyName, byNameLength)
+	h, nodes, names, err := fixedNodes(p, servers, DefaultHash, twemproxyName, byNameLength)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +77,7 @@ func (r randomRouter) Lookup([]byte) (string, error) { return "", r.err }
 // labels in float64, keys hashed with md5 unless the pool's Hash says otherwise,
 // ties to the server listed first.
 func buildLibketama(p *Pool, servers []Server) (Router, error) {
-	h, err := p.keyHash("md5")
-	if err != nil {
-		return nil, err
-	}
-	if err := noPoints(p); err != nil {
-		return nil, err
-	}
-	nodes, names, err := nodesOf(p, servers, addrName, firstWins)
+	h, nodes, names, err := fixedNodes(p, servers, "md5", addrName, firstWins)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +90,8 @@ func buildLibketama(p *Pool, servers []Server) (Router, error) {
 // IP literals: spymemcached names a server given by host name "host/ip:port");
 // ties to the server listed last (TreeMap.put).
 func buildSpymemcached(p *Pool, servers []Server) (Router, error) {
-	h, err := p.keyHash("md5")
+	h, nodes, names, err := fixedNodes(p, servers, "md5", addrName, lastWins)
 	if err != nil {
-		return nil, err
-	}
-	if err := noPoints(p); err != nil {
 		return nil, err
 	}
 	s := compat.Libketama{KeyHash: h, Count: compat.LibketamaFixed}
@@ -122,10 +99,6 @@ func buildSpymemcached(p *Pool, servers []Server) (Router, error) {
 		if sv.Weight > 1 {
 			s.Count = compat.LibketamaFloat32
 		}
-	}
-	nodes, names, err := nodesOf(p, servers, addrName, lastWins)
-	if err != nil {
-		return nil, err
 	}
 	return newNamed(p, s, nodes, names)
 }
@@ -136,11 +109,8 @@ func buildSpymemcached(p *Pool, servers []Server) (Router, error) {
 // above 1, which switches to the weighted MD5 ring as libmemcached does; ties to
 // the server listed first.
 func buildLibmemcached(p *Pool, servers []Server) (Router, error) {
-	h, err := p.keyHash("one_at_a_time")
+	h, nodes, names, err := fixedNodes(p, servers, "one_at_a_time", libmemcachedName, firstWins)
 	if err != nil {
-		return nil, err
-	}
-	if err := noPoints(p); err != nil {
 		return nil, err
 	}
 	s := compat.Libmemcached{KeyHash: h}
@@ -148,10 +118,6 @@ func buildLibmemcached(p *Pool, servers []Server) (Router, error) {
 		if sv.Weight > 1 {
 			s.Weighted = true
 		}
-	}
-	nodes, names, err := nodesOf(p, servers, libmemcachedName, firstWins)
-	if err != nil {
-		return nil, err
 	}
 	return newNamed(p, s, nodes, names)
 }
@@ -280,6 +246,21 @@ func (r *named) Lookup(key []byte) (string, error) {
 func firstWins(i int, name string) int    { return i }
 func lastWins(i int, name string) int     { return -i }
 func byNameLength(i int, name string) int { return len(name) }
+
+// fixedNodes does what the builders of programs with a fixed point count share:
+// it takes the pool's key hash (def if the pool sets none), refuses points:, and
+// names and orders the servers as nodesOf does.
+func fixedNodes(p *Pool, servers []Server, def string, hashName func(Server) string, order func(int, string) int) (hashfn.Func, []chash.Node, map[string]string, error) {
+	h, err := p.keyHash(def)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := noPoints(p); err != nil {
+		return nil, nil, nil, err
+	}
+	nodes, names, err := nodesOf(p, servers, hashName, order)
+	return h, nodes, names, err
+}
 
 // nodesOf names each server as the program hashes it and orders it by the
 // program's tie rule; names maps each node name back to its Server.Name. Two
