@@ -221,26 +221,17 @@ func (s *server) probe(timeout time.Duration) error {
 }
 
 // backendConn is one persistent connection to a server, on which the requests of
-// many clients are pipelined. Each session (net.Conn) has a reader goroutine that
-// reads the responses in order and completes the calls.
-//
-// Writing combines: a sender queues its call and, if no other goroutine is
-// writing, becomes the writer and writes every queued call with one flush,
-// again until the queue stays empty. Under load, the calls that arrive while
-// the writer is in a write system call leave together in the next one, as
-// nutcracker's event loop writes all the requests it has read in one writev;
-// an idle connection costs no goroutine hand-off.
+// many clients are pipelined. Senders write under mu, and the last of a burst of
+// concurrent senders flushes, so requests that arrive together leave in one
+// write. Each session (net.Conn) has a reader goroutine that reads the responses
+// in order and completes the calls.
 type backendConn struct {
-	srv *server
-	mu  sync.Mutex // held by the writer; guards ss, closed and spare
-	ss  *session
-
-	closed bool
-	spare  []*call
-
-	qmu    sync.Mutex // guards queue
-	queue  []*call
-	queued atomic.Int32 // calls written and not yet answered
+	srv     *server
+	waiting atomic.Int32 // senders in send
+	mu      sync.Mutex
+	ss      *session
+	closed  bool
+	queued  atomic.Int32 // calls written and not yet answered
 }
 
 // session is one live net.Conn of a backendConn.
@@ -273,55 +264,23 @@ func (c *backendConn) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.drop()
-	c.writeQueue() // fails what is queued
 	c.mu.Unlock()
 }
 
-// send queues cl and writes the queue unless another goroutine is writing it. A
-// call waits at most until its deadline but to dial or while maxInflight calls
-// wait for replies.
+// send writes cl, dialing first if the connection is down. It never blocks
+// past cl's deadline but to dial or while maxInflight calls wait for replies.
 func (c *backendConn) send(cl *call) {
-	c.qmu.Lock()
-	c.queue = append(c.queue, cl)
-	c.qmu.Unlock()
-	for c.mu.TryLock() {
-		c.writeQueue()
-		c.mu.Unlock()
-		// A call queued after the last look at the queue but before Unlock
-		// found the lock taken: make sure it is not left behind.
-		c.qmu.Lock()
-		empty := len(c.queue) == 0
-		c.qmu.Unlock()
-		if empty {
-			return
+	c.waiting.Add(1)
+	c.mu.Lock()
+	err := c.write(cl)
+	if c.waiting.Add(-1) == 0 && c.ss != nil {
+		if ferr := c.ss.bw.Flush(); ferr != nil {
+			c.drop()
 		}
 	}
-}
-
-// writeQueue writes the queued calls until the queue is empty, flushing after
-// each batch; c.mu is held.
-func (c *backendConn) writeQueue() {
-	for {
-		c.qmu.Lock()
-		batch := c.queue
-		c.queue = c.spare[:0]
-		c.qmu.Unlock()
-		if len(batch) == 0 {
-			c.spare = batch
-			return
-		}
-		for _, cl := range batch {
-			if err := c.write(cl); err != nil {
-				cl.complete(err)
-			}
-		}
-		if c.ss != nil {
-			if err := c.ss.bw.Flush(); err != nil {
-				c.drop()
-			}
-		}
-		clear(batch)
-		c.spare = batch[:0]
+	c.mu.Unlock()
+	if err != nil {
+		cl.complete(err)
 	}
 }
 

@@ -27,7 +27,8 @@ func TestClientConnectionsCap(t *testing.T) {
 		t.Errorf("third client of two allowed: %q", got)
 	}
 	a.c.Close()
-	time.Sleep(50 * time.Millisecond)
+	pl := p.pools["alpha"]
+	waitFor(2*time.Second, func() bool { return pl.nconns.Load() < 2 })
 	d := dial(t, addr)
 	if got := d.mustDo("get x\r\n"); got != "END\r\n" {
 		t.Errorf("client after one left: %q", got)

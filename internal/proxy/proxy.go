@@ -16,6 +16,14 @@
 // Every request has the pool's timeout: a server that does not answer in time
 // fails the requests waiting on that connection, which is reopened.
 //
+// Replies are memcached's own, byte for byte, with these exceptions: a request
+// that no server can serve is answered "SERVER_ERROR <reason>" (as twemproxy
+// does; reasons: Connection timed out, Connection refused, server ejected, no
+// live servers, ...); in a get split over servers, the keys of a server that
+// failed read as misses, unless every server failed; version is answered by the
+// server of the empty key; and commands that address no key (stats, flush_all,
+// verbosity, ...) are refused with "ERROR", as memcached refuses unknown ones.
+//
 // A server that fails server_failure_limit times in a row is ejected when the
 // pool sets auto_eject_hosts: its keys go where the distribution puts them
 // without it. Unlike twemproxy, an ejected server comes back only after it
