@@ -47,11 +47,17 @@ type Ring struct {
 	// One word per point keeps a point's position and owner in one cache line.
 	pts []uint64
 	// index has one entry per slot of 2^shift positions. The entry of a slot that
-	// holds no point has the direct bit set and the owner of every position in it;
-	// any other entry is the slot's first point. Most slots are empty, so most
-	// lookups end with one load.
-	index []uint32
-	shift uint8
+	// holds no point has the direct bit set and the owner of every position in it
+	// in its low bits (under ownerMask); most slots are empty, so most lookups end
+	// with one load. Entries also hold, shifted left by pointShift, the first point
+	// at or after the slot's start, except in empty slots' entries when the owner
+	// and point numbers do not fit in 31 bits together (pointShift is then 0 and
+	// packed false).
+	index      []uint32
+	ownerMask  uint32
+	shift      uint8
+	pointShift uint8
+	packed     bool
 }
 
 // direct marks an index entry that holds an owner rather than a point.
@@ -188,17 +194,26 @@ func (r *Ring) finish() {
 	// Count the points in each slot, then turn the counts into entries with a
 	// prefix sum; neither pass has an unpredictable branch. The points are sorted,
 	// so the first pass walks the index in order.
-	idx := r.index
+	idx, shift := r.index, 32+r.shift
 	for _, p := range r.pts[:n] {
-		idx[p>>(32+r.shift)]++
+		idx[p>>shift]++
+	}
+	r.ownerMask, r.pointShift, r.packed = direct-1, 0, false
+	if ob := bits.Len(uint(len(r.nodes) - 1)); ob+bits.Len(uint(n)) <= 31 {
+		r.ownerMask, r.pointShift, r.packed = 1<<ob-1, uint8(ob), true
+	}
+	// Locals, so the compiler need not reload fields after each store.
+	pts, pp, ps := r.pts, r.pointShift, r.pointShift
+	if !r.packed {
+		ps = 32 // clears the point number from empty slots' entries below
 	}
 	sum := uint32(0)
 	for s, c := range idx {
-		e := sum
-		if c == 0 {
-			e = direct | uint32(r.pts[sum])
-		}
-		idx[s] = e
+		// Three slots in four are empty, at random: choose the entry with a mask,
+		// not a branch the processor would mispredict.
+		empty := -((c - 1) >> 31) // all ones if c == 0, else 0
+		e := uint32(uint64(sum)<<ps) | direct | uint32(pts[sum])
+		idx[s] = sum<<pp&^empty | e&empty
 		sum += c
 	}
 }
@@ -240,8 +255,8 @@ func sortPoints(keys []uint64) {
 func (r *Ring) search(h uint32) int {
 	s := int(h >> r.shift)
 	e := r.index[s]
-	if e&direct == 0 {
-		i := int(e)
+	if r.packed || e&direct == 0 {
+		i := int(e&^direct) >> r.pointShift
 		for k := uint64(h) << 32; r.pts[i] < k; {
 			i++
 		}
@@ -260,13 +275,13 @@ func (r *Ring) search(h uint32) int {
 func (r *Ring) owner(h uint32) uint32 {
 	e := r.index[h>>r.shift]
 	if e&direct != 0 {
-		return e &^ direct
+		return e & r.ownerMask
 	}
-	k := uint64(h) << 32
-	for r.pts[e] < k {
-		e++
+	i := e >> r.pointShift
+	for k := uint64(h) << 32; r.pts[i] < k; {
+		i++
 	}
-	return uint32(r.pts[e])
+	return uint32(r.pts[i])
 }
 
 // Lookup returns the name of the node that owns key.
@@ -291,7 +306,7 @@ func (r *Ring) LookupString(key string) (string, error) {
 // AppendN appends to dst the names of the first n distinct nodes clockwise from
 // key: the owner first, then the nodes a replica set would add. It returns fewer
 // than n when the ring has fewer nodes with points, never a name twice. It
-// allocates only if dst lacks capacity.
+// allocates only if dst lacks capacity or n is above 8.
 func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
 	if len(r.pts) == 0 {
 		return dst, ErrEmpty
@@ -300,24 +315,26 @@ func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
 	if n <= 0 {
 		return dst, nil
 	}
+	i := r.search(r.Hash(key))
+	o := uint32(r.pts[i]) // the sentinel's owner is the first point's
+	dst = append(dst, r.names[o])
+	if n == 1 {
+		return dst, nil
+	}
 	var small [8]uint32
 	seen := small[:0]
 	if n > len(small) {
 		seen = make([]uint32, 0, n)
 	}
+	seen = append(seen, o)
 	last := len(r.pts) - 1
-	i := r.search(r.Hash(key))
-	if i == last {
-		i = 0
-	}
 	for len(seen) < n {
-		o := uint32(r.pts[i])
-		if !slices.Contains(seen, o) {
+		if i++; i >= last {
+			i = 0
+		}
+		if o = uint32(r.pts[i]); !slices.Contains(seen, o) {
 			seen = append(seen, o)
 			dst = append(dst, r.names[o])
-		}
-		if i++; i == last {
-			i = 0
 		}
 	}
 	return dst, nil

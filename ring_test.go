@@ -529,6 +529,14 @@ func TestIndexBounds(t *testing.T) {
 	if len(r.index) != 1<<maxIndexBits {
 		t.Errorf("index has %d slots; want %d", len(r.index), 1<<maxIndexBits)
 	}
+	// 2000 owners and 2.2M points need 33 bits: this ring's empty slots cannot
+	// also name their next point, and search must walk.
+	if r.packed {
+		t.Errorf("a 2000-node ring of %d points has packed index entries", r.NumPoints())
+	}
+	if small := mustNew(t, nil, nodes(1000)); !small.packed {
+		t.Error("a 1000-node ring of 160 points each does not have packed index entries")
+	}
 	for _, k := range keys(200) {
 		h := r.Hash(k)
 		i := r.search(h)
