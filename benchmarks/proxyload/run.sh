@@ -22,10 +22,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port prints a TCP port of 127.0.0.1 that nothing listens on.
+# free_port prints a TCP port of 127.0.0.1 that nothing listens on, below the
+# ephemeral range: a port of that range that nothing listens on may still be
+# the local end of a connection, and then a listen on it fails.
+lowest_ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 free_port() {
 	while :; do
-		local p=$((20000 + RANDOM % 30000))
+		local p=$((10000 + RANDOM % (lowest_ephemeral - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return

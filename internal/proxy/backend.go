@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -220,34 +220,157 @@ func (s *server) probe(timeout time.Duration) error {
 	return nil
 }
 
+// maxWriteBuffer bounds the requests buffered for one server connection and not
+// yet written: a sender that would grow the buffer past it waits until the
+// buffer is written (a single larger request is still buffered alone).
+const maxWriteBuffer = 256 << 10
+
 // backendConn is one persistent connection to a server, on which the requests of
-// many clients are pipelined. Senders write under mu, and the last of a burst of
-// concurrent senders flushes, so requests that arrive together leave in one
-// write. Each session (net.Conn) has a reader goroutine that reads the responses
-// in order and completes the calls.
+// many clients are pipelined. A sender queues its call for the reader and
+// appends its request to the session's write buffer under mu, so the two stay
+// in the same order; system calls happen outside the locks. On an idle
+// connection the sender writes the buffer itself, which costs no hand-off. On a
+// busy one, or when a write is already in progress, the session's writer
+// goroutine writes the buffer, having first let the goroutines that are ready
+// to run add their requests, so the requests of many clients leave in one
+// write, as they do from twemproxy's event loop. Each session (net.Conn) also
+// has a reader goroutine that reads the responses in order and completes the
+// calls.
 type backendConn struct {
-	srv     *server
-	waiting atomic.Int32 // senders in send
-	mu      sync.Mutex
-	ss      *session
-	closed  bool
-	queued  atomic.Int32 // calls written and not yet answered
+	srv    *server
+	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
+	ss     *session
+	closed bool
+	queued atomic.Int32 // calls queued whose replies the reader has not begun to read
 }
 
 // session is one live net.Conn of a backendConn.
 type session struct {
 	conn     net.Conn
-	bw       *bufio.Writer
 	inflight chan *call
 	dead     chan struct{}
 	once     sync.Once
+
+	wmu     sync.Mutex // guards the fields below; taken after backendConn.mu
+	room    sync.Cond  // signaled when the buffer is taken or the session dies
+	wbuf    []byte     // requests not yet written
+	spare   []byte     // the other buffer, when no write holds it
+	writing bool       // a sender or the writer goroutine owns the next write
+	waiters int        // senders waiting for room
+	kick    chan struct{}
 }
 
 func (ss *session) kill() {
 	ss.once.Do(func() {
 		ss.conn.Close()
 		close(ss.dead)
+		ss.wmu.Lock()
+		ss.room.Broadcast()
+		ss.wmu.Unlock()
 	})
+}
+
+func (ss *session) isDead() bool {
+	select {
+	case <-ss.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// buffer appends a request to the write buffer. If nobody is writing, it
+// returns the buffer for the caller to write when direct is set, and otherwise
+// wakes the writer goroutine and returns nil.
+func (ss *session) buffer(out []byte, direct bool) []byte {
+	ss.wmu.Lock()
+	for len(ss.wbuf) > 0 && len(ss.wbuf)+len(out) > maxWriteBuffer && !ss.isDead() {
+		ss.waiters++
+		ss.room.Wait()
+		ss.waiters--
+	}
+	ss.wbuf = append(ss.wbuf, out...)
+	if ss.writing {
+		ss.wmu.Unlock()
+		return nil
+	}
+	ss.writing = true
+	if direct {
+		buf := ss.take()
+		ss.wmu.Unlock()
+		return buf
+	}
+	ss.wmu.Unlock()
+	ss.kick <- struct{}{}
+	return nil
+}
+
+// take returns the write buffer, putting the spare one in its place; wmu is held.
+func (ss *session) take() []byte {
+	buf := ss.wbuf
+	ss.wbuf, ss.spare = ss.spare[:0], nil
+	if ss.waiters > 0 {
+		ss.room.Broadcast()
+	}
+	return buf
+}
+
+// written keeps buf, just written, as the spare buffer; wmu is held.
+func (ss *session) written(buf []byte) {
+	if cap(buf) <= maxWriteBuffer {
+		ss.spare = buf[:0]
+	}
+}
+
+// write writes buf, taken by buffer, and hands what was buffered meanwhile to
+// the writer goroutine.
+func (ss *session) write(buf []byte) {
+	if _, err := ss.conn.Write(buf); err != nil {
+		ss.kill()
+	}
+	ss.wmu.Lock()
+	ss.written(buf)
+	more := len(ss.wbuf) > 0 && !ss.isDead()
+	if !more {
+		ss.writing = false
+	}
+	ss.wmu.Unlock()
+	if more {
+		ss.kick <- struct{}{}
+	}
+}
+
+// writeLoop is a session's writer goroutine. Woken when requests wait to be
+// written, it first lets the goroutines that are ready to run (typically other
+// clients whose requests arrived together) buffer theirs, then writes the
+// buffer, until it is empty; so requests of many clients leave in one write, as
+// from an event loop. It exits when the session dies.
+func (c *backendConn) writeLoop(ss *session) {
+	defer c.srv.wg.Done()
+	for {
+		select {
+		case <-ss.kick:
+		case <-ss.dead:
+			return
+		}
+		for {
+			runtime.Gosched()
+			ss.wmu.Lock()
+			if len(ss.wbuf) == 0 || ss.isDead() {
+				ss.writing = false
+				ss.wmu.Unlock()
+				break
+			}
+			buf := ss.take()
+			ss.wmu.Unlock()
+			if _, err := ss.conn.Write(buf); err != nil {
+				ss.kill()
+			}
+			ss.wmu.Lock()
+			ss.written(buf)
+			ss.wmu.Unlock()
+		}
+	}
 }
 
 // drop ends the current session; c.mu is held. Only senders, under c.mu, send
@@ -268,43 +391,45 @@ func (c *backendConn) close() {
 }
 
 // send writes cl, dialing first if the connection is down. It never blocks
-// past cl's deadline but to dial or while maxInflight calls wait for replies.
+// past cl's deadline but to dial, while maxInflight calls wait for replies, or
+// while maxWriteBuffer bytes wait to be written.
 func (c *backendConn) send(cl *call) {
-	c.waiting.Add(1)
 	c.mu.Lock()
-	err := c.write(cl)
-	if c.waiting.Add(-1) == 0 && c.ss != nil {
-		if ferr := c.ss.bw.Flush(); ferr != nil {
-			c.drop()
-		}
+	ss, err := c.queue(cl)
+	var buf []byte
+	if err == nil {
+		// On an idle connection, write at once; on a busy one, let the
+		// writer goroutine gather the requests of many clients.
+		buf = ss.buffer(cl.out, c.queued.Load() == 1)
 	}
 	c.mu.Unlock()
 	if err != nil {
 		cl.complete(err)
+		return
+	}
+	if buf != nil {
+		ss.write(buf)
 	}
 }
 
-// write buffers cl on the session, or returns why it cannot; c.mu is held.
-func (c *backendConn) write(cl *call) error {
+// queue queues cl for the session's reader, or returns why it cannot; c.mu is
+// held. The caller buffers cl's request before releasing c.mu.
+func (c *backendConn) queue(cl *call) (*session, error) {
 	if c.closed {
-		return errShutdown
+		return nil, errShutdown
 	}
-	if c.ss != nil {
-		select {
-		case <-c.ss.dead:
-			c.drop()
-		default:
-		}
+	if c.ss != nil && c.ss.isDead() {
+		c.drop()
 	}
 	if !cl.deadline.IsZero() && time.Now().After(cl.deadline) {
 		c.srv.stats.timedout.Add(1)
-		return errTimeout
+		return nil, errTimeout
 	}
 	if c.ss == nil {
 		ss, err := c.dial(cl.deadline)
 		if err != nil {
 			c.srv.fail()
-			return dialError(err)
+			return nil, dialError(err)
 		}
 		c.ss = ss
 	}
@@ -322,17 +447,16 @@ func (c *backendConn) write(cl *call) error {
 		case c.ss.inflight <- cl:
 		case <-c.ss.dead:
 			c.drop()
-			return errClosed
+			return nil, errClosed
 		case <-timeout:
 			c.srv.stats.timedout.Add(1)
-			return errTimeout
+			return nil, errTimeout
 		}
 	}
 	c.queued.Add(1)
 	c.srv.stats.requests.Add(1)
 	c.srv.stats.requestBytes.Add(uint64(len(cl.out)))
-	c.ss.bw.Write(cl.out)
-	return nil
+	return c.ss, nil
 }
 
 func (c *backendConn) dial(deadline time.Time) (*session, error) {
@@ -350,12 +474,16 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 	c.srv.stats.connections.Add(1)
 	ss := &session{
 		conn:     conn,
-		bw:       bufio.NewWriterSize(conn, 16<<10),
 		inflight: make(chan *call, maxInflight),
 		dead:     make(chan struct{}),
+		wbuf:     make([]byte, 0, 16<<10),
+		spare:    make([]byte, 0, 16<<10),
+		kick:     make(chan struct{}, 1),
 	}
-	c.srv.wg.Add(1)
+	ss.room.L = &ss.wmu
+	c.srv.wg.Add(2)
 	go c.read(ss)
+	go c.writeLoop(ss)
 	return ss, nil
 }
 

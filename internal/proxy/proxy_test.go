@@ -135,6 +135,33 @@ func TestPipelinedRequests(t *testing.T) {
 	}
 }
 
+// TestLargeValuesManyClients sends values larger than a server connection's
+// write buffer from many clients at once, so that senders wait for room in it.
+func TestLargeValuesManyClients(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("timeout: 5000", s))
+	const clients, rounds, size = 8, 10, maxWriteBuffer/2 + 1000
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := dial(t, p.Addr("alpha").String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				v := strings.Repeat(string(rune('a'+(i+r)%26)), size)
+				req := fmt.Sprintf("set big%d 0 0 %d\r\n%s\r\nget big%d\r\n", i, size, v, i)
+				want := fmt.Sprintf("STORED\r\nVALUE big%d 0 %d\r\n%s\r\nEND\r\n", i, size, v)
+				got, err := c.do(req)
+				if err != nil || got != want {
+					t.Errorf("client %d round %d: got %d bytes (%v); want %d", i, r, len(got), err, len(want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 func TestMultiGetFourServers(t *testing.T) {
 	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t), startMemcached(t)}
 	// twemproxy's fnv1a_64 puts keys as alike as k0..k199 on two servers of four.
