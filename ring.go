@@ -73,15 +73,29 @@ func New(s Scheme, nodes []Node) (*Ring, error) {
 	if s == nil {
 		s = Standard{}
 	}
+	if err := CheckNodes(nodes); err != nil {
+		return nil, err
+	}
 	ns := slices.Clone(nodes)
-	if err := checkNodes(ns); err != nil {
-		return nil, err
-	}
 	slices.SortFunc(ns, compareNodes)
-	if err := checkUnique(ns); err != nil {
-		return nil, err
-	}
 	return build(s, ns), nil
+}
+
+// CheckNodes reports the first problem that makes nodes unusable by any of
+// chash's algorithms: an empty name, a weight below 1, or a name given twice.
+// The error names the node; packages built on Node wrap it with their own name.
+func CheckNodes(nodes []Node) error {
+	if err := checkNodes(nodes); err != nil {
+		return err
+	}
+	seen := make(map[string]struct{}, len(nodes))
+	for _, n := range nodes {
+		if _, dup := seen[n.Name]; dup {
+			return fmt.Errorf("chash: duplicate node %q", n.Name)
+		}
+		seen[n.Name] = struct{}{}
+	}
+	return nil
 }
 
 func checkNodes(ns []Node) error {
@@ -99,18 +113,6 @@ func checkNode(n Node) error {
 	}
 	if n.Weight < 1 {
 		return fmt.Errorf("chash: node %q: weight %d, want at least 1", n.Name, n.Weight)
-	}
-	return nil
-}
-
-// checkUnique reports a duplicate name in ns, which is sorted by compareNodes.
-func checkUnique(ns []Node) error {
-	seen := make(map[string]struct{}, len(ns))
-	for _, n := range ns {
-		if _, dup := seen[n.Name]; dup {
-			return fmt.Errorf("chash: duplicate node %q", n.Name)
-		}
-		seen[n.Name] = struct{}{}
 	}
 	return nil
 }

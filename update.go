@@ -8,15 +8,12 @@ import (
 // Add returns a new ring with the given nodes added. It is an error, naming the
 // node, if one is already present or is invalid; r is never changed.
 func (r *Ring) Add(nodes ...Node) (*Ring, error) {
-	if err := checkNodes(nodes); err != nil {
-		return nil, err
-	}
 	ns := make([]Node, 0, len(r.nodes)+len(nodes))
 	ns = append(append(ns, r.nodes...), nodes...)
-	slices.SortFunc(ns, compareNodes)
-	if err := checkUnique(ns); err != nil {
+	if err := CheckNodes(ns); err != nil {
 		return nil, err
 	}
+	slices.SortFunc(ns, compareNodes)
 	return r.rebuild(ns), nil
 }
 

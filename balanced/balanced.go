@@ -42,7 +42,6 @@
 package balanced
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"unsafe"
@@ -102,19 +101,11 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 // what New gives for the old list followed by nodes. r is never changed.
 func (r *Ring) Add(nodes ...chash.Node) (*Ring, error) {
 	all := slices.Concat(r.nodes, nodes)
-	seen := make(map[string]bool, len(all))
+	if err := chash.CheckNodes(all); err != nil {
+		return nil, fmt.Errorf("balanced: %w", err)
+	}
 	count := 0
 	for _, n := range all {
-		if n.Name == "" {
-			return nil, errors.New("balanced: node with an empty name")
-		}
-		if n.Weight < 1 {
-			return nil, fmt.Errorf("balanced: node %q: weight %d, want at least 1", n.Name, n.Weight)
-		}
-		if seen[n.Name] {
-			return nil, fmt.Errorf("balanced: duplicate node %q", n.Name)
-		}
-		seen[n.Name] = true
 		if count += n.Weight * r.points; n.Weight > maxTokens || count > maxTokens {
 			return nil, fmt.Errorf("balanced: more than %d tokens", maxTokens)
 		}

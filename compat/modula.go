@@ -43,21 +43,14 @@ func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula
 	if len(nodes) == 0 {
 		return nil, errors.New("compat: modula: no nodes")
 	}
-	seen := make(map[string]bool, len(nodes))
+	if err := chash.CheckNodes(nodes); err != nil {
+		return nil, fmt.Errorf("compat: modula: %w", err)
+	}
 	m := &Modula{keyHash: keyHash, hashTag: hashTag, nodes: slices.Clone(nodes)}
 	slices.SortStableFunc(m.nodes, func(a, b chash.Node) int {
 		return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
 	})
 	for i, n := range m.nodes {
-		switch {
-		case n.Name == "":
-			return nil, errors.New("compat: modula: node with an empty name")
-		case seen[n.Name]:
-			return nil, fmt.Errorf("compat: modula: duplicate node %q", n.Name)
-		case n.Weight < 1:
-			return nil, fmt.Errorf("compat: modula: node %q: weight %d, want at least 1", n.Name, n.Weight)
-		}
-		seen[n.Name] = true
 		for range n.Weight {
 			m.slots = append(m.slots, int32(i))
 		}

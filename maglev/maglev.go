@@ -93,26 +93,18 @@ func New(cfg Config, nodes []chash.Node) (*Table, error) {
 	if m < 2 || m > maxSize || !big.NewInt(int64(m)).ProbablyPrime(0) {
 		return nil, fmt.Errorf("maglev: table size %d is not a prime in [2, %d]", m, maxSize)
 	}
+	if err := chash.CheckNodes(nodes); err != nil {
+		return nil, fmt.Errorf("maglev: %w", err)
+	}
 	ns := slices.Clone(nodes)
 	total := 0
 	for _, n := range ns {
-		if n.Name == "" {
-			return nil, errors.New("maglev: node with an empty name")
-		}
-		if n.Weight < 1 {
-			return nil, fmt.Errorf("maglev: node %q: weight %d, want at least 1", n.Name, n.Weight)
-		}
 		total += n.Weight
 	}
 	if total > m {
 		return nil, fmt.Errorf("maglev: table size %d is smaller than the total weight %d", m, total)
 	}
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
-	for i := 1; i < len(ns); i++ {
-		if ns[i].Name == ns[i-1].Name {
-			return nil, fmt.Errorf("maglev: duplicate node %q", ns[i].Name)
-		}
-	}
 	t := &Table{cfg: cfg, nodes: ns, names: make([]string, len(ns)), m: uint64(m)}
 	for i, n := range ns {
 		t.names[i] = n.Name

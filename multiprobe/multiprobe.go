@@ -87,15 +87,10 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	if r.probes < 1 || per < 1 {
 		return nil, fmt.Errorf("multiprobe: probes %d and points %d, want at least 1", cfg.Probes, cfg.Points)
 	}
-	ns := slices.Clone(nodes)
-	for _, n := range ns {
-		if n.Name == "" {
-			return nil, errors.New("multiprobe: node with an empty name")
-		}
-		if n.Weight < 1 {
-			return nil, fmt.Errorf("multiprobe: node %q: weight %d, want at least 1", n.Name, n.Weight)
-		}
+	if err := chash.CheckNodes(nodes); err != nil {
+		return nil, fmt.Errorf("multiprobe: %w", err)
 	}
+	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
 	type point struct {
 		pos uint64
@@ -103,9 +98,6 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	}
 	var pts []point
 	for i, n := range ns {
-		if i > 0 && ns[i-1].Name == n.Name {
-			return nil, fmt.Errorf("multiprobe: duplicate node %q", n.Name)
-		}
 		seed := xxhash.Sum64String(n.Name)
 		for j := range n.Weight * per {
 			pts = append(pts, point{mix(seed + uint64(j)*golden), uint32(i)})

@@ -72,21 +72,13 @@ const maxClasses = 16
 // return ErrEmpty. Routing depends only on the nodes, not on their order;
 // Order is ignored (scores do not tie in practice).
 func New(cfg Config, nodes []chash.Node) (*Set, error) {
-	ns := slices.Clone(nodes)
-	for _, n := range ns {
-		if n.Name == "" {
-			return nil, errors.New("rendezvous: node with an empty name")
-		}
-		if n.Weight < 1 {
-			return nil, fmt.Errorf("rendezvous: node %q: weight %d, want at least 1", n.Name, n.Weight)
-		}
+	if err := chash.CheckNodes(nodes); err != nil {
+		return nil, fmt.Errorf("rendezvous: %w", err)
 	}
+	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
 	s := &Set{cfg: cfg, nodes: ns, seeds: make([]uint64, len(ns)), weights: make([]float64, len(ns))}
 	for i, n := range ns {
-		if i > 0 && ns[i-1].Name == n.Name {
-			return nil, fmt.Errorf("rendezvous: duplicate node %q", n.Name)
-		}
 		s.seeds[i] = xxhash.Sum64String(n.Name)
 		s.weights[i] = float64(n.Weight)
 		if n.Weight != ns[0].Weight {
