@@ -56,6 +56,17 @@ func FuzzLookup(f *testing.F) {
 			if err := sameRing(r3, r); err != nil {
 				t.Fatalf("remove then add: %v", err)
 			}
+			if err := sameRing(r2, mustNew(t, s, ns[1:])); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			// Reuse the removed node's id for a heavier node with another name.
+			r4, err := r2.Add(Node{Name: ns[0].Name + "'", Weight: 3})
+			if err != nil {
+				return // the new name may clash with another node's
+			}
+			if err := sameRing(r4, mustNew(t, s, r4.Nodes())); err != nil {
+				t.Fatalf("remove then add another: %v", err)
+			}
 		}
 	})
 }

@@ -36,15 +36,23 @@ type Ring struct {
 	scheme Scheme
 	hash   func([]byte) uint32
 	std    bool     // scheme is Standard with the default key hash: call it directly
-	nodes  []Node   // sorted by (Order, Name); owner indexes refer to this order
-	names  []string // nodes' names, dense for the lookup path
-	counts []int    // points per node
-	live   int      // nodes with at least one point
+	nodes  []Node // sorted by (Order, Name), the rank order
+	counts []int  // points per node, in rank order
+	live   int    // nodes with at least one point
 
-	// pts holds each point as position<<32 | owner, ascending (so ties go to the
-	// lower owner), followed by a sentinel at position math.MaxUint32 owned by the
-	// first point's owner, so that a search always stops and past-the-end wraps.
-	// One word per point keeps a point's position and owner in one cache line.
+	// Points and index entries name their owner by an id that a node keeps while
+	// it stays in the ring, so that an update leaves other nodes' points and
+	// entries alone. ids[k] is the id of the node of rank k; names[id] its name
+	// ("" for an unused id) and rank[id] its rank (-1 for an unused id).
+	ids   []uint32
+	names []string
+	rank  []int32
+
+	// pts holds each point as position<<32 | owner id, by position and, among
+	// points on one position, by owner rank (the lower rank owns the position),
+	// followed by a sentinel at position math.MaxUint32 owned by the first
+	// point's owner, so that a search always stops and past-the-end wraps. One
+	// word per point keeps a point's position and owner in one cache line.
 	pts []uint64
 	// index has one entry per slot of 2^shift positions. The entry of a slot that
 	// holds no point has the direct bit set and the owner of every position in it
@@ -144,8 +152,8 @@ func build(s Scheme, ns []Node) *Ring {
 	for _, c := range counts {
 		total += c
 	}
-	// Generate points in owner order, then sort them stably by position: ties keep
-	// owner order, which is the documented tie rule.
+	// Generate points in rank order, with ids equal to ranks, then sort them by
+	// position: ties keep rank order, which is the documented tie rule.
 	keys := make([]uint64, 0, total+1)
 	var buf []uint32
 	for i, n := range ns {
@@ -161,15 +169,17 @@ func build(s Scheme, ns []Node) *Ring {
 	return r
 }
 
-// newRing returns a ring of ns with no points yet.
+// newRing returns a ring of ns with no points yet, whose ids are its ranks.
 func newRing(s Scheme, ns []Node, counts []int) *Ring {
 	r := &Ring{scheme: s, hash: s.Hash, nodes: ns, counts: counts}
 	if std, ok := s.(Standard); ok && std.KeyHash == nil {
 		r.std = true
 	}
+	r.ids = make([]uint32, len(ns))
 	r.names = make([]string, len(ns))
+	r.rank = make([]int32, len(ns))
 	for i, n := range ns {
-		r.names[i] = n.Name
+		r.ids[i], r.names[i], r.rank[i] = uint32(i), n.Name, int32(i)
 	}
 	return r
 }
@@ -177,6 +187,15 @@ func newRing(s Scheme, ns []Node, counts []int) *Ring {
 // finish sets the sentinel, the live count and the lookup index once pts holds
 // the sorted points and one spare word.
 func (r *Ring) finish() {
+	if r.prepare() {
+		r.index = make([]uint32, 1<<(32-r.shift))
+		r.fillIndex()
+	}
+}
+
+// prepare sets the sentinel, the live count and the index's shape, and reports
+// whether the ring has points. An empty ring has neither points nor index.
+func (r *Ring) prepare() bool {
 	n := len(r.pts) - 1
 	r.live = 0
 	for _, c := range r.counts {
@@ -186,23 +205,28 @@ func (r *Ring) finish() {
 	}
 	if n <= 0 {
 		r.pts, r.index = nil, nil
-		return
+		return false
 	}
 	r.pts[n] = math.MaxUint32<<32 | r.pts[0]&math.MaxUint32
 	// Two to four slots per point: most slots then hold no point.
 	b := min(max(bits.Len(uint(n))+1, 1), maxIndexBits)
 	r.shift = uint8(32 - b)
-	r.index = make([]uint32, 1<<b)
+	r.ownerMask, r.pointShift, r.packed = direct-1, 0, false
+	if ob := bits.Len(uint(len(r.names) - 1)); ob+bits.Len(uint(n)) <= 31 {
+		r.ownerMask, r.pointShift, r.packed = 1<<ob-1, uint8(ob), true
+	}
+	return true
+}
+
+// fillIndex computes every entry of the index from the points.
+func (r *Ring) fillIndex() {
+	n := len(r.pts) - 1
 	// Count the points in each slot, then turn the counts into entries with a
 	// prefix sum; neither pass has an unpredictable branch. The points are sorted,
 	// so the first pass walks the index in order.
 	idx, shift := r.index, 32+r.shift
 	for _, p := range r.pts[:n] {
 		idx[p>>shift]++
-	}
-	r.ownerMask, r.pointShift, r.packed = direct-1, 0, false
-	if ob := bits.Len(uint(len(r.nodes) - 1)); ob+bits.Len(uint(n)) <= 31 {
-		r.ownerMask, r.pointShift, r.packed = 1<<ob-1, uint8(ob), true
 	}
 	// Locals, so the compiler need not reload fields after each store.
 	pts, pp, ps := r.pts, r.pointShift, r.pointShift
@@ -375,7 +399,7 @@ func (r *Ring) NumPoints() int { return max(len(r.pts)-1, 0) }
 // Point returns the position of point i (0 ≤ i < NumPoints, ascending) and the
 // index in Nodes of the node that owns it.
 func (r *Ring) Point(i int) (pos uint32, node int) {
-	return uint32(r.pts[i] >> 32), int(uint32(r.pts[i]))
+	return uint32(r.pts[i] >> 32), int(r.rank[uint32(r.pts[i])])
 }
 
 // Shares returns, for each node in Nodes order, how many of the 2^32 positions it
@@ -387,10 +411,14 @@ func (r *Ring) Shares() []uint64 {
 	if n <= 0 {
 		return shares
 	}
+	byID := make([]uint64, len(r.names))
 	prev := r.pts[n-1]>>32 - 1<<32 // the last point, one turn back
 	for _, p := range r.pts[:n] {
-		shares[uint32(p)] += p>>32 - prev
+		byID[uint32(p)] += p>>32 - prev
 		prev = p >> 32
+	}
+	for k, id := range r.ids {
+		shares[k] = byID[id]
 	}
 	return shares
 }

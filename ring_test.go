@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -73,7 +74,9 @@ func refLookup(s Scheme, ns []Node, key []byte) string {
 	return pts[0].node.Name
 }
 
-// sameRing reports whether two rings have identical points and nodes.
+// sameRing reports whether two rings route alike: the same nodes and counts, the
+// same points with the same owners, and index entries that say the same. Owner
+// ids may differ: a merged ring keeps the ids nodes had.
 func sameRing(a, b *Ring) error {
 	if !slices.Equal(a.nodes, b.nodes) {
 		return fmt.Errorf("nodes differ: %v vs %v", a.nodes, b.nodes)
@@ -81,13 +84,45 @@ func sameRing(a, b *Ring) error {
 	if !slices.Equal(a.counts, b.counts) {
 		return fmt.Errorf("counts differ: %v vs %v", a.counts, b.counts)
 	}
-	if !slices.Equal(a.pts, b.pts) {
+	if len(a.pts) != len(b.pts) {
 		return fmt.Errorf("points differ (%d vs %d points)", len(a.pts), len(b.pts))
 	}
-	if !slices.Equal(a.index, b.index) || a.shift != b.shift {
-		return errors.New("index differs")
+	for i := range a.pts {
+		if a.pts[i]>>32 != b.pts[i]>>32 || a.names[uint32(a.pts[i])] != b.names[uint32(b.pts[i])] {
+			return fmt.Errorf("point %d differs: %#x %q vs %#x %q", i,
+				a.pts[i]>>32, a.names[uint32(a.pts[i])], b.pts[i]>>32, b.names[uint32(b.pts[i])])
+		}
+	}
+	if len(a.index) != len(b.index) || a.shift != b.shift || a.packed != b.packed {
+		return fmt.Errorf("index shapes differ: %d slots, shift %d, packed %v vs %d, %d, %v",
+			len(a.index), a.shift, a.packed, len(b.index), b.shift, b.packed)
+	}
+	for s := range a.index {
+		if ea, eb := a.entry(s), b.entry(s); ea != eb {
+			return fmt.Errorf("index slot %d differs: %+v vs %+v", s, ea, eb)
+		}
+	}
+	for id, name := range a.names {
+		if name != "" && a.ids[a.rank[id]] != uint32(id) || name == "" && a.rank[id] != -1 {
+			return fmt.Errorf("id %d (%q) has rank %d", id, name, a.rank[id])
+		}
 	}
 	return nil
+}
+
+// slot is what an index entry says, owner ids resolved to names.
+type slot struct {
+	direct bool
+	owner  string
+	point  uint32
+}
+
+func (r *Ring) entry(s int) slot {
+	e := r.index[s]
+	if e&direct == 0 {
+		return slot{point: e >> r.pointShift}
+	}
+	return slot{direct: true, owner: r.names[e&r.ownerMask], point: (e &^ direct) >> r.pointShift}
 }
 
 func TestEmpty(t *testing.T) {
@@ -292,7 +327,10 @@ func permutations(n int) func(yield func([]int) bool) {
 // TestUpdatesMatchBuild applies random batches of adds, removes and reweights and
 // checks each merged ring is identical to one built from scratch.
 func TestUpdatesMatchBuild(t *testing.T) {
-	for name, s := range map[string]Scheme{"standard": Standard{Points: 40}, "ketamaish": normScheme{}, "clumped": clumpPartly{}} {
+	for name, s := range map[string]Scheme{
+		"standard": Standard{Points: 40}, "ketamaish": normScheme{}, "clumped": clumpPartly{},
+		"pairs": pairScheme{},
+	} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		r := mustNew(t, s, nodes(20))
 		next := 100
@@ -324,6 +362,59 @@ func TestUpdatesMatchBuild(t *testing.T) {
 			if err := sameRing(r, mustNew(t, s, r.Nodes())); err != nil {
 				t.Fatalf("%s step %d: merged ring differs from a fresh build: %v", name, step, err)
 			}
+		}
+	}
+}
+
+// TestUpdateFickleScheme checks that a scheme whose points change between calls
+// gets a usable ring from Remove, not a corrupt one.
+func TestUpdateFickleScheme(t *testing.T) {
+	s := fickleScheme{new(atomic.Uint32)}
+	r := mustNew(t, s, nodes(5))
+	gone := r.nodes[2].Name
+	r, err := r.Remove(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 4 || r.NumPoints() != 40 {
+		t.Fatalf("after Remove: %d nodes, %d points; want 4, 40", r.Len(), r.NumPoints())
+	}
+	for _, k := range keys(1000) {
+		if got, err := r.Lookup(k); err != nil || got == gone {
+			t.Fatalf("Lookup(%q) = %q, %v after removing it", k, got, err)
+		}
+	}
+}
+
+// TestUpdatesMatchBuildLarge checks single updates on a ring of 1000 nodes × 160
+// points, whose index has every slot kind, against fresh builds.
+func TestUpdatesMatchBuildLarge(t *testing.T) {
+	r := mustNew(t, nil, nodes(1000))
+	if !r.packed {
+		t.Fatal("the ring's index is not packed; the test would not cover patching")
+	}
+	mid := r.nodes[500]
+	for name, update := range map[string]func() (*Ring, error){
+		"add first": func() (*Ring, error) { return r.Add(Node{Name: "", Weight: 1}) },
+		"add":       func() (*Ring, error) { return r.Add(Node{Name: "joining:11211", Weight: 1}) },
+		"add heavy": func() (*Ring, error) { return r.Add(Node{Name: "big", Weight: 7, Order: -1}) },
+		"add last":  func() (*Ring, error) { return r.Add(Node{Name: "zz", Weight: 1, Order: 9}) },
+		"remove":    func() (*Ring, error) { return r.Remove(mid.Name) },
+		"remove 3":  func() (*Ring, error) { return r.Remove(r.nodes[0].Name, mid.Name, r.nodes[999].Name) },
+		"reweight":  func() (*Ring, error) { return r.Reweight(Node{Name: mid.Name, Weight: 3}) },
+	} {
+		got, err := update()
+		if name == "add first" {
+			if err == nil {
+				t.Fatal("adding a node with an empty name succeeded")
+			}
+			got, err = r.Add(Node{Name: "0", Weight: 1})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := sameRing(got, mustNew(t, nil, got.Nodes())); err != nil {
+			t.Errorf("%s: merged ring differs from a fresh build: %v", name, err)
 		}
 	}
 }

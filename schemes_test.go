@@ -3,6 +3,7 @@ package chash
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"sync/atomic"
 )
 
 // hkey returns a key that the test schemes below hash to h.
@@ -64,3 +65,28 @@ func (clumpPartly) AppendPoints(dst []uint32, name string, from, to int) []uint3
 	return dst
 }
 func (clumpPartly) Hash(key []byte) uint32 { return keyHash(key) }
+
+// pairScheme puts each node's points in pairs on one position, so a node can own
+// the same point twice.
+type pairScheme struct{}
+
+func (pairScheme) NumPoints(w, total, n int) int { return 8 * w }
+func (pairScheme) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
+	for i := from; i < to; i++ {
+		dst = Standard{}.AppendPoints(dst, name, i/2, i/2+1)
+	}
+	return dst
+}
+func (pairScheme) Hash(key []byte) uint32 { return keyHash(key) }
+
+// fickleScheme breaks the Scheme contract: its points change on every call, so
+// the points a merge regenerates to drop are not on the ring. Updates must still
+// give a valid ring, built afresh.
+type fickleScheme struct{ calls *atomic.Uint32 }
+
+func (fickleScheme) NumPoints(w, total, n int) int { return 10 * w }
+func (f fickleScheme) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
+	c := int(f.calls.Add(1))
+	return Standard{}.AppendPoints(dst, name, from+1000*c, to+1000*c)
+}
+func (fickleScheme) Hash(key []byte) uint32 { return keyHash(key) }
