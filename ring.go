@@ -35,7 +35,7 @@ type Node struct {
 type Ring struct {
 	scheme Scheme
 	hash   func([]byte) uint32
-	std    bool     // scheme is Standard with the default key hash: call it directly
+	std    bool   // scheme is Standard with the default key hash: call it directly
 	nodes  []Node // sorted by (Order, Name), the rank order
 	counts []int  // points per node, in rank order
 	live   int    // nodes with at least one point
