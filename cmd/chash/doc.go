@@ -274,9 +274,19 @@
 // --eject-errors answers an ejected server's keys with an error instead of
 // moving them, for users who prefer misses to stale data.
 //
-// SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file
-// is refused and the old configuration keeps serving; servers that stay keep
-// their connections, and the fraction of the key space that moved is logged.
+// --eject-errors, --idle-timeout and --tls-cert with --tls-key are defaults: a
+// pool may set its own with the keys eject_errors: true|false (which needs
+// auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
+// 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F.
+//
+// SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
+// or TLS files that do not load, is refused and the old configuration keeps
+// serving; servers that stay keep their connections, and the fraction of the
+// key space that moved is logged. A pool whose listen address or TLS files
+// changed restarts on its new listener, closing its clients; a pool keeping
+// its TLS files reads them again for new clients, so a renewed certificate
+// needs no restart. eject_errors and client_idle_timeout apply at once.
+//
 // SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
 // most 10s), and exit 0.
 //
@@ -300,9 +310,9 @@
 //	--config FILE
 //		the twemproxy configuration FILE
 //	--eject-errors
-//		answer an ejected server's keys with errors instead of moving them
+//		answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides
 //	--idle-timeout duration
-//		close clients idle this long; 0 keeps them (default 0s)
+//		close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
 //	--log-json
 //		log in JSON
 //	--max-value int
@@ -310,9 +320,9 @@
 //	--test-conf
 //		check the configuration and exit
 //	--tls-cert FILE
-//		serve clients over TLS with this certificate FILE (PEM)
+//		serve clients over TLS with this certificate FILE (PEM); a pool's tls_cert_file overrides
 //	--tls-key FILE
-//		the TLS certificate's key FILE (PEM)
+//		the TLS certificate's key FILE (PEM); a pool's tls_key_file overrides
 //	--v
 //		log debug messages
 //

@@ -50,9 +50,19 @@ comes back only once it answers a probe, tried every server_retry_timeout.
 --eject-errors answers an ejected server's keys with an error instead of
 moving them, for users who prefer misses to stale data.
 
-SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file
-is refused and the old configuration keeps serving; servers that stay keep
-their connections, and the fraction of the key space that moved is logged.
+--eject-errors, --idle-timeout and --tls-cert with --tls-key are defaults: a
+pool may set its own with the keys eject_errors: true|false (which needs
+auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
+0 keeps idle clients) and tls_cert_file: F with tls_key_file: F.
+
+SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
+or TLS files that do not load, is refused and the old configuration keeps
+serving; servers that stay keep their connections, and the fraction of the
+key space that moved is logged. A pool whose listen address or TLS files
+changed restarts on its new listener, closing its clients; a pool keeping
+its TLS files reads them again for new clients, so a renewed certificate
+needs no restart. eject_errors and client_idle_timeout apply at once.
+
 SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
 most 10s), and exit 0.
 
@@ -72,11 +82,11 @@ memcached servers for that.`,
 	c.Flag.StringVar(&f.config, "config", "", "the twemproxy configuration `FILE`")
 	c.Flag.BoolVar(&f.testConf, "test-conf", false, "check the configuration and exit")
 	c.Flag.StringVar(&f.admin, "admin", "127.0.0.1:22222", "admin HTTP listener `ADDR`; empty for none")
-	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them")
-	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long; 0 keeps them")
+	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
+	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
-	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM)")
-	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM)")
+	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
+	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
 	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
 	c.Flag.BoolVar(&f.verbose, "v", false, "log debug messages")
 	c.Run = func(ctx context.Context, c *Command, env *Env, args []string) int {

@@ -20,6 +20,11 @@
 // point ("{name}&&VN{i}" by default; quote it in YAML). Pool.Router builds the
 // pool's distribution; Distributions lists them.
 //
+// chash also adds keys for chash proxy that set, for one pool, what its flags set
+// for all: "eject_errors" (--eject-errors), "client_idle_timeout" in milliseconds
+// (--idle-timeout) and "tls_cert_file" with "tls_key_file" (--tls-cert, --tls-key).
+// A pool that leaves one out gets the flag's value.
+//
 // Every error names the file, the line and the pool, as in
 //
 //	config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer
@@ -149,6 +154,27 @@ type Pool struct {
 	// ("tcpkeepalive:"). Default: false.
 	TCPKeepalive bool
 
+	// EjectErrors says the keys of an ejected server answer "SERVER_ERROR server
+	// ejected" instead of moving to other servers ("eject_errors:", a chash
+	// addition), for users who prefer misses to stale data. It may be true only
+	// with auto_eject_hosts: true. Nil when absent: the proxy's default applies
+	// (chash proxy --eject-errors, else false).
+	EjectErrors *bool
+	// ClientIdleTimeout is how long the proxy keeps a client connection that sends
+	// nothing ("client_idle_timeout:", a chash addition); zero keeps idle clients,
+	// as twemproxy does. Nil when absent: the proxy's default applies (chash
+	// proxy --idle-timeout, else no limit).
+	ClientIdleTimeout *time.Duration
+	// TLSCertFile and TLSKeyFile are the PEM files of the certificate, with its
+	// chain, and of its key, with which the pool's listener serves clients over
+	// TLS ("tls_cert_file:", "tls_key_file:", chash additions). A pool sets both
+	// or neither; relative paths are relative to the proxy's working directory.
+	// Parse does not read the files; the proxy does, when it validates the file.
+	// Empty when absent: the proxy's default applies (chash proxy --tls-cert and
+	// --tls-key, else no TLS).
+	TLSCertFile string
+	TLSKeyFile  string
+
 	// Servers are the pool's servers in file order ("servers:"). Parse accepts
 	// no pool without servers and no two servers with the same Name.
 	Servers []Server
@@ -192,6 +218,10 @@ func (p *Pool) HashKey(key []byte) []byte {
 	}
 	return key[i+1 : i+1+j]
 }
+
+// KeyLine returns the line of key's value in the file, or the pool's Line if the
+// pool does not set key, for errors about a setting found after Parse.
+func (p *Pool) KeyLine(key string) int { return p.line(key) }
 
 // line returns the line of key's value in the pool, or the pool's line if the
 // pool does not set key.

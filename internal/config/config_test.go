@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strconv"
@@ -44,12 +45,16 @@ func TestParseFull(t *testing.T) {
 		ServerRetryTimeout: 2 * time.Second,
 		ServerFailureLimit: 3,
 		TCPKeepalive:       true,
+		EjectErrors:        ptr(true),
+		ClientIdleTimeout:  ptr(30 * time.Second),
+		TLSCertFile:        "/etc/chash/cert.pem",
+		TLSKeyFile:         "/etc/chash/key.pem",
 		Servers: []Server{
-			{Host: "127.0.0.1", Port: 6379, Weight: 1, Line: 22},
-			{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2", Line: 23},
-			{Host: "cache-3.example.com", Port: 6381, Weight: 3, Line: 24},
-			{Host: "/var/run/redis.sock", Weight: 1, Alias: "local", Line: 25},
-			{Host: "[::1]", Port: 6382, Weight: 1, Line: 26},
+			{Host: "127.0.0.1", Port: 6379, Weight: 1, Line: 26},
+			{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2", Line: 27},
+			{Host: "cache-3.example.com", Port: 6381, Weight: 3, Line: 28},
+			{Host: "/var/run/redis.sock", Weight: 1, Alias: "local", Line: 29},
+			{Host: "[::1]", Port: 6382, Weight: 1, Line: 30},
 		},
 	}
 	alpha.lines, alpha.file = nil, ""
@@ -58,7 +63,7 @@ func TestParseFull(t *testing.T) {
 	}
 	wantBeta := &Pool{
 		Name:               "beta",
-		Line:               28,
+		Line:               32,
 		Listen:             "/tmp/beta.sock",
 		ListenPerm:         0o660,
 		Distribution:       "seed",
@@ -66,7 +71,7 @@ func TestParseFull(t *testing.T) {
 		ServerConnections:  1,
 		ServerRetryTimeout: 30 * time.Second,
 		ServerFailureLimit: 2,
-		Servers:            []Server{{Host: "/var/run/memcached.sock", Weight: 1, Line: 32}},
+		Servers:            []Server{{Host: "/var/run/memcached.sock", Weight: 1, Line: 36}},
 	}
 	beta.lines, beta.file = nil, ""
 	if !reflect.DeepEqual(beta, wantBeta) {
@@ -109,6 +114,10 @@ func TestParseDefaults(t *testing.T) {
 		{"ServerRetryTimeout", p.ServerRetryTimeout, 30 * time.Second},
 		{"ServerFailureLimit", p.ServerFailureLimit, 2},
 		{"TCPKeepalive", p.TCPKeepalive, false},
+		{"EjectErrors", p.EjectErrors, (*bool)(nil)},
+		{"ClientIdleTimeout", p.ClientIdleTimeout, (*time.Duration)(nil)},
+		{"TLSCertFile", p.TLSCertFile, ""},
+		{"TLSKeyFile", p.TLSKeyFile, ""},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -235,6 +244,17 @@ func TestParseErrors(t *testing.T) {
 		{"listen bad port", "a:\n  distribution: chash\n  listen: localhost:99999\n  servers: [a:1:1]\n", 3, "a", `listen "localhost:99999": port "99999" is not a number in 1..65535`},
 		{"listen bad mode", "a:\n  distribution: chash\n  listen: /tmp/s 0999\n  servers: [a:1:1]\n", 3, "a", `listen "/tmp/s 0999": mode "0999" is not octal in 0..0777`},
 		{"listen mode too big", "a:\n  distribution: chash\n  listen: /tmp/s 1777\n  servers: [a:1:1]\n", 3, "a", `mode "1777" is not octal in 0..0777`},
+		{"eject_errors yes", "a:\n  auto_eject_hosts: true\n  eject_errors: yes\n  servers: [a:1:1]\n", 3, "a", `eject_errors "yes" is not true or false`},
+		{"eject_errors null", "a:\n  auto_eject_hosts: true\n  eject_errors:\n  servers: [a:1:1]\n", 3, "a", "eject_errors has no value"},
+		{"eject_errors without auto_eject_hosts", "a:\n  eject_errors: true\n  servers: [a:1:1]\n", 2, "a", "eject_errors: true needs auto_eject_hosts: true"},
+		{"eject_errors with auto_eject_hosts false", "a:\n  auto_eject_hosts: false\n  servers: [a:1:1]\n  eject_errors: true\n", 4, "a", "eject_errors: true needs auto_eject_hosts: true"},
+		{"client_idle_timeout text", "a:\n  client_idle_timeout: 30s\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "30s" is not a number in 0..2147483647`},
+		{"client_idle_timeout negative", "a:\n  client_idle_timeout: -1\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "-1" is not a number`},
+		{"client_idle_timeout twice", "a:\n  client_idle_timeout: 1\n  client_idle_timeout: 2\n  servers: [a:1:1]\n", 3, "a", "client_idle_timeout given twice (first on line 2)"},
+		{"tls_cert_file alone", "a:\n  listen: 127.0.0.1:1\n  tls_cert_file: c.pem\n  servers: [a:1:1]\n", 3, "a", "tls_cert_file without tls_key_file; set both or neither"},
+		{"tls_key_file alone", "a:\n  servers: [a:1:1]\n  tls_key_file: k.pem\n", 3, "a", "tls_key_file without tls_cert_file; set both or neither"},
+		{"tls_cert_file empty", "a:\n  tls_cert_file: \"\"\n  tls_key_file: k.pem\n  servers: [a:1:1]\n", 2, "a", "tls_cert_file is empty; want a file name"},
+		{"tls_key_file list", "a:\n  tls_cert_file: c.pem\n  tls_key_file: [k.pem]\n  servers: [a:1:1]\n", 3, "a", "tls_key_file: want a single value, not a list"},
 		{"listen twice", "a:\n  distribution: chash\n  listen: :22121\n  servers: [a:1:1]\nb:\n  distribution: chash\n  listen: :22121\n  servers: [a:1:1]\n", 7, "b", `listen ":22121" is also pool "a"'s (line 3)`},
 	}
 	for _, tt := range tests {
@@ -263,6 +283,58 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParseProxyKeys checks chash proxy's per-pool keys: set, each is the
+// pool's; absent, nil or empty, so the proxy's flag applies.
+func TestParseProxyKeys(t *testing.T) {
+	tests := []struct {
+		keys     string
+		eject    *bool
+		idle     *time.Duration
+		cert     string
+		key      string
+		keysLine int // the line KeyLine gives tls_cert_file
+	}{
+		{"", nil, nil, "", "", 1},
+		{"eject_errors: false", ptr(false), nil, "", "", 1},
+		{"eject_errors: true\nauto_eject_hosts: true", ptr(true), nil, "", "", 1},
+		{"client_idle_timeout: 0", nil, ptr(time.Duration(0)), "", "", 1},
+		{"client_idle_timeout: 1500", nil, ptr(1500 * time.Millisecond), "", "", 1},
+		{"tls_cert_file: c.pem\ntls_key_file: /etc/k.pem", nil, nil, "c.pem", "/etc/k.pem", 3},
+		{"tls_key_file: k.pem\ntls_cert_file: \"dir with space/c.pem\"", nil, nil, "dir with space/c.pem", "k.pem", 4},
+	}
+	for _, tt := range tests {
+		yaml := "a:\n  servers: [h:1:1]\n"
+		for l := range strings.Lines(tt.keys) {
+			yaml += "  " + l
+		}
+		yaml += "\n"
+		f, err := Parse("p.yml", []byte(yaml))
+		if err != nil {
+			t.Errorf("%q: %v", tt.keys, err)
+			continue
+		}
+		p := f.Pools[0]
+		if !reflect.DeepEqual(p.EjectErrors, tt.eject) || !reflect.DeepEqual(p.ClientIdleTimeout, tt.idle) ||
+			p.TLSCertFile != tt.cert || p.TLSKeyFile != tt.key {
+			t.Errorf("%q: EjectErrors %v, ClientIdleTimeout %v, TLS %q %q; want %v, %v, %q %q", tt.keys,
+				show(p.EjectErrors), show(p.ClientIdleTimeout), p.TLSCertFile, p.TLSKeyFile, show(tt.eject), show(tt.idle), tt.cert, tt.key)
+		}
+		if got := p.KeyLine("tls_cert_file"); got != tt.keysLine {
+			t.Errorf("%q: KeyLine(tls_cert_file) = %d; want %d", tt.keys, got, tt.keysLine)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// show returns what p points to, or "nil".
+func show[T any](p *T) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }
 
 // TestErrorMessage checks a whole message, the one the package doc shows.

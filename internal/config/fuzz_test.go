@@ -85,6 +85,15 @@ func checkPool(t *testing.T, p *Pool) {
 	if p.RedisAuth != "" && !p.Redis {
 		t.Fatalf("pool %q: redis_auth without redis", p.Name)
 	}
+	if p.EjectErrors != nil && *p.EjectErrors && !p.AutoEjectHosts {
+		t.Fatalf("pool %q: eject_errors without auto_eject_hosts", p.Name)
+	}
+	if p.ClientIdleTimeout != nil && *p.ClientIdleTimeout < 0 {
+		t.Fatalf("pool %q: client_idle_timeout %v", p.Name, *p.ClientIdleTimeout)
+	}
+	if (p.TLSCertFile == "") != (p.TLSKeyFile == "") {
+		t.Fatalf("pool %q: tls_cert_file %q, tls_key_file %q", p.Name, p.TLSCertFile, p.TLSKeyFile)
+	}
 	names := make(map[string]bool)
 	total := 0
 	for _, s := range p.Servers {
@@ -168,6 +177,16 @@ func format(t *testing.T, f *File) []byte {
 		add("server_retry_timeout", plain(p.ServerRetryTimeout.Milliseconds()))
 		add("server_failure_limit", plain(p.ServerFailureLimit))
 		add("tcpkeepalive", plain(p.TCPKeepalive))
+		if p.EjectErrors != nil {
+			add("eject_errors", plain(*p.EjectErrors))
+		}
+		if p.ClientIdleTimeout != nil {
+			add("client_idle_timeout", plain(p.ClientIdleTimeout.Milliseconds()))
+		}
+		if p.TLSCertFile != "" {
+			add("tls_cert_file", str(p.TLSCertFile))
+			add("tls_key_file", str(p.TLSKeyFile))
+		}
 		servers := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, s := range p.Servers {
 			line := s.Host

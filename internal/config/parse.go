@@ -168,6 +168,12 @@ var settings = map[string]setting{
 	"server_failure_limit": intSetting(func(p *Pool) *int { return &p.ServerFailureLimit }),
 	"tcpkeepalive":         boolSetting(func(p *Pool) *bool { return &p.TCPKeepalive }),
 	"servers":              setServers,
+
+	// chash proxy's per-pool versions of its flags.
+	"eject_errors":        optional(boolSetting, func(p *Pool) **bool { return &p.EjectErrors }),
+	"client_idle_timeout": optional(msSetting, func(p *Pool) **time.Duration { return &p.ClientIdleTimeout }),
+	"tls_cert_file":       fileSetting(func(p *Pool) *string { return &p.TLSCertFile }),
+	"tls_key_file":        fileSetting(func(p *Pool) *string { return &p.TLSKeyFile }),
 }
 
 func settingNames() string {
@@ -215,6 +221,16 @@ func (p *Pool) parse(v *yaml.Node) error {
 	}
 	if p.RedisAuth != "" && !p.Redis {
 		return &lineError{p.line("redis_auth"), errors.New("redis_auth is only valid in a pool with redis: true")}
+	}
+	if (p.TLSCertFile == "") != (p.TLSKeyFile == "") {
+		given, missing := "tls_cert_file", "tls_key_file"
+		if p.TLSCertFile == "" {
+			given, missing = missing, given
+		}
+		return &lineError{p.line(given), fmt.Errorf("%s without %s; set both or neither", given, missing)}
+	}
+	if p.EjectErrors != nil && *p.EjectErrors && !p.AutoEjectHosts {
+		return &lineError{p.line("eject_errors"), errors.New("eject_errors: true needs auto_eject_hosts: true; without it no server is ejected")}
 	}
 	if err := checkLabel(p); err != nil {
 		return &lineError{p.line("label"), err}
@@ -306,6 +322,28 @@ func boolSetting(field func(*Pool) *bool) setting {
 		default:
 			return atf(v, "%s %q is not true or false", key, s)
 		}
+		return nil
+	}
+}
+
+// optional makes a setting of a field that is nil when its key is absent.
+func optional[T any](kind func(func(*Pool) *T) setting, field func(*Pool) **T) setting {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		*field(p) = new(T)
+		return kind(func(p *Pool) *T { return *field(p) })(p, key, v)
+	}
+}
+
+func fileSetting(field func(*Pool) *string) setting {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		s, err := scalar(key, v)
+		if err != nil {
+			return err
+		}
+		if s == "" {
+			return atf(v, "%s is empty; want a file name", key)
+		}
+		*field(p) = s
 		return nil
 	}
 }

@@ -2,15 +2,21 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,6 +68,130 @@ func TestTLS(t *testing.T) {
 	if got := c.mustDo("set a 0 0 1\r\nx\r\nget a\r\n"); got != "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("over TLS: %q", got)
 	}
+}
+
+// TestPoolIdleTimeout checks client_idle_timeout against the proxy's default,
+// and that a reload changes it for clients already connected.
+func TestPoolIdleTimeout(t *testing.T) {
+	s := startMemcached(t)
+	pools := map[string]string{
+		"dflt": poolYAML("", s),
+		"kept": poolYAML("client_idle_timeout: 0", s),
+	}
+	p := startProxy(t, poolsYAML(pools), func(p *Proxy) { p.IdleTimeout = 100 * time.Millisecond })
+	dflt, kept := dial(t, p.Addr("dflt").String()), dial(t, p.Addr("kept").String())
+	dflt.mustDo("get x\r\n")
+	kept.mustDo("get x\r\n")
+	time.Sleep(300 * time.Millisecond)
+	if got, err := dflt.do("get x\r\n"); err == nil {
+		t.Errorf("client idle past the default timeout: %q; want the connection closed", got)
+	}
+	kept.mustDo("get x\r\n")
+
+	pools["kept"] = poolYAML("client_idle_timeout: 100", s)
+	if err := p.Reload(parseConfig(t, poolsYAML(pools))); err != nil {
+		t.Fatal(err)
+	}
+	kept.mustDo("get x\r\n") // waits with the new timeout
+	time.Sleep(300 * time.Millisecond)
+	if got, err := kept.do("get x\r\n"); err == nil {
+		t.Errorf("client idle past client_idle_timeout after a reload: %q; want the connection closed", got)
+	}
+}
+
+// TestPoolTLS checks tls_cert_file and tls_key_file: the pool that sets them
+// serves TLS, the other plain text; a reload that keeps the files reads them
+// again without closing clients; and files that do not load are refused with
+// the file, line and pool.
+func TestPoolTLS(t *testing.T) {
+	s := startMemcached(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	tlsKeys := "tls_cert_file: " + certFile + "\ntls_key_file: " + keyFile
+	yaml := poolsYAML(map[string]string{"plain": poolYAML("", s), "secure": poolYAML(tlsKeys, s)})
+	p := startProxy(t, yaml)
+	const req, want = "set a 0 0 1\r\nx\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n"
+	if got := dial(t, p.Addr("plain").String()).mustDo(req); got != want {
+		t.Errorf("plain pool: %q", got)
+	}
+	c, peer := dialTLS(t, p.Addr("secure").String())
+	if got := c.mustDo(req); got != want {
+		t.Errorf("TLS pool: %q", got)
+	}
+
+	// A renewed certificate under the same names: new clients get it, the
+	// client already connected stays.
+	writeCert(t, certFile, keyFile)
+	if err := p.Reload(parseConfig(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.mustDo(req); got != want {
+		t.Errorf("TLS client connected before a reload: %q", got)
+	}
+	if _, peer2 := dialTLS(t, p.Addr("secure").String()); bytes.Equal(peer2, peer) {
+		t.Error("after a reload, the old certificate is served")
+	}
+
+	// Files that do not load: Validate and Reload refuse them, naming the file,
+	// the line of tls_cert_file and the pool.
+	os.WriteFile(keyFile, []byte("not a key"), 0o600)
+	f := parseConfig(t, yaml)
+	line := f.Pools[1].KeyLine("tls_cert_file")
+	wantErr := fmt.Sprintf(`proxy: test.yml:%d: pool "secure": tls_cert_file %q, tls_key_file %q: tls: `, line, certFile, keyFile)
+	if err := Validate(f); err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+		t.Errorf("Validate with a bad key file: %v; want an error starting %q", err, wantErr)
+	}
+	if err := p.Reload(f); err == nil {
+		t.Error("Reload with a bad key file accepted")
+	}
+	if got := c.mustDo(req); got != want {
+		t.Errorf("TLS client after a refused reload: %q", got)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	f = parseConfig(t, strings.ReplaceAll(yaml, keyFile, missing))
+	if err := Validate(f); err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Validate with a missing key file: %v", err)
+	}
+
+	// Without its TLS files the pool restarts, as for a new listen address:
+	// its TLS clients are closed and it serves plain text.
+	if err := p.Reload(parseConfig(t, poolsYAML(map[string]string{"plain": poolYAML("", s), "secure": poolYAML("", s)}))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.do(req); err == nil {
+		t.Errorf("TLS client of a pool that dropped TLS: %q; want the connection closed", got)
+	}
+	if got := dial(t, p.Addr("secure").String()).mustDo(req); got != want {
+		t.Errorf("pool that dropped TLS, in plain text: %q", got)
+	}
+}
+
+// writeCert writes a new self-signed certificate for 127.0.0.1 and its key in
+// PEM.
+func writeCert(t *testing.T, certFile, keyFile string) {
+	cert := selfSigned(t)
+	key, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dialTLS connects over TLS and returns the connection and the server's
+// certificate.
+func dialTLS(t *testing.T, addr string) (*conn, []byte) {
+	raw, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return &conn{t: t, c: raw, br: bufio.NewReader(raw)}, raw.ConnectionState().PeerCertificates[0].Raw
 }
 
 func selfSigned(t *testing.T) tls.Certificate {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,6 +116,17 @@ func poolYAML(extra string, servers ...*memcached) string {
 	b.WriteString("  servers:\n")
 	for _, s := range servers {
 		fmt.Fprintf(&b, "   - %s:1\n", s.addr())
+	}
+	return b.String()
+}
+
+// poolsYAML returns one configuration of the pools of poolYAML, each renamed as
+// the key of its yaml and given its own listen address.
+func poolsYAML(pools map[string]string) string {
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(pools)) {
+		y := strings.Replace(pools[name], "alpha:", name+":", 1)
+		b.WriteString(strings.Replace(y, "127.0.0.1:22121", "127.0.0.1:"+strconv.Itoa(22121+i), 1))
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -23,6 +24,7 @@ type pool struct {
 	name  string
 	ln    net.Listener
 	state atomic.Pointer[state]
+	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
 	stats poolStats
 	cmds  [memcache.CmdMetaNoop + 1]counter
 	lat   [memcache.CmdMetaNoop + 1]observer
@@ -32,6 +34,11 @@ type pool struct {
 	conns   sync.Map // net.Conn -> struct{}, the open client connections
 	nconns  atomic.Int64
 	done    chan struct{} // closed when the accept loop has returned
+}
+
+// certificate returns the pool's own certificate, as tls.Config.GetCertificate.
+func (pl *pool) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return pl.cert.Load(), nil
 }
 
 // state is an immutable snapshot of a pool's routing: its configuration, its
@@ -158,6 +165,7 @@ type client struct {
 	pbytes  int // value bytes of the pending requests
 	buf     []byte
 	broken  bool // the connection failed or is closing: read no more, write nothing
+	idle    bool // a read deadline for the idle timeout is set
 }
 
 // clientReq is one client request and what answers it.
@@ -205,17 +213,20 @@ func (c *client) serve() {
 	}()
 	c.bw = bufio.NewWriterSize(c.conn, 16<<10)
 	rd := memcache.NewReader(c.conn, pl.proxy.Limits)
-	idle := pl.proxy.IdleTimeout
 	for {
 		if rd.Buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
 			// Nothing more has arrived: answer what was read before waiting
 			// for more.
 			c.flush()
-			if c.broken || pl.proxy.stopping.Load() {
+			if c.broken {
 				return
 			}
-			if idle > 0 {
-				c.conn.SetReadDeadline(time.Now().Add(idle))
+			c.setIdleDeadline()
+			// Checked after setting the deadline: Shutdown sets stopping
+			// before the deadline that wakes this read, which must not be
+			// overwritten unseen.
+			if pl.proxy.stopping.Load() {
+				return
 			}
 		}
 		r := reqPool.Get().(*clientReq)
@@ -253,6 +264,20 @@ func (c *client) serve() {
 			c.flush()
 			return
 		}
+	}
+}
+
+// setIdleDeadline sets the read deadline of the pool's idle timeout, which a
+// reload may have changed since the last wait.
+func (c *client) setIdleDeadline() {
+	idle := c.pool.proxy.idleTimeout(c.pool.state.Load().cfg)
+	switch {
+	case idle > 0:
+		c.conn.SetReadDeadline(time.Now().Add(idle))
+		c.idle = true
+	case c.idle:
+		c.conn.SetReadDeadline(time.Time{})
+		c.idle = false
 	}
 }
 

@@ -28,8 +28,12 @@
 // pool sets auto_eject_hosts: its keys go where the distribution puts them
 // without it. Unlike twemproxy, an ejected server comes back only after it
 // answers a probe ("version") within the pool's timeout, tried every
-// server_retry_timeout; and with EjectErrors its keys answer errors rather than
-// move, for users who prefer misses to stale data.
+// server_retry_timeout; and with eject_errors (or EjectErrors) its keys answer
+// errors rather than move, for users who prefer misses to stale data.
+//
+// The fields EjectErrors, IdleTimeout and TLS are defaults: a pool that sets
+// eject_errors, client_idle_timeout or tls_cert_file and tls_key_file uses its
+// own.
 //
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
 //
@@ -71,13 +75,17 @@ type Proxy struct {
 	Limits memcache.Limits
 	// EjectErrors makes an ejected server's keys answer "SERVER_ERROR server
 	// ejected" instead of moving to other servers, so clients never read data
-	// that another server held while this one was out. Default false: keys move,
-	// as in twemproxy.
+	// that another server held while this one was out, in pools that do not set
+	// eject_errors. Default false: keys move, as in twemproxy.
 	EjectErrors bool
-	// IdleTimeout closes a client connection that sends nothing for this long.
-	// If zero, idle clients are kept, as in twemproxy.
+	// IdleTimeout closes a client connection that sends nothing for this long,
+	// in pools that do not set client_idle_timeout. If zero, idle clients are
+	// kept, as in twemproxy.
 	IdleTimeout time.Duration
-	// TLS, if not nil, makes every pool's listener accept TLS clients.
+	// TLS, if not nil, makes the listener of every pool without tls_cert_file
+	// accept TLS clients. A pool with its own certificate serves it with a copy
+	// of TLS (or, if nil, of a config that requires TLS 1.2) in which it
+	// replaces Certificates and GetCertificate.
 	TLS *tls.Config
 	// ConfigPath is the file ReloadFile reads: the admin endpoint and SIGHUP
 	// reload from it.
@@ -123,7 +131,7 @@ func (p *Proxy) Start(f *config.File) error {
 		return err
 	}
 	for _, cfg := range f.Pools {
-		if _, err := p.startPool(cfg); err != nil {
+		if _, err := p.startPool(f.Path, cfg); err != nil {
 			p.closeLocked()
 			return err
 		}
@@ -138,7 +146,8 @@ func (p *Proxy) Start(f *config.File) error {
 }
 
 // Validate checks that f can be served: every pool is a memcached pool with a
-// listen address, and its router builds.
+// listen address, its router builds, and its TLS certificate and key, if it
+// names them, load.
 func Validate(f *config.File) error {
 	if len(f.Pools) == 0 {
 		return fmt.Errorf("proxy: %s: no pools", f.Path)
@@ -153,8 +162,60 @@ func Validate(f *config.File) error {
 		if _, err := cfg.Router(); err != nil {
 			return err
 		}
+		if cfg.TLSCertFile != "" {
+			if _, err := loadCert(f.Path, cfg); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// loadCert loads the pool's tls_cert_file and tls_key_file.
+func loadCert(path string, cfg *config.Pool) (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %s:%d: pool %q: tls_cert_file %q, tls_key_file %q: %w",
+			path, cfg.KeyLine("tls_cert_file"), cfg.Name, cfg.TLSCertFile, cfg.TLSKeyFile, err)
+	}
+	return &cert, nil
+}
+
+// ejectErrors says whether the pool's ejected servers answer errors.
+func (p *Proxy) ejectErrors(cfg *config.Pool) bool {
+	if cfg.EjectErrors != nil {
+		return *cfg.EjectErrors
+	}
+	return p.EjectErrors
+}
+
+// idleTimeout returns how long the pool keeps an idle client; zero is forever.
+func (p *Proxy) idleTimeout(cfg *config.Pool) time.Duration {
+	if cfg.ClientIdleTimeout != nil {
+		return *cfg.ClientIdleTimeout
+	}
+	return p.IdleTimeout
+}
+
+// tlsConfig returns the TLS configuration of the pool's listener, nil for none.
+// A pool with its own certificate serves pl.cert, which Reload replaces when it
+// reads the files again.
+func (p *Proxy) tlsConfig(pl *pool, path string, cfg *config.Pool) (*tls.Config, error) {
+	if cfg.TLSCertFile == "" {
+		return p.TLS, nil
+	}
+	cert, err := loadCert(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pl.cert.Store(cert)
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if p.TLS != nil {
+		c = p.TLS.Clone()
+	}
+	c.Certificates = nil
+	c.GetCertificate = pl.certificate
+	return c, nil
 }
 
 func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
@@ -168,7 +229,13 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 	return "tcp", addr
 }
 
-func (p *Proxy) startPool(cfg *config.Pool) (*pool, error) {
+// startPool starts serving the pool cfg of the file at path.
+func (p *Proxy) startPool(path string, cfg *config.Pool) (*pool, error) {
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{})}
+	tc, err := p.tlsConfig(pl, path, cfg)
+	if err != nil {
+		return nil, err
+	}
 	network, addr := p.listenAddr(cfg)
 	lc := net.ListenConfig{}
 	ln, err := lc.Listen(p.ctx, network, addr)
@@ -178,16 +245,16 @@ func (p *Proxy) startPool(cfg *config.Pool) (*pool, error) {
 	if network == "unix" && cfg.ListenPerm != 0 {
 		os.Chmod(addr, cfg.ListenPerm)
 	}
-	if p.TLS != nil {
-		ln = tls.NewListener(ln, p.TLS)
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
-	pl := &pool{proxy: p, name: cfg.Name, ln: ln, done: make(chan struct{})}
+	pl.ln = ln
 	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name)
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
 	}
-	st, err := newState(cfg, servers, p.EjectErrors)
+	st, err := newState(cfg, servers, p.ejectErrors(cfg))
 	if err != nil {
 		ln.Close()
 		for _, s := range servers {
@@ -202,7 +269,8 @@ func (p *Proxy) startPool(cfg *config.Pool) (*pool, error) {
 			s.preconnect()
 		}
 	}
-	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers), "distribution", cfg.Distribution)
+	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers),
+		"distribution", cfg.Distribution, "tls", tc != nil)
 	go pl.serve()
 	return pl, nil
 }
@@ -232,17 +300,22 @@ func (p *Proxy) Addr(pool string) net.Addr {
 	return nil
 }
 
-// Reload makes f the proxy's configuration. It validates f first and changes
-// nothing if f is invalid. Pools are matched by name: a new pool starts
-// listening, a removed pool stops and its clients are closed, and a pool whose
-// listen address changed stops on the old address and starts on the new one (if
-// that fails, Reload stops the pools it started and returns the error). In the
-// other pools, servers that keep their name, address, weight and connection
-// count keep their connections and health, and the routing state is swapped
-// atomically; requests already routed finish on the servers they were sent to,
-// and servers that left are closed once those requests are done (after twice
-// the pool's timeout, at least a second). For each pool, Reload logs the
-// fraction of the key space that moved, per pair of servers.
+// Reload makes f the proxy's configuration. It validates f first, reading every
+// pool's TLS files, and changes nothing if f is invalid. Pools are matched by
+// name: a new pool starts listening, a removed pool stops and its clients are
+// closed, and a pool whose listen address or TLS files (tls_cert_file,
+// tls_key_file, added, removed or renamed) changed stops, closing its clients,
+// and starts anew on its new listener (if that fails, Reload stops the pools it
+// started and returns the error). In the other pools, servers that keep their
+// name, address, weight and connection count keep their connections and
+// health, and the routing state is swapped atomically; requests already routed
+// finish on the servers they were sent to, and servers that left are closed
+// once those requests are done (after twice the pool's timeout, at least a
+// second). The other settings take effect at once: eject_errors for the next
+// request, client_idle_timeout when each client next waits for a request, and
+// a pool's TLS files, read again, for the next client to connect, so a renewed
+// certificate needs no restart. For each pool, Reload logs the fraction of the
+// key space that moved, per pair of servers.
 func (p *Proxy) Reload(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -260,7 +333,7 @@ func (p *Proxy) Reload(f *config.File) error {
 	for _, cfg := range f.Pools {
 		keep[cfg.Name] = true
 		old := p.pools[cfg.Name]
-		if old != nil && p.sameListen(old, cfg) {
+		if old != nil && p.sameListener(old, cfg) {
 			updates = append(updates, cfg)
 			continue
 		}
@@ -269,7 +342,7 @@ func (p *Proxy) Reload(f *config.File) error {
 			old.stop()
 			delete(p.pools, cfg.Name)
 		}
-		pl, err := p.startPool(cfg)
+		pl, err := p.startPool(f.Path, cfg)
 		if err != nil {
 			for _, s := range started {
 				s.stop()
@@ -287,7 +360,7 @@ func (p *Proxy) Reload(f *config.File) error {
 		}
 	}
 	for _, cfg := range updates {
-		if err := p.pools[cfg.Name].update(cfg); err != nil {
+		if err := p.pools[cfg.Name].update(f.Path, cfg); err != nil {
 			p.log.Error("reload: pool not updated", "pool", cfg.Name, "err", err)
 		}
 	}
@@ -295,14 +368,27 @@ func (p *Proxy) Reload(f *config.File) error {
 	return nil
 }
 
-func (p *Proxy) sameListen(pl *pool, cfg *config.Pool) bool {
-	_, oa := p.listenAddr(pl.state.Load().cfg)
+// sameListener says whether the pool can serve cfg on its listener: the address
+// and TLS files are the same.
+func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
+	old := pl.state.Load().cfg
+	_, oa := p.listenAddr(old)
 	_, na := p.listenAddr(cfg)
-	return oa == na
+	return oa == na && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
 }
 
-// update swaps in the routing state of cfg, reusing unchanged servers.
-func (pl *pool) update(cfg *config.Pool) error {
+// update swaps in the routing state of cfg, the pool of the file at path,
+// reusing unchanged servers, and reads the pool's TLS files again.
+func (pl *pool) update(path string, cfg *config.Pool) error {
+	if cfg.TLSCertFile != "" {
+		// Validate has just read the files; if they broke since, the
+		// certificate in use stays, and the routing is updated all the same.
+		if cert, err := loadCert(path, cfg); err != nil {
+			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
+		} else {
+			pl.cert.Store(cert)
+		}
+	}
 	pl.mu.Lock()
 	cur := pl.state.Load()
 	var servers, added []*server
@@ -318,7 +404,7 @@ func (pl *pool) update(cfg *config.Pool) error {
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
-	st, err := newState(cfg, servers, pl.proxy.EjectErrors)
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {

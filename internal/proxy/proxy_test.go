@@ -591,6 +591,56 @@ func TestEjectErrors(t *testing.T) {
 	}
 }
 
+// TestPoolEjectErrors checks eject_errors per pool: over the same servers, with
+// the proxy's default false, the keys of an ejected server answer errors in the
+// pool that sets it and move in the pool that does not, until a reload sets it
+// there too.
+func TestPoolEjectErrors(t *testing.T) {
+	servers := []*memcached{startMemcached(t), startMemcached(t)}
+	const opts = "timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 10000"
+	pools := map[string]string{
+		"errs":  poolYAML(opts+"\neject_errors: true", servers...),
+		"moves": poolYAML(opts, servers...),
+	}
+	p := startProxy(t, poolsYAML(pools))
+	owner := ownerFunc(t, pools["moves"])
+	victim := servers[0].addr()
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprint("key", i); owner(k) == victim {
+			key = k
+		}
+	}
+	servers[0].stop()
+	set := "set " + key + " 0 0 1\r\nx\r\n"
+	for _, name := range []string{"errs", "moves"} {
+		dial(t, p.Addr(name).String()).mustDo(set) // fails and ejects
+		if !p.ejected(name, victim) {
+			t.Fatalf("pool %s: %s not ejected", name, victim)
+		}
+	}
+	tests := []struct{ pool, want string }{
+		{"errs", "SERVER_ERROR server ejected\r\n"},
+		{"moves", "STORED\r\n"},
+	}
+	for _, tt := range tests {
+		if got := dial(t, p.Addr(tt.pool).String()).mustDo(set); got != tt.want {
+			t.Errorf("pool %s: %q for a key of the ejected server; want %q", tt.pool, got, tt.want)
+		}
+	}
+	// A reload that sets eject_errors takes effect at once, on the connection
+	// already open, and keeps the server ejected.
+	c := dial(t, p.Addr("moves").String())
+	c.mustDo("get " + key + "\r\n")
+	pools["moves"] = poolYAML(opts+"\neject_errors: true", servers...)
+	if err := p.Reload(parseConfig(t, poolsYAML(pools))); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.mustDo(set); got != "SERVER_ERROR server ejected\r\n" {
+		t.Errorf("pool moves after a reload set eject_errors: %q for a key of the ejected server", got)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, y := range []string{
 		"a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestProxyBinary runs the chash binary as an operator does: "chash proxy" in
+// front of real memcached servers, reloaded with SIGHUP and stopped with
+// SIGTERM. It checks that keys land where "chash route" says, that a reload
+// adding a server moves keys to it and logs the key space that moved, that an
+// invalid file is refused while the old one keeps serving, and that SIGTERM
+// answers every request already sent and exits 0.
+func TestProxyBinary(t *testing.T) {
+	bin := buildChash(t)
+	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
+	// A long timeout: requests wait for a frozen server at shutdown.
+	yaml := func(servers ...*memcached) string {
+		y := "alpha:\n  listen: " + listen + "\n  hash: md5\n  timeout: 5000\n  servers:\n"
+		for _, s := range servers {
+			y += "   - " + s.addr() + ":1\n"
+		}
+		return y
+	}
+	writeFile(t, conf, yaml(servers[0], servers[1]))
+	p := startChashProxy(t, bin, conf, listen)
+	c := dialText(t, listen)
+	direct := map[string]*textConn{}
+	for _, s := range servers {
+		direct[s.addr()] = dialText(t, s.addr())
+	}
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user:%d", i)
+	}
+
+	// Each key is stored on the server chash route names, and only there.
+	check := func(phase string, owners map[string]string) {
+		t.Helper()
+		for _, k := range keys {
+			v := phase + "-" + k
+			if got := c.roundTrip(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(v), v)); got != "STORED\r\n" {
+				t.Fatalf("%s: set %s through the proxy: %q", phase, k, got)
+			}
+			if got, want := c.roundTrip("get "+k+"\r\n"), fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\nEND\r\n", k, len(v), v); got != want {
+				t.Fatalf("%s: get %s through the proxy: %q; want %q", phase, k, got, want)
+			}
+			for addr, dc := range direct {
+				has := strings.Contains(dc.roundTrip("get "+k+"\r\n"), "\r\n"+v+"\r\n")
+				if has != (addr == owners[k]) {
+					t.Errorf("%s: key %s holds the new value on %s: %v; chash route names %s", phase, k, addr, has, owners[k])
+				}
+			}
+		}
+	}
+	owners2 := route(t, bin, conf, keys)
+	check("two servers", owners2)
+
+	// SIGHUP with a third server: keys move to it, and the log says how much
+	// of the key space moved.
+	writeFile(t, conf, yaml(servers...))
+	owners3 := route(t, bin, conf, keys)
+	var moved string
+	for _, k := range keys {
+		if owners3[k] == servers[2].addr() {
+			moved = k
+			break
+		}
+	}
+	if moved == "" {
+		t.Fatalf("no key of %d routes to the third server", len(keys))
+	}
+	p.signal(syscall.SIGHUP)
+	if !poll(10*time.Second, func() bool {
+		c.roundTrip("set " + moved + " 0 0 3\r\nhup\r\n")
+		return strings.Contains(direct[servers[2].addr()].roundTrip("get "+moved+"\r\n"), "\r\nhup\r\n")
+	}) {
+		t.Fatalf("10s after SIGHUP, %s is not stored on the new server %s\n%s", moved, servers[2].addr(), p.logs)
+	}
+	check("three servers", owners3)
+	wantLog := `msg="reload: key space moved" pool=alpha moved=0.`
+	if logs := p.logs.String(); !strings.Contains(logs, wantLog) || !strings.Contains(logs, "added=["+servers[2].addr()+"]") {
+		t.Errorf("the reload's log lacks %s ... added=[%s]:\n%s", wantLog, servers[2].addr(), logs)
+	}
+
+	// SIGHUP with an invalid file: refused, and the three servers keep serving.
+	writeFile(t, conf, strings.Replace(yaml(servers[0]), "  servers:", "  bogus: 1\n  servers:", 1))
+	p.signal(syscall.SIGHUP)
+	if !poll(10*time.Second, func() bool { return strings.Contains(p.logs.String(), "reload refused") }) {
+		t.Fatalf("10s after SIGHUP with an invalid file, no refusal logged:\n%s", p.logs)
+	}
+	if logs := p.logs.String(); !strings.Contains(logs, conf+":5") || !strings.Contains(logs, "bogus") {
+		t.Errorf("the refusal does not name the file, line and key:\n%s", logs)
+	}
+	check("after a refused reload", owners3)
+
+	// SIGTERM with requests in flight: they wait on a frozen server, and are
+	// all answered once it thaws; then the proxy exits 0.
+	frozen := servers[0]
+	frozen.signal(syscall.SIGSTOP)
+	var burst bytes.Buffer
+	waiting := 0
+	for _, k := range keys {
+		fmt.Fprintf(&burst, "set %s 0 0 4\r\nterm\r\n", k)
+		if owners3[k] == frozen.addr() {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		t.Fatalf("no key of %d routes to %s", len(keys), frozen.addr())
+	}
+	c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.c.Write(burst.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the proxy reads the burst; some of it waits for the frozen server
+	p.signal(syscall.SIGTERM)
+	time.Sleep(200 * time.Millisecond)
+	if nc, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
+		nc.Close()
+		t.Error("after SIGTERM, the proxy accepts clients")
+	}
+	frozen.signal(syscall.SIGCONT)
+	for i, k := range keys {
+		line, err := c.br.ReadString('\n')
+		if err != nil || line != "STORED\r\n" {
+			t.Fatalf("after SIGTERM, reply %d of %d (set %s): %q, %v; want STORED", i+1, len(keys), k, line, err)
+		}
+	}
+	if line, err := c.br.ReadString('\n'); err == nil {
+		t.Errorf("after SIGTERM and every reply, read %q; want the connection closed", line)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("after SIGTERM, chash proxy: %v\n%s", p.err, p.logs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("chash proxy still running 5s after SIGTERM\n%s", p.logs)
+	}
+}
+
+// buildChash builds the chash command into the test's temporary directory and
+// returns its path. Under -race, the command is built with -race too: the build
+// reuses the packages compiled for the test, and a data race in the proxy makes
+// it exit with an error.
+func buildChash(t *testing.T) string {
+	t.Helper()
+	// go test puts the go command of its GOROOT first in PATH.
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to build chash: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "chash")
+	args := []string{"build", "-o", bin}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "-race" && s.Value == "true" {
+				args = append(args, "-race")
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, gocmd, append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// chashEnv returns the environment of the chash binary: the test's, and a race
+// detector that does not wait a second before exiting.
+func chashEnv() []string {
+	return append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+}
+
+// route returns the server "chash route" names for each key.
+func route(t *testing.T, bin, conf string, keys []string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "route", "--config", conf)
+	cmd.Env = chashEnv()
+	cmd.Stdin = strings.NewReader(strings.Join(keys, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chash route: %v", err)
+	}
+	owners := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		k, s, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		if !ok {
+			t.Fatalf("chash route printed %q", line)
+		}
+		owners[k] = s
+	}
+	if len(owners) != len(keys) {
+		t.Fatalf("chash route routed %d keys of %d", len(owners), len(keys))
+	}
+	return owners
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poll calls cond until it holds or d passes, and returns its last value.
+func poll(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// process is a program the test started, killed by its PID when the test ends
+// unless it has exited.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer   // its standard error
+	done chan struct{} // closed when it has exited
+	err  error         // how it exited, once done is closed
+}
+
+// startProcess starts the program name with the environment env (nil for the
+// test's own).
+func startProcess(t *testing.T, env []string, name string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(name, args...), logs: new(syncBuffer), done: make(chan struct{})}
+	p.cmd.Env = env
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill() // an error once it has exited
+		<-p.done
+	})
+	return p
+}
+
+func (p *process) signal(sig syscall.Signal) {
+	p.cmd.Process.Signal(sig)
+}
+
+// startChashProxy starts "chash proxy" with the configuration conf and waits
+// until it accepts clients on listen.
+func startChashProxy(t *testing.T, bin, conf, listen string) *process {
+	t.Helper()
+	admin := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	p := startProcess(t, chashEnv(), bin, "proxy", "--config", conf, "--admin", admin)
+	if !poll(10*time.Second, func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("chash proxy exited: %v\n%s", p.err, p.logs)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", listen, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("chash proxy does not accept clients on %s after 10s:\n%s", listen, p.logs)
+	}
+	return p
+}
+
+// memcached is a memcached process the test started, on a free port of
+// 127.0.0.1, as internal/proxy's tests start it.
+type memcached struct {
+	*process
+	port int
+}
+
+func (m *memcached) addr() string { return "127.0.0.1:" + strconv.Itoa(m.port) }
+
+// startMemcached starts memcached and waits until it accepts clients. Without
+// memcached the test is skipped, except in CI, where it is a failure.
+func startMemcached(t *testing.T) *memcached {
+	t.Helper()
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("memcached not installed (CI must install it: .ci/apt-packages)")
+		}
+		t.Skip("memcached not installed")
+	}
+	m := &memcached{port: freePort(t)}
+	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(m.port), "-U", "0", "-m", "64"}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "nobody")
+	}
+	m.process = startProcess(t, nil, bin, args...)
+	if !poll(5*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", m.addr(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("memcached on %s does not answer:\n%s", m.addr(), m.logs)
+	}
+	return m
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// textConn is a memcached text-protocol client connection.
+type textConn struct {
+	t  *testing.T
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialText(t *testing.T, addr string) *textConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &textConn{t: t, c: c, br: bufio.NewReader(c)}
+}
+
+// roundTrip sends one request, a set or a get, and returns its reply: one line,
+// or for a get every line up to END.
+func (c *textConn) roundTrip(req string) string {
+	c.t.Helper()
+	c.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.c.Write([]byte(req)); err != nil {
+		c.t.Fatalf("%q: %v", req, err)
+	}
+	var out strings.Builder
+	for {
+		line, err := c.br.ReadString('\n')
+		out.WriteString(line)
+		if err != nil {
+			c.t.Fatalf("%q: %v (read %q)", req, err, out.String())
+		}
+		if !strings.HasPrefix(req, "get ") || line == "END\r\n" || strings.Contains(line, "ERROR") {
+			return out.String()
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
