@@ -259,7 +259,7 @@
 //
 // Usage:
 //
-//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F] [--procs N]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
@@ -290,6 +290,12 @@
 // SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
 // most 10s), and exit 0.
 //
+// --procs sets how many threads run Go code. By default (0) it adapts to the
+// load: one thread while the proxy uses less than most of a core, where
+// handing requests between goroutines on one thread costs far less CPU than
+// waking other threads, and every CPU once one thread is busy; the GOMAXPROCS
+// environment variable, if set, fixes it instead.
+//
 // The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 // /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
 // /reload and /healthz.
@@ -317,6 +323,8 @@
 //		log in JSON
 //	--max-value int
 //		largest value in bytes a client may store (default 1048576)
+//	--procs int
+//		threads running Go code; 0 adapts between 1 and the CPUs to the load
 //	--test-conf
 //		check the configuration and exit
 //	--tls-cert FILE

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -30,12 +31,13 @@ type proxyFlags struct {
 	tlsKey      string
 	logJSON     bool
 	verbose     bool
+	procs       int
 }
 
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F] [--procs N]",
 		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -66,6 +68,12 @@ needs no restart. eject_errors and client_idle_timeout apply at once.
 SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
 most 10s), and exit 0.
 
+--procs sets how many threads run Go code. By default (0) it adapts to the
+load: one thread while the proxy uses less than most of a core, where
+handing requests between goroutines on one thread costs far less CPU than
+waking other threads, and every CPU once one thread is busy; the GOMAXPROCS
+environment variable, if set, fixes it instead.
+
 The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
 /reload and /healthz.
@@ -87,6 +95,7 @@ memcached servers for that.`,
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
 	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
 	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
+	c.Flag.IntVar(&f.procs, "procs", 0, "threads running Go code; 0 adapts between 1 and the CPUs to the load")
 	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
 	c.Flag.BoolVar(&f.verbose, "v", false, "log debug messages")
 	c.Run = func(ctx context.Context, c *Command, env *Env, args []string) int {
@@ -101,6 +110,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
+	}
+	if f.procs < 0 {
+		return c.UsageError(env.Stderr, "--procs %d: want 0 (adapt to the load) or more", f.procs)
 	}
 	if f.config == "" && f.testConf {
 		return c.UsageError(env.Stderr, "--test-conf needs --config")
@@ -161,6 +173,19 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if err := p.Start(file); err != nil {
 		c.Errorf(env.Stderr, "%v", err)
 		return 1
+	}
+	switch _, set := os.LookupEnv("GOMAXPROCS"); {
+	case f.procs > 0:
+		prev := runtime.GOMAXPROCS(f.procs)
+		defer runtime.GOMAXPROCS(prev)
+	case !set:
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			proxy.ScaleProcs(sctx, runtime.GOMAXPROCS(0), p.Logger)
+		}()
+		defer func() { cancel(); <-done }()
 	}
 	if stores != nil {
 		p.Logger.Warn("no --config: serving 127.0.0.1:22121 in front of three embedded in-process stores, for trying chash proxy out; point --config at real memcached servers for real use")

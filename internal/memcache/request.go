@@ -120,6 +120,13 @@ func (r *Reader) Reset(rd io.Reader) {
 // Buffered returns the number of bytes that can be read without waiting.
 func (r *Reader) Buffered() int { return r.br.Buffered() }
 
+// Wait waits until at least one byte can be read without waiting, or the read
+// fails. A failed Wait may be retried (after a read deadline, say).
+func (r *Reader) Wait() error {
+	_, err := r.br.Peek(1)
+	return err
+}
+
 // readLine returns the next line without its "\n" or "\r\n". The line is valid
 // until the next read. A line longer than the limit is a fatal *Error; the stream
 // is left somewhere inside it.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 var readResponseTests = []struct {
@@ -109,5 +112,31 @@ func TestReadResponseAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, read); n != 0 {
 		t.Errorf("ReadResponse allocates %v times per response; want 0", n)
+	}
+}
+
+// TestWait checks that Wait returns once a byte can be read, can be retried
+// after a deadline, and consumes nothing.
+func TestWait(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	r := NewReader(a, Limits{})
+	a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if err := r.Wait(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Wait with nothing sent = %v; want a deadline error", err)
+	}
+	a.SetReadDeadline(time.Time{})
+	go b.Write([]byte("STORED\r\n"))
+	if err := r.Wait(); err != nil {
+		t.Fatalf("Wait after a reply was sent: %v", err)
+	}
+	var resp Response
+	if err := r.ReadResponse(&resp, CmdSet, 0); err != nil || string(resp.Line) != "STORED" {
+		t.Fatalf("ReadResponse after Wait = %q, %v; want STORED", resp.Line, err)
+	}
+	b.Close()
+	if err := r.Wait(); !errors.Is(err, io.EOF) {
+		t.Fatalf("Wait on a closed stream = %v; want EOF", err)
 	}
 }

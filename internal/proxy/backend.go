@@ -235,7 +235,8 @@ const maxWriteBuffer = 256 << 10
 // to run add their requests, so the requests of many clients leave in one
 // write, as they do from twemproxy's event loop. Each session (net.Conn) also
 // has a reader goroutine that reads the responses in order and completes the
-// calls.
+// calls. The reader waits in the network read, not on the queue of calls: a
+// request costs no wake-up of the reader; its reply wakes it.
 type backendConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
@@ -246,10 +247,18 @@ type backendConn struct {
 
 // session is one live net.Conn of a backendConn.
 type session struct {
-	conn     net.Conn
-	inflight chan *call
-	dead     chan struct{}
-	once     sync.Once
+	conn net.Conn
+	dead chan struct{}
+	once sync.Once
+
+	// The calls written, or about to be, whose replies are not yet read: a
+	// ring of maxInflight, with a token in slots for each.
+	qmu    sync.Mutex
+	ring   [maxInflight]*call
+	head   int // the oldest call
+	n      int
+	failed bool // the reader gave up: no call may be queued
+	slots  chan struct{}
 
 	wmu     sync.Mutex // guards the fields below; taken after backendConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
@@ -373,14 +382,75 @@ func (c *backendConn) writeLoop(ss *session) {
 	}
 }
 
-// drop ends the current session; c.mu is held. Only senders, under c.mu, send
-// on inflight, so closing it here is safe; the reader fails what is left.
+// drop ends the current session; c.mu is held. Its reader fails the calls left.
 func (c *backendConn) drop() {
 	if c.ss != nil {
 		c.ss.kill()
-		close(c.ss.inflight)
 		c.ss = nil
 	}
+}
+
+// push queues cl for the reader, unless the reader gave up. The read deadline
+// is the oldest call's: set here when cl is the only one, by pop after.
+func (ss *session) push(cl *call) bool {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	if ss.failed {
+		return false
+	}
+	ss.ring[(ss.head+ss.n)%maxInflight] = cl
+	if ss.n++; ss.n == 1 {
+		ss.conn.SetReadDeadline(cl.deadline)
+	}
+	return true
+}
+
+// peek returns the oldest call, or nil.
+func (ss *session) peek() *call {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	if ss.n == 0 {
+		return nil
+	}
+	return ss.ring[ss.head]
+}
+
+// pop removes the oldest call, whose reply has been read, and sets the read
+// deadline to the next one's.
+func (ss *session) pop() {
+	ss.qmu.Lock()
+	ss.ring[ss.head] = nil
+	ss.head = (ss.head + 1) % maxInflight
+	if ss.n--; ss.n > 0 {
+		ss.conn.SetReadDeadline(ss.ring[ss.head].deadline)
+	}
+	ss.qmu.Unlock()
+	<-ss.slots
+}
+
+// idle clears the read deadline, that of a call since answered, and reports
+// true if no call is queued; otherwise it leaves the deadline be.
+func (ss *session) idle() bool {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	if ss.n == 0 {
+		ss.conn.SetReadDeadline(time.Time{})
+	}
+	return ss.n == 0
+}
+
+// fail stops the queue and returns the calls left in it, oldest first.
+func (ss *session) fail() []*call {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	ss.failed = true
+	calls := make([]*call, 0, ss.n)
+	for ; ss.n > 0; ss.n-- {
+		calls = append(calls, ss.ring[ss.head])
+		ss.ring[ss.head] = nil
+		ss.head = (ss.head + 1) % maxInflight
+	}
+	return calls
 }
 
 func (c *backendConn) close() {
@@ -434,7 +504,7 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 		c.ss = ss
 	}
 	select {
-	case c.ss.inflight <- cl:
+	case c.ss.slots <- struct{}{}:
 	default:
 		// maxInflight calls wait for replies: wait for room, or the deadline.
 		var timeout <-chan time.Time
@@ -444,7 +514,7 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 			timeout = t.C
 		}
 		select {
-		case c.ss.inflight <- cl:
+		case c.ss.slots <- struct{}{}:
 		case <-c.ss.dead:
 			c.drop()
 			return nil, errClosed
@@ -452,6 +522,10 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 			c.srv.stats.timedout.Add(1)
 			return nil, errTimeout
 		}
+	}
+	if !c.ss.push(cl) {
+		c.drop()
+		return nil, errClosed
 	}
 	c.queued.Add(1)
 	c.srv.stats.requests.Add(1)
@@ -473,12 +547,12 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 	}
 	c.srv.stats.connections.Add(1)
 	ss := &session{
-		conn:     conn,
-		inflight: make(chan *call, maxInflight),
-		dead:     make(chan struct{}),
-		wbuf:     make([]byte, 0, 16<<10),
-		spare:    make([]byte, 0, 16<<10),
-		kick:     make(chan struct{}, 1),
+		conn:  conn,
+		slots: make(chan struct{}, maxInflight),
+		dead:  make(chan struct{}),
+		wbuf:  make([]byte, 0, 16<<10),
+		spare: make([]byte, 0, 16<<10),
+		kick:  make(chan struct{}, 1),
 	}
 	ss.room.L = &ss.wmu
 	c.srv.wg.Add(2)
@@ -487,42 +561,69 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 	return ss, nil
 }
 
-// read is a session's reader goroutine: it reads one response per written call,
-// in order, with the call's deadline. A failure kills the session and fails every
-// call written to it. It exits when the session is dropped.
+// read is a session's reader goroutine: it waits for the server to send, then
+// reads one response per queued call, in order, by the oldest call's deadline.
+// A failure kills the session and fails every call queued on it. It exits when
+// the session dies.
 func (c *backendConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
 	r := memcache.NewReader(ss.conn, c.srv.pool.proxy.serverLimits())
-	var failed error
-	for cl := range ss.inflight {
-		c.queued.Add(-1)
-		if failed != nil {
-			cl.complete(failed)
-			continue
+	for {
+		err := r.Wait()
+		cl := ss.peek()
+		if err != nil && cl == nil && isTimeout(err) && !ss.isDead() && ss.idle() {
+			continue // the deadline of a call answered since
 		}
-		ss.conn.SetReadDeadline(cl.deadline)
-		err := r.ReadResponse(&cl.resp, cl.cmd, cl.maxItems)
-		if err != nil {
-			failed = errClosed
-			if isTimeout(err) {
-				c.srv.stats.timedout.Add(1)
-				err = errTimeout
+		if err == nil {
+			if cl == nil {
+				err = errors.New("data from the server with no request waiting")
 			} else {
-				c.srv.stats.eof.Add(1)
-				err = dialError(err)
+				err = r.ReadResponse(&cl.resp, cl.cmd, cl.maxItems)
 			}
-			c.srv.pool.proxy.log.Debug("server connection failed", "pool", c.srv.pool.name, "server", c.srv.name, "err", err)
-			ss.kill()
-			c.srv.fail()
-			cl.complete(err)
-			continue
 		}
+		if err != nil {
+			c.readFailed(ss, err)
+			return
+		}
+		ss.pop()
+		c.queued.Add(-1)
 		c.srv.ok()
 		c.srv.stats.responses.Add(1)
 		c.srv.stats.responseBytes.Add(uint64(len(cl.resp.Line) + len(cl.resp.Value)))
 		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
 		cl.complete(nil)
+	}
+}
+
+// readFailed kills ss after a failed read and fails its calls: the oldest with
+// the reason, the others as closed.
+func (c *backendConn) readFailed(ss *session, err error) {
+	ss.kill()
+	calls := ss.fail()
+	c.queued.Add(-int32(len(calls)))
+	for range calls {
+		<-ss.slots
+	}
+	if len(calls) == 0 {
+		return // closed while idle: nothing failed
+	}
+	if isTimeout(err) {
+		c.srv.stats.timedout.Add(1)
+		err = errTimeout
+	} else {
+		c.srv.stats.eof.Add(1)
+		err = dialError(err)
+	}
+	if c.srv.ctx.Err() == nil { // not closing
+		c.srv.pool.proxy.log.Debug("server connection failed", "pool", c.srv.pool.name, "server", c.srv.name, "err", err)
+		c.srv.fail()
+	}
+	for i, cl := range calls {
+		if i > 0 {
+			err = errClosed
+		}
+		cl.complete(err)
 	}
 }
 
