@@ -287,8 +287,9 @@
 // its TLS files reads them again for new clients, so a renewed certificate
 // needs no restart. eject_errors and client_idle_timeout apply at once.
 //
-// SIGTERM and SIGINT stop accepting clients, let requests in flight finish (at
-// most 10s), and exit 0.
+// SIGTERM and SIGINT stop accepting clients, answer what clients have sent
+// (each client's connection closes once it has sent nothing for 50ms), let
+// requests in flight finish (at most 10s in all), and exit 0.
 //
 // --procs sets how many threads run Go code. By default (0) it adapts to the
 // load: one thread while the proxy uses less than most of a core, where

@@ -146,6 +146,10 @@ func (pl *pool) serve() {
 	}
 }
 
+// drainWait is how long a client may pause while the proxy shuts down: the
+// requests it sends until then are served.
+const drainWait = 50 * time.Millisecond
+
 // maxPipeline bounds the requests of a client in flight at once, and
 // maxPendingBytes the values they carry: past either, the client's replies are
 // written before more of its requests are read.
@@ -224,9 +228,12 @@ func (c *client) serve() {
 			c.setIdleDeadline()
 			// Checked after setting the deadline: Shutdown sets stopping
 			// before the deadline that wakes this read, which must not be
-			// overwritten unseen.
+			// overwritten unseen. While stopping, requests the client has
+			// sent are still served: the connection closes once it has
+			// sent nothing for drainWait.
 			if pl.proxy.stopping.Load() {
-				return
+				c.conn.SetReadDeadline(time.Now().Add(drainWait))
+				c.idle = true
 			}
 		}
 		r := reqPool.Get().(*clientReq)
@@ -237,7 +244,7 @@ func (c *client) serve() {
 			var me *memcache.Error
 			if !errors.As(err, &me) {
 				reqPool.Put(r)
-				if isEOF(err) {
+				if isEOF(err) || isTimeout(err) && pl.proxy.stopping.Load() {
 					pl.stats.clientEOF.Add(1)
 				} else {
 					pl.stats.clientErr.Add(1)

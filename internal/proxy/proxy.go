@@ -488,8 +488,9 @@ func (pl *pool) stop() {
 	}
 }
 
-// Shutdown stops accepting clients, waits until the requests that clients have
-// sent are answered or ctx ends, then closes everything.
+// Shutdown stops accepting clients, serves what clients send until each has
+// sent nothing for 50ms (so requests already on their way are answered), waits
+// for the replies, or for ctx to end, then closes everything.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	pools := make([]*pool, 0, len(p.pools))
@@ -501,10 +502,10 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	for _, pl := range pools {
 		pl.ln.Close()
 		<-pl.done
-		// Wake idle clients: their reads end, and their writers drain what
-		// was already read.
+		// Wake idle clients: their reads end unless they send more within
+		// drainWait.
 		pl.conns.Range(func(k, _ any) bool {
-			k.(net.Conn).SetReadDeadline(time.Now())
+			k.(net.Conn).SetReadDeadline(time.Now().Add(drainWait))
 			return true
 		})
 	}

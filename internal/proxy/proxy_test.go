@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -704,6 +705,55 @@ func TestShutdown(t *testing.T) {
 	s.signal(syscall.SIGCONT)
 	if got := <-reply; got != "VALUE a 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("request in flight at shutdown: %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// TestShutdownServesSentRequests checks that a shutdown answers every request a
+// client sent before it, even those the proxy had not read yet.
+func TestShutdownServesSentRequests(t *testing.T) {
+	s := startMemcached(t)
+	p := startProxy(t, poolYAML("timeout: 5000", s))
+	conn, err := net.DialTimeout("tcp", p.Addr("alpha").String(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const n = 5000 // far more than the proxy reads before answering
+	var burst []byte
+	for i := range n {
+		burst = fmt.Appendf(burst, "set drain:%d 0 0 1\r\nx\r\n", i)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := conn.Write(burst)
+		wrote <- err
+	}()
+	// Shut down as soon as the first reply shows the burst is arriving.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "STORED\r\n" {
+		t.Fatalf("first reply = %q, %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Shutdown(context.Background()) }()
+	got := 1
+	for ; got < n; got++ {
+		if line, err = br.ReadString('\n'); err != nil || line != "STORED\r\n" {
+			break
+		}
+	}
+	if got != n {
+		t.Errorf("%d of %d pipelined sets answered across a shutdown; then %q, %v", got, n, line, err)
+	}
+	if err := <-wrote; err != nil {
+		t.Errorf("writing the burst: %v", err)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the last reply: %v; want EOF", err)
 	}
 	if err := <-done; err != nil {
 		t.Errorf("Shutdown = %v", err)
