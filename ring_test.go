@@ -386,6 +386,24 @@ func TestUpdateFickleScheme(t *testing.T) {
 	}
 }
 
+// TestIDsCompacted checks that ids left unused by removals are numbered afresh
+// once they are many, and that the ring still routes as a fresh build.
+func TestIDsCompacted(t *testing.T) {
+	r := mustNew(t, Standard{Points: 10}, nodes(200))
+	for _, n := range nodes(200)[:150] {
+		var err error
+		if r, err = r.Remove(n.Name); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.names) > 2*r.Len()+64 {
+			t.Fatalf("%d nodes use %d ids", r.Len(), len(r.names))
+		}
+	}
+	if err := sameRing(r, mustNew(t, Standard{Points: 10}, r.Nodes())); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestUpdatesMatchBuildLarge checks single updates on a ring of 1000 nodes × 160
 // points, whose index has every slot kind, against fresh builds.
 func TestUpdatesMatchBuildLarge(t *testing.T) {

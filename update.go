@@ -66,8 +66,10 @@ func (r *Ring) rebuild(ns []Node) *Ring {
 	s := r.Scheme()
 	counts := pointCounts(s, ns)
 
-	if r.NumPoints() == 0 {
-		return build(s, ns) // nothing to merge into
+	if r.NumPoints() == 0 || len(r.names) > 2*len(ns)+64 {
+		// Nothing to merge into, or ids left unused by many removals, which a
+		// fresh build numbers afresh.
+		return build(s, ns)
 	}
 	// was[k] is the old rank of the node of new rank k, or -1 if it is new.
 	was := make([]int, len(ns))
