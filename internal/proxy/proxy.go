@@ -131,7 +131,7 @@ func (p *Proxy) Start(f *config.File) error {
 		return err
 	}
 	for _, cfg := range f.Pools {
-		if _, err := p.startPool(f.Path, cfg); err != nil {
+		if _, err := p.startPool(f.Path, cfg, nil); err != nil {
 			p.closeLocked()
 			return err
 		}
@@ -230,20 +230,19 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 }
 
 // startPool starts serving the pool cfg of the file at path.
-func (p *Proxy) startPool(path string, cfg *config.Pool) (*pool, error) {
+func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
 	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{})}
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
 		return nil, err
 	}
-	network, addr := p.listenAddr(cfg)
-	lc := net.ListenConfig{}
-	ln, err := lc.Listen(p.ctx, network, addr)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
-	}
-	if network == "unix" && cfg.ListenPerm != 0 {
-		os.Chmod(addr, cfg.ListenPerm)
+	if ln == nil {
+		if ln, err = p.listen(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
@@ -273,6 +272,20 @@ func (p *Proxy) startPool(path string, cfg *config.Pool) (*pool, error) {
 		"distribution", cfg.Distribution, "tls", tc != nil)
 	go pl.serve()
 	return pl, nil
+}
+
+// listen opens the listener of cfg.
+func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
+	network, addr := p.listenAddr(cfg)
+	lc := net.ListenConfig{}
+	ln, err := lc.Listen(p.ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
+	}
+	if network == "unix" && cfg.ListenPerm != 0 {
+		os.Chmod(addr, cfg.ListenPerm)
+	}
+	return ln, nil
 }
 
 // preconnect dials every connection of the server, in the background.
@@ -325,11 +338,11 @@ func (p *Proxy) Reload(f *config.File) error {
 	if err := Validate(f); err != nil {
 		return err
 	}
-	// Start new pools and move those whose address changed first, so that a
-	// listener that cannot open leaves the running pools untouched.
+	// Open the listeners of new pools and of those whose address changed
+	// first, so that one that cannot open leaves the running pools untouched.
 	keep := map[string]bool{}
-	var updates []*config.Pool
-	var started []*pool
+	var updates, moves []*config.Pool
+	var lns []net.Listener
 	for _, cfg := range f.Pools {
 		keep[cfg.Name] = true
 		old := p.pools[cfg.Name]
@@ -337,20 +350,30 @@ func (p *Proxy) Reload(f *config.File) error {
 			updates = append(updates, cfg)
 			continue
 		}
-		if old != nil {
+		var ln net.Listener
+		if old == nil || !p.sameAddr(old, cfg) {
+			var err error
+			if ln, err = p.listen(cfg); err != nil {
+				for _, ln := range lns {
+					if ln != nil {
+						ln.Close()
+					}
+				}
+				return err
+			}
+		}
+		moves, lns = append(moves, cfg), append(lns, ln)
+	}
+	for i, cfg := range moves {
+		if old := p.pools[cfg.Name]; old != nil {
 			// The pool moves: its old address stops serving now.
 			old.stop()
 			delete(p.pools, cfg.Name)
 		}
-		pl, err := p.startPool(f.Path, cfg)
-		if err != nil {
-			for _, s := range started {
-				s.stop()
-				delete(p.pools, s.name)
-			}
-			return err
+		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
+			// Only TLS files that broke since Validate read them get here.
+			p.log.Error("reload: pool not restarted", "pool", cfg.Name, "err", err)
 		}
-		started = append(started, pl)
 	}
 	for name, pl := range p.pools {
 		if !keep[name] {
@@ -372,9 +395,14 @@ func (p *Proxy) Reload(f *config.File) error {
 // and TLS files are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
-	_, oa := p.listenAddr(old)
+	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
+}
+
+// sameAddr says whether the pool listens where cfg says.
+func (p *Proxy) sameAddr(pl *pool, cfg *config.Pool) bool {
+	_, oa := p.listenAddr(pl.state.Load().cfg)
 	_, na := p.listenAddr(cfg)
-	return oa == na && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
+	return oa == na
 }
 
 // update swaps in the routing state of cfg, the pool of the file at path,

@@ -759,3 +759,48 @@ func TestShutdownServesSentRequests(t *testing.T) {
 		t.Errorf("Shutdown = %v", err)
 	}
 }
+
+// TestReloadMoveRefused checks that a reload moving a pool to an address that
+// cannot be opened is refused whole, the pool serving on where it was; and that
+// the move works once the address is free.
+func TestReloadMoveRefused(t *testing.T) {
+	s := startMemcached(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := free.Addr().String()
+	free.Close()
+	at := func(addr string) *config.File {
+		return parseConfig(t, strings.Replace(poolYAML("", s), "127.0.0.1:22121", addr, 1))
+	}
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(at(a)); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Reload(at(busy.Addr().String())); err == nil || !strings.Contains(err.Error(), `pool "alpha"`) {
+		t.Fatalf("reload onto a busy address = %v; want an error naming the pool", err)
+	}
+	c := dial(t, a)
+	if got := c.mustDo("set m 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+		t.Fatalf("after the refused move, the pool's old address answers %q", got)
+	}
+	b := busy.Addr().String()
+	busy.Close()
+	if err := p.Reload(at(b)); err != nil {
+		t.Fatalf("reload onto a free address: %v", err)
+	}
+	if got := dial(t, b).mustDo("get m\r\n"); got != "VALUE m 0 1\r\nx\r\nEND\r\n" {
+		t.Errorf("after the move, the new address answers %q", got)
+	}
+	if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+		conn.Close()
+		t.Error("after the move, the old address still accepts clients")
+	}
+}
