@@ -177,8 +177,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	switch _, set := os.LookupEnv("GOMAXPROCS"); {
 	case f.procs > 0:
-		prev := runtime.GOMAXPROCS(f.procs)
-		defer runtime.GOMAXPROCS(prev)
+		defer proxy.SetProcs(proxy.SetProcs(f.procs))
 	case !set:
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})

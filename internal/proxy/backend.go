@@ -229,8 +229,10 @@ const maxWriteBuffer = 256 << 10
 // many clients are pipelined. A sender queues its call for the reader and
 // appends its request to the session's write buffer under mu, so the two stay
 // in the same order; system calls happen outside the locks. On an idle
-// connection the sender writes the buffer itself, which costs no hand-off. On a
-// busy one, or when a write is already in progress, the session's writer
+// connection, while Go code runs on several threads, the sender writes the
+// buffer itself, which costs no hand-off to another thread. Otherwise (one
+// thread, where a hand-off is cheap; a busy connection; a write already in
+// progress) the session's writer
 // goroutine writes the buffer, having first let the goroutines that are ready
 // to run add their requests, so the requests of many clients leave in one
 // write, as they do from twemproxy's event loop. Each session (net.Conn) also
@@ -468,9 +470,10 @@ func (c *backendConn) send(cl *call) {
 	ss, err := c.queue(cl)
 	var buf []byte
 	if err == nil {
-		// On an idle connection, write at once; on a busy one, let the
-		// writer goroutine gather the requests of many clients.
-		buf = ss.buffer(cl.out, c.queued.Load() == 1)
+		// On an idle connection with several threads, write at once;
+		// otherwise let the writer goroutine gather the requests of many
+		// clients.
+		buf = ss.buffer(cl.out, c.queued.Load() == 1 && threads.Load() > 1)
 	}
 	c.mu.Unlock()
 	if err != nil {

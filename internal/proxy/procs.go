@@ -4,8 +4,22 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
+
+// threads is GOMAXPROCS as the proxy last set or read it. With one thread, a
+// request for an idle server connection goes through the connection's writer
+// goroutine like any other, so that requests that arrive together leave in one
+// write; with several, its sender writes it, saving a wake-up of another thread.
+var threads atomic.Int32
+
+// SetProcs sets GOMAXPROCS to n and returns the previous setting.
+func SetProcs(n int) int {
+	prev := runtime.GOMAXPROCS(n)
+	threads.Store(int32(n))
+	return prev
+}
 
 // ScaleProcs adapts GOMAXPROCS to the load until ctx is done: one thread runs
 // Go code while the process uses less than most of a core, and up to max when
@@ -27,8 +41,8 @@ func ScaleProcs(ctx context.Context, max int, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	cur := 1
-	runtime.GOMAXPROCS(cur)
-	defer runtime.GOMAXPROCS(max)
+	SetProcs(cur)
+	defer SetProcs(max)
 	var s procScaler
 	last, _ := cpuTime()
 	lastAt := time.Now()
@@ -41,7 +55,7 @@ func ScaleProcs(ctx context.Context, max int, log *slog.Logger) {
 			busy := float64(c-last) / float64(now.Sub(lastAt))
 			last, lastAt = c, now
 			if n := s.next(cur, max, busy); n != cur {
-				runtime.GOMAXPROCS(n)
+				SetProcs(n)
 				if log != nil {
 					log.Debug("threads running Go code changed", "from", cur, "to", n, "busy_cores", busy)
 				}

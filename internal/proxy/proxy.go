@@ -50,6 +50,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -120,6 +121,7 @@ func (p *Proxy) Start(f *config.File) error {
 	if p.pools != nil {
 		return errors.New("proxy: already started")
 	}
+	threads.Store(int32(runtime.GOMAXPROCS(0)))
 	p.log = p.Logger
 	if p.log == nil {
 		p.log = slog.Default()

@@ -103,18 +103,26 @@ var directScript = []string{
 	"get a\r\n",
 }
 
+// TestCommandsMatchDirect runs with Go code on one thread, where requests reach
+// servers through their connections' writer goroutines, and on two, where a
+// request to an idle connection is written by its client's goroutine.
 func TestCommandsMatchDirect(t *testing.T) {
-	viaProxy := startMemcached(t)
-	direct := startMemcached(t)
-	p := startProxy(t, poolYAML("", viaProxy))
-	pc := dial(t, p.Addr("alpha").String())
-	dc := dial(t, direct.addr())
-	for _, req := range directScript {
-		want := dc.mustDo(req)
-		got := pc.mustDo(req)
-		if got != want {
-			t.Errorf("%q through the proxy = %q; memcached answers %q", req, got, want)
-		}
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer SetProcs(SetProcs(procs))
+			viaProxy := startMemcached(t)
+			direct := startMemcached(t)
+			p := startProxy(t, poolYAML("", viaProxy))
+			pc := dial(t, p.Addr("alpha").String())
+			dc := dial(t, direct.addr())
+			for _, req := range directScript {
+				want := dc.mustDo(req)
+				got := pc.mustDo(req)
+				if got != want {
+					t.Errorf("%q through the proxy = %q; memcached answers %q", req, got, want)
+				}
+			}
+		})
 	}
 }
 
