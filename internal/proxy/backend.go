@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -250,6 +251,7 @@ type backendConn struct {
 // session is one live net.Conn of a backendConn.
 type session struct {
 	conn net.Conn
+	rw   io.ReadWriter // reads and writes conn; see socketIO
 	dead chan struct{}
 	once sync.Once
 
@@ -336,7 +338,7 @@ func (ss *session) written(buf []byte) {
 // write writes buf, taken by buffer, and hands what was buffered meanwhile to
 // the writer goroutine.
 func (ss *session) write(buf []byte) {
-	if _, err := ss.conn.Write(buf); err != nil {
+	if _, err := ss.rw.Write(buf); err != nil {
 		ss.kill()
 	}
 	ss.wmu.Lock()
@@ -374,7 +376,7 @@ func (c *backendConn) writeLoop(ss *session) {
 			}
 			buf := ss.take()
 			ss.wmu.Unlock()
-			if _, err := ss.conn.Write(buf); err != nil {
+			if _, err := ss.rw.Write(buf); err != nil {
 				ss.kill()
 			}
 			ss.wmu.Lock()
@@ -551,6 +553,7 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 	c.srv.stats.connections.Add(1)
 	ss := &session{
 		conn:  conn,
+		rw:    socketIO(conn),
 		slots: make(chan struct{}, maxInflight),
 		dead:  make(chan struct{}),
 		wbuf:  make([]byte, 0, 16<<10),
@@ -571,7 +574,7 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 func (c *backendConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
-	r := memcache.NewReader(ss.conn, c.srv.pool.proxy.serverLimits())
+	r := memcache.NewReader(ss.rw, c.srv.pool.proxy.serverLimits())
 	for {
 		err := r.Wait()
 		cl := ss.peek()

@@ -215,8 +215,9 @@ func (c *client) serve() {
 		pl.nconns.Add(-1)
 		pl.clients.Done()
 	}()
-	c.bw = bufio.NewWriterSize(c.conn, 16<<10)
-	rd := memcache.NewReader(c.conn, pl.proxy.Limits)
+	rw := socketIO(c.conn)
+	c.bw = bufio.NewWriterSize(rw, 16<<10)
+	rd := memcache.NewReader(rw, pl.proxy.Limits)
 	for {
 		if rd.Buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
 			// Nothing more has arrived: answer what was read before waiting

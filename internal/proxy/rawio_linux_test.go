@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a.(*net.TCPConn), b.(*net.TCPConn)
+}
+
+func TestRawIO(t *testing.T) {
+	a, b := tcpPair(t)
+	rw := socketIO(a)
+	if _, ok := rw.(*rawIO); !ok {
+		t.Fatalf("socketIO(TCP) = %T; want *rawIO", rw)
+	}
+	// A write larger than the socket buffers waits for the reader, in pieces.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	got := make(chan []byte)
+	go func() {
+		var buf bytes.Buffer
+		time.Sleep(50 * time.Millisecond) // let the writer fill the buffers
+		io.CopyN(&buf, b, int64(len(big)))
+		got <- buf.Bytes()
+	}()
+	if n, err := rw.Write(big); n != len(big) || err != nil {
+		t.Fatalf("Write of 4 MiB = %d, %v", n, err)
+	}
+	if g := <-got; !bytes.Equal(g, big) {
+		t.Fatalf("the peer read %d bytes, not the ones written", len(g))
+	}
+
+	// Reads wait for data, honour deadlines and end with EOF.
+	a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	buf := make([]byte, 64)
+	if _, err := rw.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline = %v; want a deadline error", err)
+	}
+	a.SetReadDeadline(time.Time{})
+	go b.Write([]byte("hello"))
+	if n, err := rw.Read(buf); string(buf[:n]) != "hello" || err != nil {
+		t.Fatalf("Read = %q, %v; want hello", buf[:n], err)
+	}
+	b.Close()
+	if n, err := rw.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("Read after the peer closed = %d, %v; want EOF", n, err)
+	}
+	a.Close()
+	if _, err := rw.Read(buf); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Read after Close = %v; want net.ErrClosed", err)
+	}
+}
+
+func TestRawIOReset(t *testing.T) {
+	a, b := tcpPair(t)
+	rw := socketIO(a)
+	b.SetLinger(0) // close with a reset
+	b.Close()
+	time.Sleep(20 * time.Millisecond)
+	_, err := rw.Read(make([]byte, 8))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("Read after a reset = %v; want ECONNRESET", err)
+	}
+	if dialError(err).Error() != "Connection reset by peer" {
+		t.Errorf("dialError(%v) = %v", err, dialError(err))
+	}
+}
