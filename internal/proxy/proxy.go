@@ -13,6 +13,10 @@
 // reader goroutine per connection reads the replies and hands each to its
 // client. noreply and the meta commands' quiet mode are kept by the proxy, which
 // always asks servers for a reply, so a server connection never loses step.
+// Sockets are read and written with raw system calls that wait in the network
+// poller (see socketIO), and ScaleProcs keeps Go code on one thread until the
+// load needs more: both spare the thread wake-ups that would otherwise cost a
+// proxy more CPU than its requests.
 // Every request has the pool's timeout: a server that does not answer in time
 // fails the requests waiting on that connection, which is reopened.
 //
