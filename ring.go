@@ -342,26 +342,34 @@ func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
 		return dst, nil
 	}
 	i := r.search(r.Hash(key))
-	o := uint32(r.pts[i]) // the sentinel's owner is the first point's
+	pts := r.pts[:len(r.pts)-1]
+	if i == len(pts) {
+		i = 0 // past the last point: the first
+	}
+	o := uint32(pts[i])
 	dst = append(dst, r.names[o])
 	if n == 1 {
 		return dst, nil
 	}
 	var small [8]uint32
-	seen := small[:0]
+	seen := small[:1]
 	if n > len(small) {
-		seen = make([]uint32, 0, n)
+		seen = make([]uint32, 1, n)
 	}
-	seen = append(seen, o)
-	last := len(r.pts) - 1
+	seen[0] = o
+next:
 	for len(seen) < n {
-		if i++; i >= last {
+		if i++; i == len(pts) {
 			i = 0
 		}
-		if o = uint32(r.pts[i]); !slices.Contains(seen, o) {
-			seen = append(seen, o)
-			dst = append(dst, r.names[o])
+		o = uint32(pts[i])
+		for _, s := range seen {
+			if s == o {
+				continue next
+			}
 		}
+		seen = append(seen, o)
+		dst = append(dst, r.names[o])
 	}
 	return dst, nil
 }
