@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // TestProxyBinary runs the chash binary as an operator does: "chash proxy" in
@@ -26,14 +28,14 @@ import (
 // answers every request already sent and exits 0.
 func TestProxyBinary(t *testing.T) {
 	bin := buildChash(t)
-	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
-	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	listen := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
 	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
 	// A long timeout: requests wait for a frozen server at shutdown.
-	yaml := func(servers ...*memcached) string {
+	yaml := func(servers ...*memcachedtest.Server) string {
 		y := "alpha:\n  listen: " + listen + "\n  hash: md5\n  timeout: 5000\n  servers:\n"
 		for _, s := range servers {
-			y += "   - " + s.addr() + ":1\n"
+			y += "   - " + s.Addr + ":1\n"
 		}
 		return y
 	}
@@ -42,7 +44,7 @@ func TestProxyBinary(t *testing.T) {
 	c := dialText(t, listen)
 	direct := map[string]*textConn{}
 	for _, s := range servers {
-		direct[s.addr()] = dialText(t, s.addr())
+		direct[s.Addr] = dialText(t, s.Addr)
 	}
 	keys := make([]string, 100)
 	for i := range keys {
@@ -77,7 +79,7 @@ func TestProxyBinary(t *testing.T) {
 	owners3 := route(t, bin, conf, keys)
 	var moved string
 	for _, k := range keys {
-		if owners3[k] == servers[2].addr() {
+		if owners3[k] == servers[2].Addr {
 			moved = k
 			break
 		}
@@ -88,14 +90,14 @@ func TestProxyBinary(t *testing.T) {
 	p.signal(syscall.SIGHUP)
 	if !poll(10*time.Second, func() bool {
 		c.roundTrip("set " + moved + " 0 0 3\r\nhup\r\n")
-		return strings.Contains(direct[servers[2].addr()].roundTrip("get "+moved+"\r\n"), "\r\nhup\r\n")
+		return strings.Contains(direct[servers[2].Addr].roundTrip("get "+moved+"\r\n"), "\r\nhup\r\n")
 	}) {
-		t.Fatalf("10s after SIGHUP, %s is not stored on the new server %s\n%s", moved, servers[2].addr(), p.logs)
+		t.Fatalf("10s after SIGHUP, %s is not stored on the new server %s\n%s", moved, servers[2].Addr, p.logs)
 	}
 	check("three servers", owners3)
 	wantLog := `msg="reload: key space moved" pool=alpha moved=0.`
-	if logs := p.logs.String(); !strings.Contains(logs, wantLog) || !strings.Contains(logs, "added=["+servers[2].addr()+"]") {
-		t.Errorf("the reload's log lacks %s ... added=[%s]:\n%s", wantLog, servers[2].addr(), logs)
+	if logs := p.logs.String(); !strings.Contains(logs, wantLog) || !strings.Contains(logs, "added=["+servers[2].Addr+"]") {
+		t.Errorf("the reload's log lacks %s ... added=[%s]:\n%s", wantLog, servers[2].Addr, logs)
 	}
 
 	// SIGHUP with an invalid file: refused, and the three servers keep serving.
@@ -112,17 +114,17 @@ func TestProxyBinary(t *testing.T) {
 	// SIGTERM with requests in flight: they wait on a frozen server, and are
 	// all answered once it thaws; then the proxy exits 0.
 	frozen := servers[0]
-	frozen.signal(syscall.SIGSTOP)
+	frozen.Signal(syscall.SIGSTOP)
 	var burst bytes.Buffer
 	waiting := 0
 	for _, k := range keys {
 		fmt.Fprintf(&burst, "set %s 0 0 4\r\nterm\r\n", k)
-		if owners3[k] == frozen.addr() {
+		if owners3[k] == frozen.Addr {
 			waiting++
 		}
 	}
 	if waiting == 0 {
-		t.Fatalf("no key of %d routes to %s", len(keys), frozen.addr())
+		t.Fatalf("no key of %d routes to %s", len(keys), frozen.Addr)
 	}
 	c.c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.c.Write(burst.Bytes()); err != nil {
@@ -135,7 +137,7 @@ func TestProxyBinary(t *testing.T) {
 		nc.Close()
 		t.Error("after SIGTERM, the proxy accepts clients")
 	}
-	frozen.signal(syscall.SIGCONT)
+	frozen.Signal(syscall.SIGCONT)
 	for i, k := range keys {
 		line, err := c.br.ReadString('\n')
 		if err != nil || line != "STORED\r\n" {
@@ -258,7 +260,6 @@ func startProcess(t *testing.T, env []string, name string, args ...string) *proc
 		close(p.done)
 	}()
 	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGCONT)
 		p.cmd.Process.Kill() // an error once it has exited
 		<-p.done
 	})
@@ -273,7 +274,7 @@ func (p *process) signal(sig syscall.Signal) {
 // until it accepts clients on listen.
 func startChashProxy(t *testing.T, bin, conf, listen string) *process {
 	t.Helper()
-	admin := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	admin := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
 	p := startProcess(t, chashEnv(), bin, "proxy", "--config", conf, "--admin", admin)
 	if !poll(10*time.Second, func() bool {
 		select {
@@ -290,55 +291,6 @@ func startChashProxy(t *testing.T, bin, conf, listen string) *process {
 		t.Fatalf("chash proxy does not accept clients on %s after 10s:\n%s", listen, p.logs)
 	}
 	return p
-}
-
-// memcached is a memcached process the test started, on a free port of
-// 127.0.0.1, as internal/proxy's tests start it.
-type memcached struct {
-	*process
-	port int
-}
-
-func (m *memcached) addr() string { return "127.0.0.1:" + strconv.Itoa(m.port) }
-
-// startMemcached starts memcached and waits until it accepts clients. Without
-// memcached the test is skipped, except in CI, where it is a failure.
-func startMemcached(t *testing.T) *memcached {
-	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("memcached not installed (CI must install it: .ci/apt-packages)")
-		}
-		t.Skip("memcached not installed")
-	}
-	m := &memcached{port: freePort(t)}
-	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(m.port), "-U", "0", "-m", "64"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	m.process = startProcess(t, nil, bin, args...)
-	if !poll(5*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", m.addr(), time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatalf("memcached on %s does not answer:\n%s", m.addr(), m.logs)
-	}
-	return m
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // textConn is a memcached text-protocol client connection.

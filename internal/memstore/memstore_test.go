@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // script is sent to a Store and to a real memcached; the replies must match.
@@ -80,38 +80,6 @@ var script = []string{
 	"set a 0 0 2\r\nabc\r\n",
 }
 
-func startMemcached(t *testing.T) string {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("memcached not installed")
-		}
-		t.Skip("memcached not installed")
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; i < 200; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("memcached does not start")
-	return ""
-}
-
 func startStore(t *testing.T, s *Store) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -154,7 +122,7 @@ func (c *client) do(t *testing.T, req string) string {
 }
 
 func TestMatchesMemcached(t *testing.T) {
-	mc := dial(t, startMemcached(t))
+	mc := dial(t, memcachedtest.Start(t).Addr)
 	st := dial(t, startStore(t, &Store{}))
 	for _, req := range script {
 		if got, want := st.do(t, req), mc.do(t, req); got != want {

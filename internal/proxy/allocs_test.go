@@ -3,6 +3,8 @@ package proxy
 import (
 	"io"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // raceEnabled is set when the race detector, which allocates, is on.
@@ -14,7 +16,7 @@ func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("timeout: 1000", s))
 	c := dial(t, p.Addr("alpha").String())
 	c.mustDo("set k 0 0 5\r\nhello\r\n")

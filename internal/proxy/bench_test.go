@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // BenchmarkRoundTrip times request round trips from clients on loopback: straight
@@ -17,10 +19,10 @@ import (
 //
 //	go test ./internal/proxy -run XXX -bench RoundTrip -count 5
 func BenchmarkRoundTrip(b *testing.B) {
-	servers := []*memcached{startMemcached(b), startMemcached(b)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(b), memcachedtest.Start(b)}
 	yaml := poolYAML("timeout: 1000", servers...)
 	targets := []struct{ name, addr string }{
-		{"direct", servers[0].addr()},
+		{"direct", servers[0].Addr},
 		{"chash", startProxy(b, yaml).Addr("alpha").String()},
 	}
 	if _, err := exec.LookPath("nutcracker"); err == nil {

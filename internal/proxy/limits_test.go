@@ -19,10 +19,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 func TestClientConnectionsCap(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("client_connections: 2", s))
 	addr := p.Addr("alpha").String()
 	a, b := dial(t, addr), dial(t, addr)
@@ -42,7 +44,7 @@ func TestClientConnectionsCap(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.IdleTimeout = 100 * time.Millisecond })
 	c := dial(t, p.Addr("alpha").String())
 	c.mustDo("get x\r\n")
@@ -54,7 +56,7 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	cert := selfSigned(t)
 	p := startProxy(t, poolYAML("", s), func(p *Proxy) {
 		p.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
@@ -73,7 +75,7 @@ func TestTLS(t *testing.T) {
 // TestPoolIdleTimeout checks client_idle_timeout against the proxy's default,
 // and that a reload changes it for clients already connected.
 func TestPoolIdleTimeout(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	pools := map[string]string{
 		"dflt": poolYAML("", s),
 		"kept": poolYAML("client_idle_timeout: 0", s),
@@ -104,7 +106,7 @@ func TestPoolIdleTimeout(t *testing.T) {
 // again without closing clients; and files that do not load are refused with
 // the file, line and pool.
 func TestPoolTLS(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeCert(t, certFile, keyFile)
@@ -214,9 +216,9 @@ func selfSigned(t *testing.T) tls.Certificate {
 }
 
 func TestPreconnect(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("preconnect: true\nserver_connections: 3", s))
-	srv := p.pools["alpha"].state.Load().servers[s.addr()]
+	srv := p.pools["alpha"].state.Load().servers[s.Addr]
 	if !waitFor(2*time.Second, func() bool { return srv.stats.connections.Load() == 3 }) {
 		t.Errorf("%d connections after preconnect; want 3", srv.stats.connections.Load())
 	}

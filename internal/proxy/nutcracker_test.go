@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // startNutcracker runs twemproxy with the configuration yaml, its pool listening
@@ -18,8 +20,8 @@ import (
 // the test ends. It returns the pool's address.
 func startNutcracker(t testing.TB, yaml string) string {
 	t.Helper()
-	bin := need(t, "nutcracker")
-	port := freePort(t)
+	bin := memcachedtest.LookPath(t, "nutcracker")
+	port := memcachedtest.FreePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	yaml = strings.Replace(yaml, "listen: 127.0.0.1:22121", "listen: "+addr, 1)
 	dir := t.TempDir()
@@ -27,7 +29,7 @@ func startNutcracker(t testing.TB, yaml string) string {
 	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-c", conf, "-s", strconv.Itoa(freePort(t)), "-a", "127.0.0.1",
+	cmd := exec.Command(bin, "-c", conf, "-s", strconv.Itoa(memcachedtest.FreePort(t)), "-a", "127.0.0.1",
 		"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid"))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestPlacementMatchesNutcracker(t *testing.T) {
 		"hash: crc32a",
 	} {
 		t.Run(strings.ReplaceAll(opts, "\n", ","), func(t *testing.T) {
-			servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t), startMemcached(t)}
+			servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 			yaml := poolYAML(opts, servers...)
 			p := startProxy(t, yaml)
 			nc := dial(t, startNutcracker(t, yaml))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 var k251 = strings.Repeat("k", 251)
@@ -110,11 +111,11 @@ func TestCommandsMatchDirect(t *testing.T) {
 	for _, procs := range []int{1, 2} {
 		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
 			defer SetProcs(SetProcs(procs))
-			viaProxy := startMemcached(t)
-			direct := startMemcached(t)
+			viaProxy := memcachedtest.Start(t)
+			direct := memcachedtest.Start(t)
 			p := startProxy(t, poolYAML("", viaProxy))
 			pc := dial(t, p.Addr("alpha").String())
-			dc := dial(t, direct.addr())
+			dc := dial(t, direct.Addr)
 			for _, req := range directScript {
 				want := dc.mustDo(req)
 				got := pc.mustDo(req)
@@ -127,7 +128,7 @@ func TestCommandsMatchDirect(t *testing.T) {
 }
 
 func TestPipelinedRequests(t *testing.T) {
-	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 	p := startProxy(t, poolYAML("", servers...))
 	c := dial(t, p.Addr("alpha").String())
 	var req, want strings.Builder
@@ -147,7 +148,7 @@ func TestPipelinedRequests(t *testing.T) {
 // TestLargeValuesManyClients sends values larger than a server connection's
 // write buffer from many clients at once, so that senders wait for room in it.
 func TestLargeValuesManyClients(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("timeout: 5000", s))
 	const clients, rounds, size = 8, 10, maxWriteBuffer/2 + 1000
 	var wg sync.WaitGroup
@@ -172,7 +173,7 @@ func TestLargeValuesManyClients(t *testing.T) {
 }
 
 func TestMultiGetFourServers(t *testing.T) {
-	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 	// twemproxy's fnv1a_64 puts keys as alike as k0..k199 on two servers of four.
 	const opts = "hash: md5"
 	p := startProxy(t, poolYAML(opts, servers...))
@@ -191,7 +192,7 @@ func TestMultiGetFourServers(t *testing.T) {
 	}
 	direct := map[string]*conn{}
 	for _, s := range servers {
-		direct[s.addr()] = dial(t, s.addr())
+		direct[s.Addr] = dial(t, s.Addr)
 	}
 	perServer := map[string]int{}
 	for i := range n {
@@ -250,7 +251,7 @@ func maskCas(s string) string {
 }
 
 func TestLimits(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Limits.MaxValue = 100; p.Limits.MaxLine = 1000 })
 	c := dial(t, p.Addr("alpha").String())
 	if got := c.mustDo("set a 0 0 101\r\n" + strings.Repeat("x", 101) + "\r\n"); got != "SERVER_ERROR object too large for cache\r\n" {
@@ -267,7 +268,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestAdmin(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
 	c := dial(t, p.Addr("alpha").String())
 	c.mustDo("set a 0 0 1\r\nx\r\nget a b\r\n")
@@ -281,8 +282,8 @@ func TestAdmin(t *testing.T) {
 	for _, want := range []string{
 		`chash_proxy_requests_total{command="set",pool="alpha"} 1`,
 		`chash_proxy_request_duration_seconds_count{command="get",pool="alpha"} 1`,
-		`chash_proxy_server_request_duration_seconds_bucket{command="set",pool="alpha",server="` + s.addr() + `"`,
-		`chash_proxy_server_ring_share{pool="alpha",server="` + s.addr() + `"} 1`,
+		`chash_proxy_server_request_duration_seconds_bucket{command="set",pool="alpha",server="` + s.Addr + `"`,
+		`chash_proxy_server_ring_share{pool="alpha",server="` + s.Addr + `"} 1`,
 		`chash_proxy_client_connections{pool="alpha"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
@@ -296,7 +297,7 @@ func TestAdmin(t *testing.T) {
 	var stats map[string]any
 	json.NewDecoder(resp.Body).Decode(&stats)
 	resp.Body.Close()
-	srv, _ := stats["alpha"].(map[string]any)[s.addr()].(map[string]any)
+	srv, _ := stats["alpha"].(map[string]any)[s.Addr].(map[string]any)
 	if srv["requests"] != 2.0 || stats["service"] != "nutcracker" {
 		t.Errorf("/stats = %v", stats)
 	}
@@ -382,11 +383,11 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
-	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 	const opts = "timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 2\nserver_retry_timeout: 300"
 	yaml := poolYAML(opts, servers...)
 	p := startProxy(t, yaml)
-	victim := servers[1].addr()
+	victim := servers[1].Addr
 	l := startLoad(t, p.Addr("alpha").String(), ownerFunc(t, yaml), 4)
 	defer l.finish()
 	time.Sleep(200 * time.Millisecond)
@@ -397,7 +398,7 @@ func TestFaults(t *testing.T) {
 
 	// Freeze: errors for the victim's keys only, for about timeout × failure
 	// limit, then none.
-	servers[1].signal(syscall.SIGSTOP)
+	servers[1].Signal(syscall.SIGSTOP)
 	frozen := time.Now()
 	deadline := time.Now().Add(5 * time.Second)
 	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
@@ -412,8 +413,8 @@ func TestFaults(t *testing.T) {
 		t.Logf("SIGSTOP: ejected after %v", d.Round(time.Millisecond))
 	}
 	for _, s := range servers {
-		if s.addr() != victim && get(&l.errs, s.addr()) != 0 {
-			t.Errorf("while %s froze, %d errors for keys of %s", victim, get(&l.errs, s.addr()), s.addr())
+		if s.Addr != victim && get(&l.errs, s.Addr) != 0 {
+			t.Errorf("while %s froze, %d errors for keys of %s", victim, get(&l.errs, s.Addr), s.Addr)
 		}
 	}
 	t.Logf("SIGSTOP: %d errors for the frozen server's keys before ejection", get(&l.errs, victim))
@@ -427,14 +428,14 @@ func TestFaults(t *testing.T) {
 	}
 	var errs int64
 	for _, s := range servers {
-		errs += get(&l.errs, s.addr())
+		errs += get(&l.errs, s.Addr)
 	}
 	if errs != 0 {
 		t.Errorf("%d errors after ejection", errs)
 	}
 
 	// Thaw: readmitted after a probe, within a retry interval and a timeout.
-	servers[1].signal(syscall.SIGCONT)
+	servers[1].Signal(syscall.SIGCONT)
 	deadline = time.Now().Add(3 * time.Second)
 	for p.ejected("alpha", victim) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -448,7 +449,7 @@ func TestFaults(t *testing.T) {
 
 	// Kill and restart.
 	l.reset()
-	servers[1].stop()
+	servers[1].Stop()
 	deadline = time.Now().Add(5 * time.Second)
 	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -457,7 +458,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal("killed server not ejected")
 	}
 	t.Logf("SIGKILL: %d errors for the killed server's keys before ejection", get(&l.errs, victim))
-	servers[1].start()
+	servers[1].Restart()
 	deadline = time.Now().Add(3 * time.Second)
 	for p.ejected("alpha", victim) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -525,13 +526,13 @@ func (p *Proxy) ejected(pool, server string) bool {
 // TestReload adds and removes a server under load: keys whose owner does not
 // change never fail.
 func TestReload(t *testing.T) {
-	servers := []*memcached{startMemcached(t), startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 	y1 := poolYAML("timeout: 500", servers[0], servers[1])
 	y2 := poolYAML("timeout: 500", servers...)
 	y3 := poolYAML("timeout: 500", servers[1], servers[2])
 	var logs syncBuffer
 	p := startProxy(t, y1, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	kept := p.pools["alpha"].state.Load().servers[servers[1].addr()]
+	kept := p.pools["alpha"].state.Load().servers[servers[1].Addr]
 	o1, o2, o3 := ownerFunc(t, y1), ownerFunc(t, y2), ownerFunc(t, y3)
 	var phase atomic.Int32
 	unchanged := func(k string) string {
@@ -570,10 +571,10 @@ func TestReload(t *testing.T) {
 		t.Errorf("after a refused reload: %q", got)
 	}
 	st := p.pools["alpha"].state.Load()
-	if len(st.list) != 2 || st.servers[servers[0].addr()] != nil {
+	if len(st.list) != 2 || st.servers[servers[0].Addr] != nil {
 		t.Errorf("after reloads, servers %v", st.servers)
 	}
-	if st.servers[servers[1].addr()] != kept {
+	if st.servers[servers[1].Addr] != kept {
 		t.Error("a server in every configuration did not keep its connections")
 	}
 	if !strings.Contains(logs.String(), `msg="reload: key space moved" pool=alpha moved=0.`) {
@@ -582,15 +583,15 @@ func TestReload(t *testing.T) {
 }
 
 func TestEjectErrors(t *testing.T) {
-	servers := []*memcached{startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML("timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 10000", servers...)
 	p := startProxy(t, yaml, func(p *Proxy) { p.EjectErrors = true })
 	owner := ownerFunc(t, yaml)
-	servers[0].stop()
+	servers[0].Stop()
 	c := dial(t, p.Addr("alpha").String())
 	var key string
 	for i := 0; key == ""; i++ {
-		if k := fmt.Sprint("key", i); owner(k) == servers[0].addr() {
+		if k := fmt.Sprint("key", i); owner(k) == servers[0].Addr {
 			key = k
 		}
 	}
@@ -605,7 +606,7 @@ func TestEjectErrors(t *testing.T) {
 // pool that sets it and move in the pool that does not, until a reload sets it
 // there too.
 func TestPoolEjectErrors(t *testing.T) {
-	servers := []*memcached{startMemcached(t), startMemcached(t)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	const opts = "timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 10000"
 	pools := map[string]string{
 		"errs":  poolYAML(opts+"\neject_errors: true", servers...),
@@ -613,14 +614,14 @@ func TestPoolEjectErrors(t *testing.T) {
 	}
 	p := startProxy(t, poolsYAML(pools))
 	owner := ownerFunc(t, pools["moves"])
-	victim := servers[0].addr()
+	victim := servers[0].Addr
 	var key string
 	for i := 0; key == ""; i++ {
 		if k := fmt.Sprint("key", i); owner(k) == victim {
 			key = k
 		}
 	}
-	servers[0].stop()
+	servers[0].Stop()
 	set := "set " + key + " 0 0 1\r\nx\r\n"
 	for _, name := range []string{"errs", "moves"} {
 		dial(t, p.Addr(name).String()).mustDo(set) // fails and ejects
@@ -666,7 +667,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestCloseEndsGoroutines(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	before := runtime.NumGoroutine()
 	f := parseConfig(t, poolYAML("server_connections: 4", s))
 	p := &Proxy{Listen: map[string]string{"alpha": "127.0.0.1:0"}, Admin: "127.0.0.1:0"}
@@ -691,12 +692,12 @@ func TestCloseEndsGoroutines(t *testing.T) {
 // TestShutdown checks that Shutdown stops accepting clients and lets a request
 // in flight finish.
 func TestShutdown(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("timeout: 5000", s))
 	addr := p.Addr("alpha").String()
 	c := dial(t, addr)
 	c.mustDo("set a 0 0 1\r\nx\r\n")
-	s.signal(syscall.SIGSTOP)
+	s.Signal(syscall.SIGSTOP)
 	reply := make(chan string, 1)
 	go func() {
 		got, _ := c.do("get a\r\n")
@@ -710,7 +711,7 @@ func TestShutdown(t *testing.T) {
 		c.Close()
 		t.Error("shutting down proxy accepts clients")
 	}
-	s.signal(syscall.SIGCONT)
+	s.Signal(syscall.SIGCONT)
 	if got := <-reply; got != "VALUE a 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("request in flight at shutdown: %q", got)
 	}
@@ -722,7 +723,7 @@ func TestShutdown(t *testing.T) {
 // TestShutdownServesSentRequests checks that a shutdown answers every request a
 // client sent before it, even those the proxy had not read yet.
 func TestShutdownServesSentRequests(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	p := startProxy(t, poolYAML("timeout: 5000", s))
 	conn, err := net.DialTimeout("tcp", p.Addr("alpha").String(), time.Second)
 	if err != nil {
@@ -772,7 +773,7 @@ func TestShutdownServesSentRequests(t *testing.T) {
 // cannot be opened is refused whole, the pool serving on where it was; and that
 // the move works once the address is free.
 func TestReloadMoveRefused(t *testing.T) {
-	s := startMemcached(t)
+	s := memcachedtest.Start(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -9,103 +9,18 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
-// need returns the path of a program the test needs. Without it the test is
-// skipped, except in CI (CI=true), where a missing program is a failure.
-func need(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not installed (CI must install it: .ci/apt-packages)", name)
-		}
-		t.Skipf("%s not installed", name)
-	}
-	return path
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// memcached is a memcached process the test started.
-type memcached struct {
-	t    testing.TB
-	port int
-	cmd  *exec.Cmd
-}
-
-func (m *memcached) addr() string { return "127.0.0.1:" + strconv.Itoa(m.port) }
-
-// startMemcached starts memcached on a free port of 127.0.0.1, stopped (by its
-// PID) when the test ends.
-func startMemcached(t testing.TB) *memcached {
-	t.Helper()
-	m := &memcached{t: t, port: freePort(t)}
-	m.start()
-	t.Cleanup(m.stop)
-	return m
-}
-
-func (m *memcached) start() {
-	m.t.Helper()
-	bin := need(m.t, "memcached")
-	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(m.port), "-U", "0", "-m", "64"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	m.cmd = exec.Command(bin, args...)
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", m.addr(), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if i == 200 {
-			m.t.Fatalf("memcached on %s does not answer: %v", m.addr(), err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (m *memcached) signal(sig syscall.Signal) {
-	if m.cmd != nil && m.cmd.Process != nil {
-		m.cmd.Process.Signal(sig)
-	}
-}
-
-func (m *memcached) stop() {
-	if m.cmd == nil {
-		return
-	}
-	m.cmd.Process.Signal(syscall.SIGCONT)
-	m.cmd.Process.Kill()
-	m.cmd.Wait()
-	m.cmd = nil
-}
-
 // poolYAML returns a one-pool configuration over the servers.
-func poolYAML(extra string, servers ...*memcached) string {
+func poolYAML(extra string, servers ...*memcachedtest.Server) string {
 	var b strings.Builder
 	b.WriteString("alpha:\n  listen: 127.0.0.1:22121\n")
 	for _, l := range strings.Split(strings.TrimSpace(extra), "\n") {
@@ -115,7 +30,7 @@ func poolYAML(extra string, servers ...*memcached) string {
 	}
 	b.WriteString("  servers:\n")
 	for _, s := range servers {
-		fmt.Fprintf(&b, "   - %s:1\n", s.addr())
+		fmt.Fprintf(&b, "   - %s:1\n", s.Addr)
 	}
 	return b.String()
 }
