@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,8 +55,11 @@ func FreePort(t testing.TB) int {
 // A Server is a memcached process started by Start. Its methods must not be
 // called concurrently.
 type Server struct {
-	// Addr is the server's "127.0.0.1:port"; it stays the same across Restart.
+	// Addr is the server's "127.0.0.1:port", or its socket's path if started
+	// by StartUnix; it stays the same across Restart.
 	Addr string
+	// Network is "tcp", or "unix" if started by StartUnix.
+	Network string
 
 	t      testing.TB
 	bin    string
@@ -72,10 +76,37 @@ type Server struct {
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{
-		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))),
-		t:    t,
-		bin:  LookPath(t, "memcached"),
-		args: args,
+		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))),
+		Network: "tcp",
+		t:       t,
+		bin:     LookPath(t, "memcached"),
+		args:    args,
+	}
+	t.Cleanup(s.Stop)
+	s.start()
+	return s
+}
+
+// StartUnix is Start for a server on a Unix socket (memcached's -s), in a
+// directory of its own that the test's end removes.
+func StartUnix(t testing.TB, args ...string) *Server {
+	t.Helper()
+	// Not t.TempDir: memcached run as nobody must be able to create the
+	// socket, and a path must stay under the 108 bytes a socket name allows.
+	dir, err := os.MkdirTemp("", "memcachedtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{
+		Addr:    filepath.Join(dir, "memcached.sock"),
+		Network: "unix",
+		t:       t,
+		bin:     LookPath(t, "memcached"),
+		args:    args,
 	}
 	t.Cleanup(s.Stop)
 	s.start()
@@ -84,8 +115,14 @@ func Start(t testing.TB, args ...string) *Server {
 
 func (s *Server) start() {
 	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.Addr)
-	args := []string{"-l", "127.0.0.1", "-p", port, "-U", "0"}
+	var args []string
+	if s.Network == "unix" {
+		os.Remove(s.Addr) // a killed server leaves its socket behind
+		args = []string{"-s", s.Addr}
+	} else {
+		_, port, _ := net.SplitHostPort(s.Addr)
+		args = []string{"-l", "127.0.0.1", "-p", port, "-U", "0"}
+	}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")
 	}
@@ -103,7 +140,7 @@ func (s *Server) start() {
 
 	deadline := time.Now().Add(startTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+		c, err := net.DialTimeout(s.Network, s.Addr, time.Second)
 		if err == nil {
 			c.Close()
 			return

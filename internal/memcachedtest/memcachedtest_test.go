@@ -15,9 +15,14 @@ import (
 	"time"
 )
 
-// version sends "version" to addr and returns the reply line.
+// version sends "version" to addr (a TCP address, or a socket's path) and
+// returns the reply line.
 func version(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	c, err := net.DialTimeout(network, addr, time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -69,6 +74,23 @@ func TestServer(t *testing.T) {
 	s.Restart() // after a kill, as after a crash
 	if got, err := version(addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after SIGKILL and Restart = %q, %v; want VERSION ...", addr, got, err)
+	}
+}
+
+// TestStartUnix starts a server on a Unix socket, kills it and restarts it on
+// the same path.
+func TestStartUnix(t *testing.T) {
+	s := StartUnix(t)
+	if s.Network != "unix" || !strings.HasSuffix(s.Addr, ".sock") {
+		t.Fatalf("StartUnix: Network %q, Addr %q; want unix and a socket path", s.Network, s.Addr)
+	}
+	if got, err := version(s.Addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+		t.Fatalf("version on %s = %q, %v; want VERSION ...", s.Addr, got, err)
+	}
+	s.Signal(syscall.SIGKILL)
+	s.Restart()
+	if got, err := version(s.Addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+		t.Errorf("version on %s after SIGKILL and Restart = %q, %v; want VERSION ...", s.Addr, got, err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -811,5 +812,39 @@ func TestReloadMoveRefused(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
 		conn.Close()
 		t.Error("after the move, the old address still accepts clients")
+	}
+}
+
+// TestUnixSockets serves a pool on a Unix socket in front of a memcached on
+// another, as nutcracker.yml allows for both.
+func TestUnixSockets(t *testing.T) {
+	s := memcachedtest.StartUnix(t)
+	listen := filepath.Join(filepath.Dir(s.Addr), "proxy.sock")
+	yaml := "alpha:\n  listen: " + listen + "\n  servers:\n   - " + s.Addr + ":1\n"
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(parseConfig(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	nc, err := net.DialTimeout("unix", listen, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{t: t, c: nc, br: bufio.NewReader(nc)}
+	defer nc.Close()
+	if got := c.mustDo("set u 3 0 4\r\nunix\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set through the proxy's socket = %q", got)
+	}
+	if got := c.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
+		t.Errorf("get through the proxy's socket = %q", got)
+	}
+	mc, err := net.DialTimeout("unix", s.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	direct := &conn{t: t, c: mc, br: bufio.NewReader(mc)}
+	if got := direct.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
+		t.Errorf("get from memcached's socket = %q", got)
 	}
 }
