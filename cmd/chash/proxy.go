@@ -212,7 +212,11 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 // 127.0.0.1:22121.
 func embeddedDefault() (*config.File, []*memstore.Store, error) {
 	var stores []*memstore.Store
-	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  distribution: ketama\n  timeout: 400\n  servers:\n"
+	// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama common
+	// in nutcracker.yml files: twemproxy's fnv1a_64 sends keys that differ only
+	// at their end, as a newcomer's "key1", "key2", ... do, to one server two
+	// times in three.
+	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  timeout: 400\n  servers:\n"
 	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

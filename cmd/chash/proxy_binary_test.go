@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,4 +349,75 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestProxyEmbeddedDefault runs "chash proxy" without a configuration, as the
+// README's first try does: it serves 127.0.0.1:22121 in front of three
+// in-process stores, says so in its log, spreads keys over the three, and exits
+// 0 on SIGTERM.
+func TestProxyEmbeddedDefault(t *testing.T) {
+	const listen = "127.0.0.1:22121"
+	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
+		c.Close()
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is taken; the embedded default needs it", listen)
+		}
+		t.Skipf("%s is taken; the embedded default needs it", listen)
+	}
+	bin := buildChash(t)
+	admin := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
+	p := startProcess(t, chashEnv(), bin, "proxy", "--admin", admin)
+	if !poll(10*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", listen, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("chash proxy without --config does not accept clients on %s after 10s:\n%s", listen, p.logs)
+	}
+	c := dialText(t, listen)
+	for i := range 30 {
+		k, v := fmt.Sprintf("try:%d", i), fmt.Sprintf("v%d", i)
+		if got := c.roundTrip(fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(v), v)); got != "STORED\r\n" {
+			t.Fatalf("set %s: %q", k, got)
+		}
+		if got, want := c.roundTrip("get "+k+"\r\n"), fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\nEND\r\n", k, len(v), v); got != want {
+			t.Fatalf("get %s = %q; want %q", k, got, want)
+		}
+	}
+	if logs := p.logs.String(); !strings.Contains(logs, "embedded in-process stores") {
+		t.Errorf("the log does not say the stores are embedded:\n%s", logs)
+	}
+	// Each of the three stores got some of the 30 keys.
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		prefix := fmt.Sprintf(`chash_proxy_server_request_duration_seconds_count{command="set",pool="embedded",server="embedded-%d"} `, i)
+		n := 0
+		for _, line := range strings.Split(string(metrics), "\n") {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				n, _ = strconv.Atoi(rest)
+			}
+		}
+		if n == 0 {
+			t.Errorf("no set reached embedded-%d; /metrics:\n%s", i, metrics)
+		}
+	}
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("after SIGTERM, chash proxy: %v\n%s", p.err, p.logs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("chash proxy still running 5s after SIGTERM\n%s", p.logs)
+	}
 }
