@@ -27,6 +27,10 @@ import (
 
 func init() { register(newAnalyze) }
 
+// similarGroups is how many groups of similar keys analyze routes to look for
+// a hash that clusters them: 10,000 keys, a few milliseconds.
+const similarGroups = 1000
+
 // defaultSample is the number of sample keys routed when a router has no exact
 // form.
 const defaultSample = 1_000_000
@@ -64,13 +68,21 @@ With --keys, analyze also routes every key of FILE (one per line, as chash
 route reads them; "-" for standard input) and prints how many went to each
 server: the load of real keys, such as a dump of a cache's keys.
 
+Analyze also routes 1000 groups of ten keys that differ only in their last
+character (key0 ... key9, key10 ... key19, ...) and counts the groups that
+went all to one server. Under a hash that mixes every byte of the key into
+the whole position almost none do; under one that does not, such as
+twemproxy's fnv1a_64 on a ketama ring, most do, and analyze warns: shares
+computed from the ring say nothing of that.
+
 --format json prints one JSON object, a stable interface:
 
 	{"config": FILE, "pool": NAME, "distribution": NAME,
 	 "method": "arcs"|"table"|"sample", "total": N,
 	 "nodes": [{"name", "weight", "share", "expected", "ratio", "count"}, ...],
 	 "max_over_mean", "min_over_mean", "std_over_mean", "most", "least",
-	 "sample": {...}, "keys": {...}}
+	 "sample": {...}, "keys": {...},
+	 "similar_keys": {"groups", "group_size", "together", "expected", "z"}}
 
 Shares are fractions of the key space; "expected" is the weight-fair share,
 "ratio" is share/expected, and the three summary ratios are of each node's
@@ -106,6 +118,9 @@ type analyzeOutput struct {
 	*analyze.Balance
 	Sample *analyze.Balance `json:"sample,omitempty"`
 	Keys   *analyze.Balance `json:"keys,omitempty"`
+	// SimilarKeys is how the pool routes keys that differ only in their
+	// last character.
+	SimilarKeys *analyze.Clustering `json:"similar_keys"`
 }
 
 func (f *analyzeFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
@@ -134,6 +149,10 @@ func (f *analyzeFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	}
 	b.Reorder(names)
 	out.Balance = b
+	if out.SimilarKeys, err = analyze.Cluster(r, b, similarGroups, pool.HashKey); err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
 	if b.Method != analyze.MethodSample && flagSet(&cmd.Flag, "sample") {
 		s, err := analyze.Sample(r, nodes, hashKeys(pool, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")))
 		if err != nil {
@@ -241,6 +260,15 @@ func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
 	if out.Keys != nil {
 		fmt.Fprintln(bw)
 		summary(bw, "keys: ", out.Keys)
+	}
+	if c := out.SimilarKeys; c != nil {
+		fmt.Fprintln(bw)
+		fmt.Fprintf(bw, "similar keys: %d of %d groups of %d keys that differ only in their last character\n", c.Together, c.Groups, c.GroupSize)
+		fmt.Fprintf(bw, "(key<n>0 ... key<n>9) went all to one server; random keys: %.2f\n", c.Expected)
+		if c.Clustered() {
+			fmt.Fprintf(bw, "warning: the hash clusters such keys on one server (%.0f standard deviations\n", c.Z)
+			fmt.Fprintf(bw, "beyond chance); where routing need not match a deployed program, prefer md5 or xxh64\n")
+		}
 	}
 	return bw.Flush()
 }

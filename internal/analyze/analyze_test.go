@@ -359,10 +359,10 @@ func TestSampleKeys(t *testing.T) {
 		}
 	}
 	var seq []string
-	for k := range seqKeys("k", 3) {
+	for k := range SequentialKeys("k", 3) {
 		seq = append(seq, string(k))
 	}
 	if !slices.Equal(seq, []string{"k0", "k1", "k2"}) {
-		t.Errorf("seqKeys = %q", seq)
+		t.Errorf("SequentialKeys = %q", seq)
 	}
 }

@@ -37,8 +37,10 @@ func StringKeys(keys []string) iter.Seq[[]byte] {
 	}
 }
 
-// seqKeys returns "prefix0", "prefix1", ...: keys for tests that want them plain.
-func seqKeys(prefix string, n int) iter.Seq[[]byte] {
+// SequentialKeys returns "prefix0", "prefix1", ... "prefix<n-1>": keys that
+// differ only at their end, as many applications name theirs, and as a weak
+// hash fails to spread. The slice yielded is reused.
+func SequentialKeys(prefix string, n int) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
 		buf := []byte(prefix)
 		for i := range n {
