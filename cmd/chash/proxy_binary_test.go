@@ -149,14 +149,7 @@ func TestProxyBinary(t *testing.T) {
 	if line, err := c.br.ReadString('\n'); err == nil {
 		t.Errorf("after SIGTERM and every reply, read %q; want the connection closed", line)
 	}
-	select {
-	case <-p.done:
-		if p.err != nil {
-			t.Errorf("after SIGTERM, chash proxy: %v\n%s", p.err, p.logs)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("chash proxy still running 5s after SIGTERM\n%s", p.logs)
-	}
+	p.waitExit(t, "SIGTERM")
 }
 
 // buildChash builds the chash command into the test's temporary directory and
@@ -412,12 +405,19 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 		}
 	}
 	p.signal(syscall.SIGTERM)
+	p.waitExit(t, "SIGTERM")
+}
+
+// waitExit fails the test unless the process exits with status 0 within 5s of
+// what the caller did (after, in the messages).
+func (p *process) waitExit(t *testing.T, after string) {
+	t.Helper()
 	select {
 	case <-p.done:
 		if p.err != nil {
-			t.Errorf("after SIGTERM, chash proxy: %v\n%s", p.err, p.logs)
+			t.Errorf("after %s, chash proxy: %v\n%s", after, p.err, p.logs)
 		}
 	case <-time.After(5 * time.Second):
-		t.Errorf("chash proxy still running 5s after SIGTERM\n%s", p.logs)
+		t.Errorf("chash proxy still running 5s after %s\n%s", after, p.logs)
 	}
 }

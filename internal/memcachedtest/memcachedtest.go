@@ -75,16 +75,7 @@ type Server struct {
 // ends.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	s := &Server{
-		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))),
-		Network: "tcp",
-		t:       t,
-		bin:     LookPath(t, "memcached"),
-		args:    args,
-	}
-	t.Cleanup(s.Stop)
-	s.start()
-	return s
+	return launch(t, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))), args)
 }
 
 // StartUnix is Start for a server on a Unix socket (memcached's -s), in a
@@ -101,13 +92,13 @@ func StartUnix(t testing.TB, args ...string) *Server {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{
-		Addr:    filepath.Join(dir, "memcached.sock"),
-		Network: "unix",
-		t:       t,
-		bin:     LookPath(t, "memcached"),
-		args:    args,
-	}
+	return launch(t, "unix", filepath.Join(dir, "memcached.sock"), args)
+}
+
+// launch starts a server on addr, stopped when the test ends.
+func launch(t testing.TB, network, addr string, args []string) *Server {
+	t.Helper()
+	s := &Server{Addr: addr, Network: network, t: t, bin: LookPath(t, "memcached"), args: args}
 	t.Cleanup(s.Stop)
 	s.start()
 	return s
