@@ -13,7 +13,8 @@ import (
 // system calls they would let the runtime's monitor thread take the processor
 // of a thread that is in one (on this VM they take tens of microseconds), hand
 // it to another thread and wake that one, which under load cost more CPU than
-// the system calls themselves.
+// the system calls themselves. The price: a call that copies much (a write of
+// a large value) keeps its thread's processor for as long as the copy takes.
 type rawIO struct {
 	rc syscall.RawConn
 }
