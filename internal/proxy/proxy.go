@@ -160,7 +160,7 @@ func Validate(f *config.File) error {
 	}
 	for _, cfg := range f.Pools {
 		if cfg.Redis {
-			return fmt.Errorf("proxy: %s:%d: pool %q: redis: true is not supported yet; chash proxy speaks only the memcached protocol", f.Path, cfg.Line, cfg.Name)
+			return fmt.Errorf("proxy: %s:%d: pool %q: redis: true is not supported yet; chash proxy speaks only the memcached protocol", f.Path, cfg.KeyLine("redis"), cfg.Name)
 		}
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
