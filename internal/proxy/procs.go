@@ -34,7 +34,7 @@ func ScaleProcs(ctx context.Context, max int, log *slog.Logger) {
 	if max <= 1 {
 		return
 	}
-	if _, ok := cpuTime(); !ok {
+	if _, ok := processCPU(); !ok {
 		return
 	}
 	const every = 200 * time.Millisecond
@@ -44,14 +44,14 @@ func ScaleProcs(ctx context.Context, max int, log *slog.Logger) {
 	SetProcs(cur)
 	defer SetProcs(max)
 	var s procScaler
-	last, _ := cpuTime()
+	last, _ := processCPU()
 	lastAt := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			c, _ := cpuTime()
+			c, _ := processCPU()
 			busy := float64(c-last) / float64(now.Sub(lastAt))
 			last, lastAt = c, now
 			if n := s.next(cur, max, busy); n != cur {
@@ -64,6 +64,9 @@ func ScaleProcs(ctx context.Context, max int, log *slog.Logger) {
 		}
 	}
 }
+
+// processCPU is cpuTime, or a test's stand-in.
+var processCPU = cpuTime
 
 // procScaler decides GOMAXPROCS from successive measures of how many cores the
 // process kept busy.

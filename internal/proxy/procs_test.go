@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,47 +37,51 @@ func TestProcScaler(t *testing.T) {
 	}
 }
 
+// TestScaleProcs runs ScaleProcs on a stand-in for the process's CPU time:
+// idle, then one core busy, then idle again.
 func TestScaleProcs(t *testing.T) {
 	prev := runtime.GOMAXPROCS(0)
 	if prev < 2 {
-		prev = runtime.GOMAXPROCS(2)
-		defer runtime.GOMAXPROCS(prev)
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	}
 	max := runtime.GOMAXPROCS(0)
+	// The stand-in's CPU time grows as fast as the clock while busy is set.
+	var busy atomic.Bool
+	var mu sync.Mutex
+	var cpu time.Duration
+	last := time.Now()
+	defer func(f func() (time.Duration, bool)) { processCPU = f }(processCPU)
+	processCPU = func() (time.Duration, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if busy.Load() {
+			cpu += now.Sub(last)
+		}
+		last = now
+		return cpu, true
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ScaleProcs(ctx, max, nil)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.GOMAXPROCS(0) != 1 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Errorf("an idle process runs Go code on %d threads; want 1", got)
-	}
-	// A goroutine that keeps the one thread busy brings the others in.
-	stop := make(chan struct{})
-	spun := make(chan struct{})
-	go func() {
-		defer close(spun)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+	waitProcs := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.GOMAXPROCS(0) != want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
 		}
-	}()
-	for runtime.GOMAXPROCS(0) != max && time.Now().Before(deadline.Add(5*time.Second)) {
-		time.Sleep(time.Millisecond)
+		if got := runtime.GOMAXPROCS(0); got != want || int(threads.Load()) != want {
+			t.Fatalf("%s: GOMAXPROCS %d, threads %d; want %d", what, got, threads.Load(), want)
+		}
 	}
-	close(stop)
-	<-spun
-	if got := runtime.GOMAXPROCS(0); got != max {
-		t.Errorf("a busy process runs Go code on %d threads; want %d", got, max)
-	}
+	waitProcs(1, "idle")
+	busy.Store(true)
+	waitProcs(max, "one core busy")
+	busy.Store(false)
+	waitProcs(1, "idle again")
 	cancel()
 	select {
 	case <-done:
@@ -85,4 +91,26 @@ func TestScaleProcs(t *testing.T) {
 	if got := runtime.GOMAXPROCS(0); got != max {
 		t.Errorf("after ScaleProcs: GOMAXPROCS = %d; want %d back", got, max)
 	}
+}
+
+// TestCPUTime checks that the process's CPU time grows while it computes.
+func TestCPUTime(t *testing.T) {
+	start, ok := cpuTime()
+	if !ok {
+		if runtime.GOOS == "linux" {
+			t.Fatal("cpuTime cannot read the process's CPU time on Linux")
+		}
+		t.Skipf("no process CPU time on %s", runtime.GOOS)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	x := uint64(1)
+	for time.Now().Before(deadline) {
+		for range 1 << 16 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if now, _ := cpuTime(); now-start >= 20*time.Millisecond {
+			return
+		}
+	}
+	t.Errorf("10s of computing (%d) added less than 20ms of CPU time", x)
 }
