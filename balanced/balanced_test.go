@@ -6,15 +6,8 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
-
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
 
 // spread returns the largest and smallest load per unit of weight of an
 // allocator's nodes, relative to the mean.
@@ -74,7 +67,7 @@ func TestBalance(t *testing.T) {
 // TestWeightedBalance checks the same bound per unit of weight with mixed
 // weights.
 func TestWeightedBalance(t *testing.T) {
-	ns := nodes(300)
+	ns := algotest.Nodes(300)
 	for i := range ns {
 		ns[i].Weight = 1 + i%4
 	}
@@ -101,7 +94,7 @@ func shares(r *Ring) map[string]uint64 {
 // exact shares are the allocator's loads, within the targets, and Lookup
 // agrees with the shares.
 func TestRing(t *testing.T) {
-	r, err := New(Config{}, nodes(100))
+	r, err := New(Config{}, algotest.Nodes(100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +129,7 @@ func TestRing(t *testing.T) {
 // two builds agree, and joining nodes one at a time with Add gives what New
 // gives for the whole list.
 func TestDeterministic(t *testing.T) {
-	ns := nodes(60)
+	ns := algotest.Nodes(60)
 	ns[5].Weight = 3
 	a, _ := New(Config{}, ns)
 	b, _ := New(Config{}, ns)
@@ -165,7 +158,7 @@ func TestDeterministic(t *testing.T) {
 // TestJoinMovement checks, through the public Ring, that a join moves only
 // the joining node's fair share and only to it.
 func TestJoinMovement(t *testing.T) {
-	r, _ := New(Config{}, nodes(50))
+	r, _ := New(Config{}, algotest.Nodes(50))
 	r2, err := r.Add(chash.Node{Name: "new", Weight: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +177,7 @@ func TestJoinMovement(t *testing.T) {
 
 // TestRemove checks that Remove moves only the removed node's keys.
 func TestRemove(t *testing.T) {
-	r, _ := New(Config{}, nodes(30))
+	r, _ := New(Config{}, algotest.Nodes(30))
 	r2, err := r.Remove("node7", "node20")
 	if err != nil {
 		t.Fatal(err)
@@ -213,8 +206,8 @@ func TestErrors(t *testing.T) {
 		{Config{}, []chash.Node{{Name: "", Weight: 1}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 0}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
-		{Config{Points: -1}, nodes(2)},
-		{Config{Points: 1 << 23}, nodes(3)},
+		{Config{Points: -1}, algotest.Nodes(2)},
+		{Config{Points: 1 << 23}, algotest.Nodes(3)},
 	} {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
@@ -233,7 +226,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	r, _ := New(Config{}, nodes(100))
+	r, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
 	dst := make([]string, 0, 3)
 	if n := testing.AllocsPerRun(100, func() { r.Lookup(k) }); n != 0 {
@@ -245,7 +238,7 @@ func TestAllocs(t *testing.T) {
 }
 
 func TestAppendN(t *testing.T) {
-	r, _ := New(Config{}, nodes(12))
+	r, _ := New(Config{}, algotest.Nodes(12))
 	for i := range 500 {
 		k := []byte("key:" + strconv.Itoa(i))
 		all, err := r.AppendN(nil, k, 20)

@@ -3,13 +3,15 @@ package balanced
 import (
 	"strconv"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/algotest"
 )
 
 func BenchmarkNew(b *testing.B) {
 	for _, points := range []int{16, 160} {
 		for _, n := range []int{10, 100, 1000} {
 			b.Run("points="+strconv.Itoa(points)+"/n="+strconv.Itoa(n), func(b *testing.B) {
-				ns := nodes(n)
+				ns := algotest.Nodes(n)
 				for b.Loop() {
 					New(Config{Points: points}, ns)
 				}
@@ -21,8 +23,8 @@ func BenchmarkNew(b *testing.B) {
 func BenchmarkAdd(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			r, _ := New(Config{}, nodes(n))
-			extra := nodes(n + 1)[n]
+			r, _ := New(Config{}, algotest.Nodes(n))
+			extra := algotest.Nodes(n + 1)[n]
 			for b.Loop() {
 				r.Add(extra)
 			}
@@ -33,7 +35,7 @@ func BenchmarkAdd(b *testing.B) {
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			r, _ := New(Config{}, nodes(n))
+			r, _ := New(Config{}, algotest.Nodes(n))
 			keys := make([][]byte, 1024)
 			for i := range keys {
 				keys[i] = []byte("key:" + strconv.Itoa(i*7919))

@@ -7,17 +7,8 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
-
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
-
-func key(i int) []byte { return []byte("key:" + strconv.Itoa(i)) }
 
 // TestBound checks the guarantee exactly: after each of m placements, no node
 // holds more than ⌈c·m·w/W⌉, for uniform keys, a skewed key stream, one key
@@ -31,13 +22,13 @@ func TestBound(t *testing.T) {
 		weighted bool
 		key      func(i int) []byte
 	}{
-		{"uniform c=1.25", 0, false, key},
-		{"uniform c=1.1", 1.1, false, key},
-		{"zipf c=1.25", 0, false, func(int) []byte { return key(int(zipf.Uint64())) }},
+		{"uniform c=1.25", 0, false, algotest.Key},
+		{"uniform c=1.1", 1.1, false, algotest.Key},
+		{"zipf c=1.25", 0, false, func(int) []byte { return algotest.Key(int(zipf.Uint64())) }},
 		{"one key c=1.5", 1.5, false, func(int) []byte { return []byte("hot") }},
-		{"weighted c=1.25", 0, true, key},
+		{"weighted c=1.25", 0, true, algotest.Key},
 	} {
-		ns := nodes(40)
+		ns := algotest.Nodes(40)
 		if tc.weighted {
 			for i := range ns {
 				ns[i].Weight = 1 + i%3
@@ -83,7 +74,7 @@ func TestCapacity(t *testing.T) {
 		{1.000001, 1, 1, 2},  // 1.000001
 		{1.25, 4, 1000, 313}, // 312.5
 	} {
-		b, err := New(Config{C: tc.c}, nodes(tc.n))
+		b, err := New(Config{C: tc.c}, algotest.Nodes(tc.n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +87,7 @@ func TestCapacity(t *testing.T) {
 // TestAcquireRelease simulates a load balancer: requests come and go at
 // random, and every placement respects the bound for the load at that time.
 func TestAcquireRelease(t *testing.T) {
-	b, _ := New(Config{}, nodes(20))
+	b, _ := New(Config{}, algotest.Nodes(20))
 	r := rand.New(rand.NewPCG(2, 2))
 	var open []string
 	for i := range 50000 {
@@ -109,7 +100,7 @@ func TestAcquireRelease(t *testing.T) {
 			open = open[:len(open)-1]
 			continue
 		}
-		name, _ := b.Acquire(key(r.IntN(100)))
+		name, _ := b.Acquire(algotest.Key(r.IntN(100)))
 		open = append(open, name)
 		load, _ := b.Load(name)
 		if c, _ := b.Capacity(name, uint64(len(open))); load > c {
@@ -135,12 +126,12 @@ func TestAcquireRelease(t *testing.T) {
 // TestUnbounded checks that with room everywhere a key goes where the plain
 // ring sends it.
 func TestUnbounded(t *testing.T) {
-	b, _ := New(Config{C: 1000}, nodes(10))
+	b, _ := New(Config{C: 1000}, algotest.Nodes(10))
 	for i := range 1000 {
-		got, _ := b.Acquire(key(i))
-		want, _ := b.Ring().Lookup(key(i))
+		got, _ := b.Acquire(algotest.Key(i))
+		want, _ := b.Ring().Lookup(algotest.Key(i))
 		if got != want {
-			t.Fatalf("Acquire(%q) = %q; the ring says %q", key(i), got, want)
+			t.Fatalf("Acquire(%q) = %q; the ring says %q", algotest.Key(i), got, want)
 		}
 	}
 }
@@ -149,7 +140,7 @@ func TestUnbounded(t *testing.T) {
 func placeAll(b *Balancer, m int) []string {
 	out := make([]string, m)
 	for i := range out {
-		out[i], _ = b.Acquire(key(i))
+		out[i], _ = b.Acquire(algotest.Key(i))
 	}
 	return out
 }
@@ -165,23 +156,23 @@ func TestMovement(t *testing.T) {
 		m = 10_000
 	}
 	joined := func(j int) []chash.Node {
-		return append(nodes(n), chash.Node{Name: "new" + strconv.Itoa(j), Weight: 1})
+		return append(algotest.Nodes(n), chash.Node{Name: "new" + strconv.Itoa(j), Weight: 1})
 	}
 	ideal := float64(joins*m) / (n + 1)
 	ringMoved := 0
-	a, _ := chash.New(nil, nodes(n))
+	a, _ := chash.New(nil, algotest.Nodes(n))
 	for j := range joins {
 		b, _ := chash.New(nil, joined(j))
 		for i := range m {
-			x, _ := a.Lookup(key(i))
-			y, _ := b.Lookup(key(i))
+			x, _ := a.Lookup(algotest.Key(i))
+			y, _ := b.Lookup(algotest.Key(i))
 			if x != y {
 				ringMoved++
 			}
 		}
 	}
 	for _, c := range []float64{1.1, 1.25, 1.5, 2} {
-		a, _ := New(Config{C: c}, nodes(n))
+		a, _ := New(Config{C: c}, algotest.Nodes(n))
 		pa := placeAll(a, m)
 		moved := 0
 		for j := range joins {
@@ -202,17 +193,17 @@ func TestMovement(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
-	b, _ := New(Config{}, nodes(8))
+	b, _ := New(Config{}, algotest.Nodes(8))
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 2000 {
-				name, err := b.Acquire(key(g*10000 + i))
+				name, err := b.Acquire(algotest.Key(g*10000 + i))
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				b.Lookup(key(i))
+				b.Lookup(algotest.Key(i))
 				if i%2 == 0 {
 					b.Release(name)
 				}
@@ -237,11 +228,11 @@ func TestErrors(t *testing.T) {
 		{Config{}, []chash.Node{{Name: "", Weight: 1}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 0}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
-		{Config{C: 1}, nodes(2)},
-		{Config{C: 0.5}, nodes(2)},
-		{Config{C: 1.0000001}, nodes(2)},
-		{Config{C: 5000}, nodes(2)},
-		{Config{Points: -1}, nodes(2)},
+		{Config{C: 1}, algotest.Nodes(2)},
+		{Config{C: 0.5}, algotest.Nodes(2)},
+		{Config{C: 1.0000001}, algotest.Nodes(2)},
+		{Config{C: 5000}, algotest.Nodes(2)},
+		{Config{Points: -1}, algotest.Nodes(2)},
 	} {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
@@ -257,7 +248,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	b, _ := New(Config{}, nodes(100))
+	b, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
 	if n := testing.AllocsPerRun(100, func() { b.Acquire(k) }); n != 0 {
 		t.Errorf("Acquire allocates %v times; want 0", n)

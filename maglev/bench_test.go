@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/chash-dev/chash/internal/algotest"
 )
 
 var sizes = []int{10, 100, 1000}
@@ -40,7 +42,7 @@ func BenchmarkHashOnly(b *testing.B) {
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range sizes {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			t, _ := New(Config{}, nodes(n))
+			t, _ := New(Config{}, algotest.Nodes(n))
 			keys := benchKeys()
 			i := 0
 			for b.Loop() {
@@ -54,7 +56,7 @@ func BenchmarkLookup(b *testing.B) {
 func BenchmarkNew(b *testing.B) {
 	for _, n := range sizes {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			ns := nodes(n)
+			ns := algotest.Nodes(n)
 			for b.Loop() {
 				New(Config{}, ns)
 			}

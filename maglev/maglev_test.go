@@ -6,15 +6,8 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
-
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
 
 // loads counts each node's entries by name.
 func loads(t *Table) map[string]int {
@@ -33,7 +26,7 @@ func TestBalance(t *testing.T) {
 		n, size  int
 		weighted bool
 	}{{3, 0, false}, {1000, 0, false}, {7, 251, false}, {50, 0, true}, {1000, 655373, true}} {
-		ns := nodes(tc.n)
+		ns := algotest.Nodes(tc.n)
 		total := 0
 		for i := range ns {
 			if tc.weighted {
@@ -85,21 +78,21 @@ func TestMovement(t *testing.T) {
 	}
 	for _, tc := range cases {
 		n, cfg := tc.n, Config{Size: tc.size}
-		all, _ := New(cfg, nodes(n))
+		all, _ := New(cfg, algotest.Nodes(n))
 		for _, op := range []string{"remove", "add"} {
 			var changed, fair int
 			for k := range 5 {
 				var a, b *Table
 				name := "node" + strconv.Itoa(k*(n/5))
 				if op == "remove" {
-					ns := nodes(n)
+					ns := algotest.Nodes(n)
 					ns = append(ns[:k*(n/5)], ns[k*(n/5)+1:]...)
 					b, _ = New(cfg, ns)
 					a = all
 				} else {
 					name = "new" + strconv.Itoa(k)
 					a = all
-					b, _ = New(cfg, append(nodes(n), chash.Node{Name: name, Weight: 1}))
+					b, _ = New(cfg, append(algotest.Nodes(n), chash.Node{Name: name, Weight: 1}))
 				}
 				c, f := movement(a, b, name)
 				changed += c
@@ -115,7 +108,7 @@ func TestMovement(t *testing.T) {
 }
 
 func TestOrderIndependent(t *testing.T) {
-	ns := nodes(100)
+	ns := algotest.Nodes(100)
 	a, _ := New(Config{}, ns)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ns), func(i, j int) { ns[i], ns[j] = ns[j], ns[i] })
 	b, _ := New(Config{}, ns)
@@ -127,7 +120,7 @@ func TestOrderIndependent(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	tb, _ := New(Config{Size: 13}, nodes(3))
+	tb, _ := New(Config{Size: 13}, algotest.Nodes(3))
 	for i := range 100 {
 		k := []byte(strconv.Itoa(i))
 		got, err := tb.Lookup(k)
@@ -146,10 +139,10 @@ func TestErrors(t *testing.T) {
 		{Config{}, []chash.Node{{Name: "", Weight: 1}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 0}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
-		{Config{Size: 65536}, nodes(2)},
-		{Config{Size: -7}, nodes(2)},
+		{Config{Size: 65536}, algotest.Nodes(2)},
+		{Config{Size: -7}, algotest.Nodes(2)},
 		{Config{Size: 1}, nil},
-		{Config{Size: 5}, nodes(6)},
+		{Config{Size: 5}, algotest.Nodes(6)},
 	} {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
@@ -165,7 +158,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	tb, _ := New(Config{}, nodes(100))
+	tb, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
 	if n := testing.AllocsPerRun(100, func() { tb.Lookup(k) }); n != 0 {
 		t.Errorf("Lookup allocates %v times; want 0", n)

@@ -3,6 +3,8 @@ package memento
 import (
 	"strconv"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/algotest"
 )
 
 // BenchmarkLookup measures lookups with none, a tenth and half of the nodes
@@ -11,7 +13,7 @@ func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		for _, pct := range []int{0, 10, 50} {
 			b.Run("n="+strconv.Itoa(n)+"/removed="+strconv.Itoa(pct)+"%", func(b *testing.B) {
-				bk, _ := New(Config{}, nodes(n))
+				bk, _ := New(Config{}, algotest.Nodes(n))
 				for i := range n * pct / 100 {
 					bk, _ = bk.Remove("node" + strconv.Itoa(i*100/pct))
 				}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
 
 func hashes(n int) []uint64 {
@@ -126,16 +127,8 @@ func TestTableEdges(t *testing.T) {
 	}
 }
 
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
-
 func TestBuckets(t *testing.T) {
-	b, err := New(Config{}, nodes(10))
+	b, err := New(Config{}, algotest.Nodes(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +185,14 @@ func TestErrors(t *testing.T) {
 	if _, err := b.Lookup([]byte("k")); err != ErrEmpty {
 		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
 	}
-	b, _ = New(Config{}, nodes(2))
+	b, _ = New(Config{}, algotest.Nodes(2))
 	if _, err := b.Remove("nope"); err == nil {
 		t.Error("Remove(nope) succeeded; want an error")
 	}
 }
 
 func TestAllocs(t *testing.T) {
-	b, _ := New(Config{}, nodes(100))
+	b, _ := New(Config{}, algotest.Nodes(100))
 	b, _ = b.Remove("node5", "node50", "node77")
 	k := []byte("some:key")
 	if n := testing.AllocsPerRun(100, func() { b.Lookup(k) }); n != 0 {

@@ -1,23 +1,12 @@
 package multiprobe
 
 import (
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
-
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
-
-func key(i int) []byte { return []byte("key:" + strconv.Itoa(i)) }
 
 // TestBalance measures the load of each node over many keys. The paper
 // predicts a peak-to-mean ratio near 1.05 with 21 probes; the bound here
@@ -27,10 +16,10 @@ func TestBalance(t *testing.T) {
 		t.Skip("slow, and starts no goroutines for the race detector to watch")
 	}
 	const n, perNode = 100, 20000
-	r, _ := New(Config{}, nodes(n))
+	r, _ := New(Config{}, algotest.Nodes(n))
 	load := map[string]int{}
 	for i := range n * perNode {
-		name, _ := r.Lookup(key(i))
+		name, _ := r.Lookup(algotest.Key(i))
 		load[name]++
 	}
 	lo, hi := n*perNode, 0
@@ -50,23 +39,23 @@ func TestBalance(t *testing.T) {
 // TestMinimalMovement checks that adding a node moves keys only to it and
 // removing one moves only its keys.
 func TestMinimalMovement(t *testing.T) {
-	a, _ := New(Config{}, nodes(50))
-	b, _ := New(Config{}, append(nodes(50), chash.Node{Name: "new", Weight: 1}))
-	c, _ := New(Config{}, slices.Delete(nodes(50), 7, 8))
+	a, _ := New(Config{}, algotest.Nodes(50))
+	b, _ := New(Config{}, append(algotest.Nodes(50), chash.Node{Name: "new", Weight: 1}))
+	c, _ := New(Config{}, slices.Delete(algotest.Nodes(50), 7, 8))
 	moved := 0
 	const keys = 50000
 	for i := range keys {
-		x, _ := a.Lookup(key(i))
-		y, _ := b.Lookup(key(i))
-		z, _ := c.Lookup(key(i))
+		x, _ := a.Lookup(algotest.Key(i))
+		y, _ := b.Lookup(algotest.Key(i))
+		z, _ := c.Lookup(algotest.Key(i))
 		if x != y {
 			moved++
 			if y != "new" {
-				t.Fatalf("Lookup(%q) moved %q -> %q on add; want only to new", key(i), x, y)
+				t.Fatalf("Lookup(%q) moved %q -> %q on add; want only to new", algotest.Key(i), x, y)
 			}
 		}
 		if x != z && x != "node7" {
-			t.Fatalf("Lookup(%q) moved %q -> %q on removing node7", key(i), x, z)
+			t.Fatalf("Lookup(%q) moved %q -> %q on removing node7", algotest.Key(i), x, z)
 		}
 	}
 	t.Logf("add to 50 nodes moved %d of %d keys (ideal %d)", moved, keys, keys/51)
@@ -76,27 +65,17 @@ func TestMinimalMovement(t *testing.T) {
 }
 
 func TestOrderIndependent(t *testing.T) {
-	ns := nodes(100)
-	a, _ := New(Config{}, ns)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ns), func(i, j int) { ns[i], ns[j] = ns[j], ns[i] })
-	b, _ := New(Config{}, ns)
-	for i := range 2000 {
-		x, _ := a.Lookup(key(i))
-		y, _ := b.Lookup(key(i))
-		if x != y {
-			t.Fatalf("Lookup(%q) = %q and %q for two orders of the same nodes", key(i), x, y)
-		}
-	}
+	algotest.OrderIndependent(t, 100, func(ns []chash.Node) (*Ring, error) { return New(Config{}, ns) })
 }
 
 // TestLookupBrute compares Lookup with a linear scan over every point.
 func TestLookupBrute(t *testing.T) {
-	ns := nodes(40)
+	ns := algotest.Nodes(40)
 	ns[3].Weight = 3
 	r, _ := New(Config{Probes: 5, Points: 2}, ns)
 	pts := r.pos[:len(r.pos)-1]
 	for i := range 3000 {
-		h := xxhashSum(key(i))
+		h := xxhashSum(algotest.Key(i))
 		bestD, bestO := ^uint64(0), uint32(0)
 		for range 5 {
 			h += golden
@@ -107,27 +86,27 @@ func TestLookupBrute(t *testing.T) {
 				}
 			}
 		}
-		got, _ := r.Lookup(key(i))
+		got, _ := r.Lookup(algotest.Key(i))
 		if want := r.nodes[bestO].Name; got != want {
-			t.Fatalf("Lookup(%q) = %q; want %q", key(i), got, want)
+			t.Fatalf("Lookup(%q) = %q; want %q", algotest.Key(i), got, want)
 		}
 	}
 }
 
 func TestAppendN(t *testing.T) {
-	r, _ := New(Config{}, nodes(20))
+	r, _ := New(Config{}, algotest.Nodes(20))
 	for i := range 1000 {
-		all, _ := r.AppendN(nil, key(i), 25)
+		all, _ := r.AppendN(nil, algotest.Key(i), 25)
 		if len(all) != 20 {
-			t.Fatalf("AppendN(%q, 25) has %d names; want 20", key(i), len(all))
+			t.Fatalf("AppendN(%q, 25) has %d names; want 20", algotest.Key(i), len(all))
 		}
 		if u := slices.Compact(slices.Sorted(slices.Values(all))); len(u) != 20 {
-			t.Fatalf("AppendN(%q, 25) = %q repeats a name", key(i), all)
+			t.Fatalf("AppendN(%q, 25) = %q repeats a name", algotest.Key(i), all)
 		}
-		first, _ := r.Lookup(key(i))
-		three, _ := r.AppendN(nil, key(i), 3)
+		first, _ := r.Lookup(algotest.Key(i))
+		three, _ := r.AppendN(nil, algotest.Key(i), 3)
 		if all[0] != first || !slices.Equal(three, all[:3]) {
-			t.Fatalf("AppendN(%q) = %q, n=3 %q; Lookup = %q", key(i), all, three, first)
+			t.Fatalf("AppendN(%q) = %q, n=3 %q; Lookup = %q", algotest.Key(i), all, three, first)
 		}
 	}
 }
@@ -140,8 +119,8 @@ func TestErrors(t *testing.T) {
 		{Config{}, []chash.Node{{Name: "", Weight: 1}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 0}}},
 		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
-		{Config{Probes: -1}, nodes(2)},
-		{Config{Points: -1}, nodes(2)},
+		{Config{Probes: -1}, algotest.Nodes(2)},
+		{Config{Points: -1}, algotest.Nodes(2)},
 	} {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
@@ -154,7 +133,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	r, _ := New(Config{}, nodes(100))
+	r, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
 	dst := make([]string, 0, 3)
 	if n := testing.AllocsPerRun(100, func() { r.Lookup(k) }); n != 0 {

@@ -3,6 +3,8 @@ package rendezvous
 import (
 	"strconv"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/algotest"
 )
 
 var sizes = []int{10, 100, 1000}
@@ -19,7 +21,7 @@ func BenchmarkLookup(b *testing.B) {
 	for _, weighted := range []bool{false, true} {
 		for _, n := range sizes {
 			name := "equal/n=" + strconv.Itoa(n)
-			ns := nodes(n)
+			ns := algotest.Nodes(n)
 			if weighted {
 				name = "weighted/n=" + strconv.Itoa(n)
 				ns[0].Weight = 2
@@ -40,7 +42,7 @@ func BenchmarkLookup(b *testing.B) {
 func BenchmarkAppendN3(b *testing.B) {
 	for _, n := range sizes {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			s, _ := New(Config{}, nodes(n))
+			s, _ := New(Config{}, algotest.Nodes(n))
 			keys := benchKeys()
 			dst := make([]string, 0, 3)
 			i := 0

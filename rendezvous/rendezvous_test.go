@@ -4,27 +4,17 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/algotest"
 )
-
-func nodes(n int) []chash.Node {
-	ns := make([]chash.Node, n)
-	for i := range ns {
-		ns[i] = chash.Node{Name: "node" + strconv.Itoa(i), Weight: 1}
-	}
-	return ns
-}
-
-func key(i int) []byte { return []byte("key:" + strconv.Itoa(i)) }
 
 func counts(t *testing.T, s *Set, keys int) map[string]int {
 	t.Helper()
 	c := map[string]int{}
 	for i := range keys {
-		n, err := s.Lookup(key(i))
+		n, err := s.Lookup(algotest.Key(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +26,7 @@ func counts(t *testing.T, s *Set, keys int) map[string]int {
 // TestWeights checks that each node's share is its weight's share, within 5
 // standard deviations.
 func TestWeights(t *testing.T) {
-	ns := nodes(8)
+	ns := algotest.Nodes(8)
 	total := 0
 	for i := range ns {
 		ns[i].Weight = i + 1
@@ -60,18 +50,18 @@ func TestWeights(t *testing.T) {
 // TestMinimalMovement checks that adding a node moves keys only to it, removing
 // one moves only its keys, and reweighting one moves keys only to or from it.
 func TestMinimalMovement(t *testing.T) {
-	ns := nodes(20)
+	ns := algotest.Nodes(20)
 	s20, _ := New(Config{}, ns)
-	s21, _ := New(Config{}, append(nodes(20), chash.Node{Name: "new", Weight: 1}))
-	re := nodes(20)
+	s21, _ := New(Config{}, append(algotest.Nodes(20), chash.Node{Name: "new", Weight: 1}))
+	re := algotest.Nodes(20)
 	re[5].Weight = 3
 	sRe, _ := New(Config{}, re)
 	const keys = 50_000
 	moved := 0
 	for i := range keys {
-		a, _ := s20.Lookup(key(i))
-		b, _ := s21.Lookup(key(i))
-		c, _ := sRe.Lookup(key(i))
+		a, _ := s20.Lookup(algotest.Key(i))
+		b, _ := s21.Lookup(algotest.Key(i))
+		c, _ := sRe.Lookup(algotest.Key(i))
 		if a != b {
 			moved++
 			if b != "new" {
@@ -88,26 +78,16 @@ func TestMinimalMovement(t *testing.T) {
 }
 
 func TestOrderIndependent(t *testing.T) {
-	ns := nodes(50)
-	a, _ := New(Config{}, ns)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ns), func(i, j int) { ns[i], ns[j] = ns[j], ns[i] })
-	b, _ := New(Config{}, ns)
-	for i := range 2000 {
-		x, _ := a.Lookup(key(i))
-		y, _ := b.Lookup(key(i))
-		if x != y {
-			t.Fatalf("Lookup(%q) = %q and %q for two orders of the same nodes", key(i), x, y)
-		}
-	}
+	algotest.OrderIndependent(t, 50, func(ns []chash.Node) (*Set, error) { return New(Config{}, ns) })
 }
 
 func TestAppendN(t *testing.T) {
-	ns := nodes(30)
+	ns := algotest.Nodes(30)
 	ns[3].Weight = 5
 	s, _ := New(Config{}, ns)
 	s2, _ := s.withoutForTest("node7")
 	for i := range 2000 {
-		k := key(i)
+		k := algotest.Key(i)
 		all, err := s.AppendN(nil, k, 40)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +142,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestAllocs(t *testing.T) {
-	ns := nodes(100)
+	ns := algotest.Nodes(100)
 	ns[0].Weight = 2
 	s, _ := New(Config{}, ns)
 	k := []byte("some:key")
@@ -180,7 +160,7 @@ func TestAllocs(t *testing.T) {
 func TestPrefilter(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, classes := range []int{2, 5, maxClasses, maxClasses + 1} {
-		ns := nodes(300)
+		ns := algotest.Nodes(300)
 		for i := range ns {
 			ns[i].Weight = 1 + r.IntN(classes)*7
 		}
@@ -189,16 +169,16 @@ func TestPrefilter(t *testing.T) {
 			t.Fatalf("%d weight classes: prefilter %v", classes, s.class != nil)
 		}
 		for i := range 5000 {
-			h := s.hash(key(i))
+			h := s.hash(algotest.Key(i))
 			best, bestScore := 0, s.score(h, 0)
 			for j := 1; j < len(s.nodes); j++ {
 				if sc := s.score(h, j); sc > bestScore {
 					best, bestScore = j, sc
 				}
 			}
-			got, _ := s.Lookup(key(i))
+			got, _ := s.Lookup(algotest.Key(i))
 			if want := s.nodes[best].Name; got != want {
-				t.Fatalf("%d classes: Lookup(%q) = %q; want %q", classes, key(i), got, want)
+				t.Fatalf("%d classes: Lookup(%q) = %q; want %q", classes, algotest.Key(i), got, want)
 			}
 		}
 	}
