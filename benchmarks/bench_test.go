@@ -314,70 +314,47 @@ func BenchmarkAdd(b *testing.B) {
 	b.Run(pre+"lib=chash", func(b *testing.B) {
 		r := shared("chash", n, newChash)
 		node := chash.Node{Name: extraNode, Weight: 1}
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			sinkAny, sinkErr = r.Add(node)
-		}
-		clk.report()
+		timeUpdates(b, func(int) { sinkAny, sinkErr = r.Add(node) }, nil)
 	})
 	b.Run(pre+"lib=stathat", func(b *testing.B) {
 		c := shared("stathat", n, newStathat)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			c.Add(extraNode)
-			clk.stop()
-			c.Remove(extraNode)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(int) { c.Add(extraNode) }, func(int) { c.Remove(extraNode) })
 	})
 	b.Run(pre+"lib=buraksezer", func(b *testing.B) {
 		c := shared("buraksezer", n, newBuraksezer)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			c.Add(member(extraNode))
-			clk.stop()
-			c.Remove(extraNode)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(int) { c.Add(member(extraNode)) }, func(int) { c.Remove(extraNode) })
 	})
 	b.Run(pre+"lib=serialx", func(b *testing.B) {
 		r := shared("serialx", n, newSerialx)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			sinkAny = r.AddWeightedNode(extraNode, points)
-		}
-		clk.report()
+		timeUpdates(b, func(int) { sinkAny = r.AddWeightedNode(extraNode, points) }, nil)
 	})
 	b.Run(pre+"lib=groupcache", func(b *testing.B) {
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			clk.stop()
-			m := newGroupcache(ns)
-			clk.start()
-			m.Add(extraNode)
-		}
-		clk.report()
+		m := newGroupcache(ns)
+		timeUpdates(b, func(int) { m.Add(extraNode) }, func(int) { m = newGroupcache(ns) })
 	})
 	b.Run(pre+"lib=lafikl", func(b *testing.B) {
 		c := shared("lafikl", n, newLafikl)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			c.Add(extraNode)
-			clk.stop()
-			c.Remove(extraNode)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(int) { c.Add(extraNode) }, func(int) { c.Remove(extraNode) })
 	})
 	b.Run(pre+"lib=maglev", func(b *testing.B) {
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			sinkAny = maglev.New(nsPlus, maglev.BigM)
-		}
-		clk.report()
+		timeUpdates(b, func(int) { sinkAny = maglev.New(nsPlus, maglev.BigM) }, nil)
 	})
+}
+
+// timeUpdates runs b.N iterations of do, timed, each followed by undo, if not
+// nil, with the clocks stopped, so that every timed update starts from the
+// same state; and reports both clocks.
+func timeUpdates(b *testing.B, do, undo func(i int)) {
+	clk := startClock(b)
+	for i := 0; i < b.N; i++ {
+		do(i)
+		if undo != nil {
+			clk.stop()
+			undo(i)
+			clk.start()
+		}
+	}
+	clk.report()
 }
 
 // BenchmarkRemove removes one node from a ring of 1000 nodes × 160 points; only
@@ -393,68 +370,30 @@ func BenchmarkRemove(b *testing.B) {
 	n := bigRing
 	ns := names(n)
 	pre := fmt.Sprintf("nodes=%d/", n)
+	victim := func(i int) string { return ns[i%len(ns)] }
 	b.Run(pre+"lib=chash", func(b *testing.B) {
 		r := shared("chash", n, newChash)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			sinkAny, sinkErr = r.Remove(ns[i%len(ns)])
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { sinkAny, sinkErr = r.Remove(victim(i)) }, nil)
 	})
 	b.Run(pre+"lib=stathat", func(b *testing.B) {
 		c := shared("stathat", n, newStathat)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			victim := ns[i%len(ns)]
-			c.Remove(victim)
-			clk.stop()
-			c.Add(victim)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { c.Remove(victim(i)) }, func(i int) { c.Add(victim(i)) })
 	})
 	b.Run(pre+"lib=buraksezer", func(b *testing.B) {
 		c := shared("buraksezer", n, newBuraksezer)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			victim := ns[i%len(ns)]
-			c.Remove(victim)
-			clk.stop()
-			c.Add(member(victim))
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { c.Remove(victim(i)) }, func(i int) { c.Add(member(victim(i))) })
 	})
 	b.Run(pre+"lib=serialx", func(b *testing.B) {
 		r := shared("serialx", n, newSerialx)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			sinkAny = r.RemoveNode(ns[i%len(ns)])
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { sinkAny = r.RemoveNode(victim(i)) }, nil)
 	})
 	b.Run(pre+"lib=lafikl", func(b *testing.B) {
 		c := shared("lafikl", n, newLafikl)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			victim := ns[i%len(ns)]
-			c.Remove(victim)
-			clk.stop()
-			c.Add(victim)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { c.Remove(victim(i)) }, func(i int) { c.Add(victim(i)) })
 	})
 	b.Run(pre+"lib=maglev", func(b *testing.B) {
 		t := shared("maglev", n, newMaglev)
-		clk := startClock(b)
-		for i := 0; i < b.N; i++ {
-			t.Rebuild([]int{i % len(ns)})
-			clk.stop()
-			t.Rebuild(nil)
-			clk.start()
-		}
-		clk.report()
+		timeUpdates(b, func(i int) { t.Rebuild([]int{i % len(ns)}) }, func(int) { t.Rebuild(nil) })
 	})
 }
 
