@@ -171,10 +171,15 @@ func lookupAll(t *testing.T, lookup func([]byte) (string, error), keys [][]byte,
 	return got
 }
 
-// checkCase compares the program's routes (want) with chash's, through the
-// library and through the case's config.
-func checkCase(t *testing.T, c routeCase, keys [][]byte, want []string) {
+// checkCase compares the program's routes (where: the index in c.servers of
+// each key's server, or the error that running it gave) with chash's, through
+// the library and through the case's config.
+func checkCase(t *testing.T, c routeCase, keys [][]byte, where []int, err error) {
 	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := names(c.servers, where)
 	compareRoutes(t, "library", keys, libraryRoute(t, c, keys), want)
 	got, err := routeConfig(c.name+".yml", c.yaml(), keys)
 	if err != nil {
@@ -218,10 +223,7 @@ func TestLiveTwemproxy(t *testing.T) {
 				keys := live.Keys(r, liveKeys, false)
 				p := live.Pool{Distribution: dist, Hash: h, HashTag: c.hashTag, Servers: c.servers}
 				where, err := live.Twemproxy(t.TempDir(), fleet, p, keys)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkCase(t, c, keys, names(c.servers, where))
+				checkCase(t, c, keys, where, err)
 			})
 		}
 	}
@@ -253,10 +255,7 @@ func TestLiveTwemproxyUnix(t *testing.T) {
 			keys := live.Keys(r, liveKeys, false)
 			p := live.Pool{Distribution: dist, Hash: c.hash, Servers: c.servers}
 			where, err := live.Twemproxy(t.TempDir(), fleet, p, keys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkCase(t, c, keys, names(c.servers, where))
+			checkCase(t, c, keys, where, err)
 		})
 	}
 }
@@ -301,11 +300,8 @@ func TestLiveLibmemcached(t *testing.T) {
 			}
 			keys := live.Keys(r, liveKeys, false)
 			where, err := live.Libmemcached(bin, fleet, tt.mode, h[0], c.servers, keys)
-			if err != nil {
-				t.Fatal(err)
-			}
 			t.Logf("HASH=%s", h[0])
-			checkCase(t, c, keys, names(c.servers, where))
+			checkCase(t, c, keys, where, err)
 		})
 	}
 }
@@ -330,10 +326,7 @@ func TestLiveSpymemcached(t *testing.T) {
 			}
 			keys := live.Keys(r, liveKeys, true)
 			where, err := live.Spymemcached(dir, fleet, weighted, c.servers, keys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkCase(t, c, keys, names(c.servers, where))
+			checkCase(t, c, keys, where, err)
 		})
 	}
 }
@@ -352,10 +345,7 @@ func TestLiveNginx(t *testing.T) {
 			}
 			keys := live.Keys(r, liveKeys, false)
 			where, err := live.Nginx(t.TempDir(), c.servers, keys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkCase(t, c, keys, names(c.servers, where))
+			checkCase(t, c, keys, where, err)
 		})
 	}
 }
@@ -376,10 +366,7 @@ func TestLiveHashring(t *testing.T) {
 			}
 			keys := live.Keys(r, liveKeys, true)
 			where, err := live.Hashring("testdata/gen/clients", c.servers, keys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkCase(t, c, keys, names(c.servers, where))
+			checkCase(t, c, keys, where, err)
 		})
 	}
 }
