@@ -419,17 +419,22 @@ func (ss *session) peek() *call {
 	return ss.ring[ss.head]
 }
 
-// pop removes the oldest call, whose reply has been read, and sets the read
-// deadline to the next one's.
-func (ss *session) pop() {
+// pop removes the oldest call, whose reply has been read, sets the read
+// deadline to the next one's and returns it, or nil if none is queued. Only
+// the reader removes calls, so the call returned stays the oldest until the
+// reader pops it.
+func (ss *session) pop() *call {
 	ss.qmu.Lock()
 	ss.ring[ss.head] = nil
 	ss.head = (ss.head + 1) % maxInflight
+	var next *call
 	if ss.n--; ss.n > 0 {
-		ss.conn.SetReadDeadline(ss.ring[ss.head].deadline)
+		next = ss.ring[ss.head]
+		ss.conn.SetReadDeadline(next.deadline)
 	}
 	ss.qmu.Unlock()
 	<-ss.slots
+	return next
 }
 
 // idle clears the read deadline, that of a call since answered, and reports
@@ -575,9 +580,13 @@ func (c *backendConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
 	r := memcache.NewReader(ss.rw, c.srv.pool.proxy.serverLimits())
+	var next *call // the oldest call, when the last pop found one
 	for {
 		err := r.Wait()
-		cl := ss.peek()
+		cl := next
+		if cl == nil {
+			cl = ss.peek()
+		}
 		if err != nil && cl == nil && isTimeout(err) && !ss.isDead() && ss.idle() {
 			continue // the deadline of a call answered since
 		}
@@ -592,7 +601,7 @@ func (c *backendConn) read(ss *session) {
 			c.readFailed(ss, err)
 			return
 		}
-		ss.pop()
+		next = ss.pop()
 		c.queued.Add(-1)
 		c.srv.ok()
 		c.srv.stats.responses.Add(1)
