@@ -59,7 +59,7 @@ const golden64 = 0x9E3779B97F4A7C15
 func (s Standard) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
 	seed := xxhash.Sum64String(name)
 	for j := from; j < to; j++ {
-		dst = append(dst, uint32(mix64(seed+uint64(j+1)*golden64)>>32))
+		dst = append(dst, uint32(hashfn.Mix64(seed+uint64(j+1)*golden64)>>32))
 	}
 	return dst
 }
@@ -70,12 +70,4 @@ func (s Standard) Hash(key []byte) uint32 {
 		return s.KeyHash(key)
 	}
 	return uint32(xxhash.Sum64(key))
-}
-
-// mix64 is SplitMix64's output function (Steele, Lea, Flood: "Fast splittable
-// pseudorandom number generators", OOPSLA 2014).
-func mix64(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
 }

@@ -25,7 +25,11 @@
 // speed see package memento; for weights, rendezvous, maglev or the ring.
 package jump
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/chash-dev/chash/hashfn"
+)
 
 // Hash returns the bucket in [0, n) of key under Lamping and Veach's jump
 // consistent hash, or -1 if n < 1. It returns what the paper's C++ function
@@ -58,7 +62,7 @@ func Back(key uint64, n int) int {
 	}
 	nb := uint32(n)
 	state := key + golden
-	r0 := mix(state)
+	r0 := hashfn.Mix64(state)
 	// Bit i of x is set when the key's jump sequence has a jump in [2^i, 2^(i+1)),
 	// an event of probability 1/2; only intervals below n matter.
 	x := uint32(r0^r0>>32) & (1<<bits.Len32(nb-1) - 1)
@@ -79,7 +83,7 @@ func Back(key uint64, n int) int {
 		mask := lo<<1 - 1
 		for {
 			state += golden
-			r1 := mix(state)
+			r1 := hashfn.Mix64(state)
 			c := uint32(r1) & mask
 			if c < lo {
 				break
@@ -101,10 +105,3 @@ func Back(key uint64, n int) int {
 }
 
 const golden = 0x9E3779B97F4A7C15
-
-// mix is SplitMix64's output function.
-func mix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
-}

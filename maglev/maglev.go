@@ -47,6 +47,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
 )
 
 // DefaultSize is the table size when Config.Size is zero, the smaller of the
@@ -128,7 +129,7 @@ func (t *Table) populate() {
 	for i, node := range t.nodes {
 		h := xxhash.Sum64String(node.Name)
 		next[i] = h % m
-		skip[i] = mix(h)%(m-1) + 1
+		skip[i] = hashfn.Mix64(h)%(m-1) + 1
 	}
 	entry := make([]int32, m)
 	for j := range entry {
@@ -228,10 +229,3 @@ func (t *Table) Nodes() []chash.Node { return slices.Clone(t.nodes) }
 
 // Len returns the number of nodes.
 func (t *Table) Len() int { return len(t.nodes) }
-
-// mix is SplitMix64's output function.
-func mix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
-}

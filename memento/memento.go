@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/jump"
 )
 
@@ -85,7 +86,7 @@ func (t *Table) Bucket(h uint64) int {
 		// Rehash among the e.replacer buckets working right after b left.
 		// Those that left earlier (a larger replacer) stand for the bucket
 		// that took their place, which may itself be b, and so on.
-		b = int(mix(h^uint64(b+1)*golden) % uint64(e.replacer))
+		b = int(hashfn.Mix64(h^uint64(b+1)*golden) % uint64(e.replacer))
 		for {
 			f, gone := t.removed[b]
 			if !gone || f.replacer < e.replacer {
@@ -131,10 +132,3 @@ func (t *Table) Restore() (*Table, int) {
 }
 
 const golden = 0x9E3779B97F4A7C15
-
-// mix is SplitMix64's output function.
-func mix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
-}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/algotest"
 )
 
@@ -16,7 +17,7 @@ func hashes(n int) []uint64 {
 	s := uint64(99)
 	for i := range hs {
 		s += golden
-		hs[i] = mix(s)
+		hs[i] = hashfn.Mix64(s)
 	}
 	return hs
 }

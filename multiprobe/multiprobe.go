@@ -34,6 +34,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
 )
 
 // DefaultProbes is the number of probes when Config.Probes is zero, the
@@ -100,7 +101,7 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	for i, n := range ns {
 		seed := xxhash.Sum64String(n.Name)
 		for j := range n.Weight * per {
-			pts = append(pts, point{mix(seed + uint64(j)*golden), uint32(i)})
+			pts = append(pts, point{hashfn.Mix64(seed + uint64(j)*golden), uint32(i)})
 		}
 	}
 	r.nodes = ns
@@ -161,7 +162,7 @@ func (r *Ring) best(key []byte) int {
 	bestI, bestD := 0, ^uint64(0)
 	for range r.probes {
 		h += golden
-		p := mix(h)
+		p := hashfn.Mix64(h)
 		i := r.search(p)
 		if i == last {
 			i = 0 // wrapped: the first point, at distance 2^64 - p + pos[0]
@@ -227,10 +228,3 @@ func (r *Ring) Nodes() []chash.Node { return slices.Clone(r.nodes) }
 
 // Len returns the number of nodes.
 func (r *Ring) Len() int { return len(r.nodes) }
-
-// mix is SplitMix64's output function.
-func mix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
-}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/algotest"
 )
 
@@ -79,7 +80,7 @@ func TestLookupBrute(t *testing.T) {
 		bestD, bestO := ^uint64(0), uint32(0)
 		for range 5 {
 			h += golden
-			p := mix(h)
+			p := hashfn.Mix64(h)
 			for j, q := range pts {
 				if d := q - p; d < bestD {
 					bestD, bestO = d, r.own[j]

@@ -36,6 +36,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/hashfn"
 )
 
 // ErrEmpty is returned by lookups when there are no nodes.
@@ -112,7 +113,7 @@ func (s *Set) hash(key []byte) uint64 {
 
 // draw returns node i's 53-bit uniform draw for the key hash h, in [1, 2^53].
 func (s *Set) draw(h uint64, i int) uint64 {
-	return mix(h^s.seeds[i])>>11 + 1
+	return hashfn.Mix64(h^s.seeds[i])>>11 + 1
 }
 
 // score returns node i's score for the key hash h: −w/ln(U) with U ∈ (0, 1],
@@ -238,10 +239,3 @@ func (s *Set) Nodes() []chash.Node { return slices.Clone(s.nodes) }
 
 // Len returns the number of nodes.
 func (s *Set) Len() int { return len(s.nodes) }
-
-// mix is SplitMix64's output function.
-func mix(z uint64) uint64 {
-	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
-	z = (z ^ z>>27) * 0x94D049BB133111EB
-	return z ^ z>>31
-}
