@@ -96,21 +96,8 @@ func TestResponseFields(t *testing.T) {
 
 func TestReadResponseAllocs(t *testing.T) {
 	in := bytes.Repeat([]byte("VALUE k1 0 5\r\nhello\r\nVALUE k2 0 5\r\nworld\r\nEND\r\n"), 1000)
-	rd := bytes.NewReader(in)
-	r := NewReader(rd, Limits{})
 	var resp Response
-	read := func() {
-		if err := r.ReadResponse(&resp, CmdGet, 10); err == io.EOF {
-			rd.Reset(in)
-			r.Reset(rd)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 10 {
-		read()
-	}
-	if n := testing.AllocsPerRun(1000, read); n != 0 {
+	if n := readAllocs(t, in, func(r *Reader) error { return r.ReadResponse(&resp, CmdGet, 10) }); n != 0 {
 		t.Errorf("ReadResponse allocates %v times per response; want 0", n)
 	}
 }
