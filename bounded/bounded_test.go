@@ -250,10 +250,6 @@ func TestErrors(t *testing.T) {
 func TestAllocs(t *testing.T) {
 	b, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
-	if n := testing.AllocsPerRun(100, func() { b.Acquire(k) }); n != 0 {
-		t.Errorf("Acquire allocates %v times; want 0", n)
-	}
-	if n := testing.AllocsPerRun(100, func() { b.Lookup(k) }); n != 0 {
-		t.Errorf("Lookup allocates %v times; want 0", n)
-	}
+	algotest.NoAllocs(t, "Acquire", func() { b.Acquire(k) })
+	algotest.NoAllocs(t, "Lookup", func() { b.Lookup(k) })
 }

@@ -160,7 +160,5 @@ func TestErrors(t *testing.T) {
 func TestAllocs(t *testing.T) {
 	tb, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
-	if n := testing.AllocsPerRun(100, func() { tb.Lookup(k) }); n != 0 {
-		t.Errorf("Lookup allocates %v times; want 0", n)
-	}
+	algotest.NoAllocs(t, "Lookup", func() { tb.Lookup(k) })
 }

@@ -137,10 +137,6 @@ func TestAllocs(t *testing.T) {
 	r, _ := New(Config{}, algotest.Nodes(100))
 	k := []byte("some:key")
 	dst := make([]string, 0, 3)
-	if n := testing.AllocsPerRun(100, func() { r.Lookup(k) }); n != 0 {
-		t.Errorf("Lookup allocates %v times; want 0", n)
-	}
-	if n := testing.AllocsPerRun(100, func() { r.AppendN(dst[:0], k, 3) }); n != 0 {
-		t.Errorf("AppendN allocates %v times; want 0", n)
-	}
+	algotest.NoAllocs(t, "Lookup", func() { r.Lookup(k) })
+	algotest.NoAllocs(t, "AppendN", func() { r.AppendN(dst[:0], k, 3) })
 }

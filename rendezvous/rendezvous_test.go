@@ -147,12 +147,8 @@ func TestAllocs(t *testing.T) {
 	s, _ := New(Config{}, ns)
 	k := []byte("some:key")
 	dst := make([]string, 0, 8)
-	if n := testing.AllocsPerRun(100, func() { s.Lookup(k) }); n != 0 {
-		t.Errorf("Lookup allocates %v times; want 0", n)
-	}
-	if n := testing.AllocsPerRun(100, func() { s.AppendN(dst[:0], k, 3) }); n != 0 {
-		t.Errorf("AppendN allocates %v times; want 0", n)
-	}
+	algotest.NoAllocs(t, "Lookup", func() { s.Lookup(k) })
+	algotest.NoAllocs(t, "AppendN", func() { s.AppendN(dst[:0], k, 3) })
 }
 
 // TestPrefilter checks that the weighted lookup, which skips logarithms for

@@ -50,3 +50,11 @@ func OrderIndependent[R Router](t *testing.T, n int, build func([]chash.Node) (R
 		}
 	}
 }
+
+// NoAllocs fails the test if f, named what in the message, allocates.
+func NoAllocs(t *testing.T, what string, f func()) {
+	t.Helper()
+	if n := testing.AllocsPerRun(100, f); n != 0 {
+		t.Errorf("%s allocates %v times; want 0", what, n)
+	}
+}
