@@ -67,10 +67,18 @@ func TestScaleProcs(t *testing.T) {
 		defer close(done)
 		ScaleProcs(ctx, max, nil)
 	}()
+	// Stop ScaleProcs before the stand-in goes, also when the test fails.
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	}()
 	waitProcs := func(want int, what string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for runtime.GOMAXPROCS(0) != want && time.Now().Before(deadline) {
+		for (runtime.GOMAXPROCS(0) != want || int(threads.Load()) != want) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 		if got := runtime.GOMAXPROCS(0); got != want || int(threads.Load()) != want {
