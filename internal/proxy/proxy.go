@@ -61,8 +61,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcache"
 )
@@ -294,21 +292,6 @@ func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	return ln, nil
 }
 
-// preconnect dials every connection of the server, in the background.
-func (s *server) preconnect() {
-	for _, c := range s.conns {
-		s.spawn(func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if c.ss == nil && !c.closed {
-				if ss, err := c.dial(time.Now().Add(max(s.pool.state.Load().timeout(), time.Second))); err == nil {
-					c.ss = ss
-				}
-			}
-		})
-	}
-}
-
 // Addr returns the address of the named pool's listener, or nil.
 func (p *Proxy) Addr(pool string) net.Addr {
 	p.mu.Lock()
@@ -409,117 +392,6 @@ func (p *Proxy) sameAddr(pl *pool, cfg *config.Pool) bool {
 	_, oa := p.listenAddr(pl.state.Load().cfg)
 	_, na := p.listenAddr(cfg)
 	return oa == na
-}
-
-// update swaps in the routing state of cfg, the pool of the file at path,
-// reusing unchanged servers, and reads the pool's TLS files again.
-func (pl *pool) update(path string, cfg *config.Pool) error {
-	if cfg.TLSCertFile != "" {
-		// Validate has just read the files; if they broke since, the
-		// certificate in use stays, and the routing is updated all the same.
-		if cert, err := loadCert(path, cfg); err != nil {
-			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
-		} else {
-			pl.cert.Store(cert)
-		}
-	}
-	pl.mu.Lock()
-	cur := pl.state.Load()
-	var servers, added []*server
-	reused := map[*server]bool{}
-	for _, s := range cfg.Servers {
-		old := cur.servers[s.Name()]
-		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
-			servers = append(servers, old)
-			reused[old] = true
-			continue
-		}
-		ns := newServer(pl, s, cfg.ServerConnections)
-		servers = append(servers, ns)
-		added = append(added, ns)
-	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
-	if err != nil {
-		pl.mu.Unlock()
-		for _, s := range added {
-			s.close()
-		}
-		return err
-	}
-	pl.state.Store(st)
-	pl.mu.Unlock()
-
-	var gone []*server
-	for _, s := range cur.list {
-		if !reused[s] {
-			gone = append(gone, s)
-		}
-	}
-	pl.logMoves(cur, st)
-	if len(gone) > 0 {
-		// Let requests already routed to the leaving servers finish.
-		grace := max(2*cfg.Timeout, time.Second)
-		pl.proxy.wg.Add(1)
-		go pl.retire(gone, grace)
-	}
-	return nil
-}
-
-// retire closes servers that left the configuration after grace.
-func (pl *pool) retire(gone []*server, grace time.Duration) {
-	defer pl.proxy.wg.Done()
-	t := time.NewTimer(grace)
-	select {
-	case <-t.C:
-	case <-pl.proxy.ctx.Done():
-		t.Stop()
-	}
-	for _, s := range gone {
-		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
-	}
-}
-
-// logMoves logs the fraction of the key space each server gained or lost.
-func (pl *pool) logMoves(old, cur *state) {
-	if old.router == nil || cur.router == nil {
-		return
-	}
-	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
-	if err != nil {
-		pl.proxy.log.Warn("reload: cannot measure movement", "pool", pl.name, "err", err)
-		return
-	}
-	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
-		"added", d.Added, "removed", d.Removed}
-	for _, fl := range d.Flows {
-		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
-	}
-	pl.proxy.log.Info("reload: key space moved", attrs...)
-}
-
-func nodesOf(servers []*server) []chash.Node {
-	ns := make([]chash.Node, len(servers))
-	for i, s := range servers {
-		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
-	}
-	return ns
-}
-
-// stop closes the pool's listener and clients and, once they are done, its
-// servers.
-func (pl *pool) stop() {
-	pl.ln.Close()
-	<-pl.done
-	pl.conns.Range(func(k, _ any) bool {
-		k.(net.Conn).Close()
-		return true
-	})
-	pl.clients.Wait()
-	for _, s := range pl.state.Load().list {
-		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
-	}
 }
 
 // Shutdown stops accepting clients, serves what clients send until each has

@@ -1,0 +1,182 @@
+package proxy
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
+)
+
+// state is an immutable snapshot of a pool's routing: its configuration, its
+// servers and the router over those that are not ejected.
+type state struct {
+	cfg     *config.Pool
+	servers map[string]*server
+	list    []*server // in configuration order
+	// router routes keys over the live servers (all servers when ejected ones
+	// answer errors rather than move); nil when none is live.
+	router config.Router
+	live   []*server
+	eject  bool // ejected servers answer errors instead of moving their keys
+}
+
+func (st *state) timeout() time.Duration { return st.cfg.Timeout }
+
+// route returns the server that owns key.
+func (st *state) route(key []byte) (*server, error) {
+	if st.router == nil {
+		return nil, errNoServers
+	}
+	if st.cfg.Distribution == "random" {
+		return st.live[rand.IntN(len(st.live))], nil
+	}
+	name, err := st.router.Lookup(st.cfg.HashKey(key))
+	if err != nil {
+		return nil, err
+	}
+	srv := st.servers[name]
+	if srv == nil {
+		return nil, errors.New("router returned unknown server " + strconv.Quote(name))
+	}
+	if st.eject && srv.ejected.Load() {
+		return nil, errEjected
+	}
+	return srv, nil
+}
+
+// newState builds the routing state of cfg over servers.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
+	var live []config.Server
+	for _, s := range servers {
+		st.servers[s.name] = s
+		if ejectErrors || !s.ejected.Load() {
+			live = append(live, s.cfg)
+			st.live = append(st.live, s)
+		}
+	}
+	if len(live) == 0 {
+		return st, nil
+	}
+	r, err := cfg.RouterOf(live)
+	if err != nil {
+		return nil, err
+	}
+	st.router = r
+	return st, nil
+}
+
+// reroute rebuilds the router after a server was ejected or readmitted. Keys of
+// an ejected server go where the distribution puts them without it, as in
+// twemproxy: for the chash distribution, and ketama with equal weights, that is
+// the next server clockwise, and no other key moves.
+func (pl *pool) reroute() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	cur := pl.state.Load()
+	st, err := newState(cur.cfg, cur.list, cur.eject)
+	if err != nil {
+		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
+		return
+	}
+	pl.state.Store(st)
+}
+
+// update swaps in the routing state of cfg, the pool of the file at path,
+// reusing unchanged servers, and reads the pool's TLS files again.
+func (pl *pool) update(path string, cfg *config.Pool) error {
+	if cfg.TLSCertFile != "" {
+		// Validate has just read the files; if they broke since, the
+		// certificate in use stays, and the routing is updated all the same.
+		if cert, err := loadCert(path, cfg); err != nil {
+			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
+		} else {
+			pl.cert.Store(cert)
+		}
+	}
+	pl.mu.Lock()
+	cur := pl.state.Load()
+	var servers, added []*server
+	reused := map[*server]bool{}
+	for _, s := range cfg.Servers {
+		old := cur.servers[s.Name()]
+		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
+			servers = append(servers, old)
+			reused[old] = true
+			continue
+		}
+		ns := newServer(pl, s, cfg.ServerConnections)
+		servers = append(servers, ns)
+		added = append(added, ns)
+	}
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
+	if err != nil {
+		pl.mu.Unlock()
+		for _, s := range added {
+			s.close()
+		}
+		return err
+	}
+	pl.state.Store(st)
+	pl.mu.Unlock()
+
+	var gone []*server
+	for _, s := range cur.list {
+		if !reused[s] {
+			gone = append(gone, s)
+		}
+	}
+	pl.logMoves(cur, st)
+	if len(gone) > 0 {
+		// Let requests already routed to the leaving servers finish.
+		grace := max(2*cfg.Timeout, time.Second)
+		pl.proxy.wg.Add(1)
+		go pl.retire(gone, grace)
+	}
+	return nil
+}
+
+// retire closes servers that left the configuration after grace.
+func (pl *pool) retire(gone []*server, grace time.Duration) {
+	defer pl.proxy.wg.Done()
+	t := time.NewTimer(grace)
+	select {
+	case <-t.C:
+	case <-pl.proxy.ctx.Done():
+		t.Stop()
+	}
+	for _, s := range gone {
+		s.close()
+		pl.proxy.metrics.forgetServer(pl.name, s.name)
+	}
+}
+
+// logMoves logs the fraction of the key space each server gained or lost.
+func (pl *pool) logMoves(old, cur *state) {
+	if old.router == nil || cur.router == nil {
+		return
+	}
+	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
+	if err != nil {
+		pl.proxy.log.Warn("reload: cannot measure movement", "pool", pl.name, "err", err)
+		return
+	}
+	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
+		"added", d.Added, "removed", d.Removed}
+	for _, fl := range d.Flows {
+		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
+	}
+	pl.proxy.log.Info("reload: key space moved", attrs...)
+}
+
+func nodesOf(servers []*server) []chash.Node {
+	ns := make([]chash.Node, len(servers))
+	for i, s := range servers {
+		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
+	}
+	return ns
+}
