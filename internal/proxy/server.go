@@ -29,7 +29,7 @@ type server struct {
 	cfg   config.Server
 	name  string
 	addr  string
-	conns []*backendConn
+	conns []*serverConn
 	next  atomic.Uint32
 
 	failures     atomic.Int32
@@ -66,9 +66,9 @@ func newServer(pl *pool, s config.Server, nconns int) *server {
 	ctx, cancel := context.WithCancel(pl.proxy.ctx)
 	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
 	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name)
-	srv.conns = make([]*backendConn, max(nconns, 1))
+	srv.conns = make([]*serverConn, max(nconns, 1))
 	for i := range srv.conns {
-		srv.conns[i] = &backendConn{srv: srv}
+		srv.conns[i] = &serverConn{srv: srv}
 	}
 	return srv
 }

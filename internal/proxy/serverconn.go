@@ -42,7 +42,7 @@ func (c *call) complete(err error) {
 // buffer is written (a single larger request is still buffered alone).
 const maxWriteBuffer = 256 << 10
 
-// backendConn is one persistent connection to a server, on which the requests of
+// serverConn is one persistent connection to a server, on which the requests of
 // many clients are pipelined. A sender queues its call for the reader and
 // appends its request to the session's write buffer under mu, so the two stay
 // in the same order; system calls happen outside the locks. On an idle
@@ -56,7 +56,7 @@ const maxWriteBuffer = 256 << 10
 // has a reader goroutine that reads the responses in order and completes the
 // calls. The reader waits in the network read, not on the queue of calls: a
 // request costs no wake-up of the reader; its reply wakes it.
-type backendConn struct {
+type serverConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
 	ss     *session
@@ -64,7 +64,7 @@ type backendConn struct {
 	queued atomic.Int32 // calls queued whose replies the reader has not begun to read
 }
 
-// session is one live net.Conn of a backendConn.
+// session is one live net.Conn of a serverConn.
 type session struct {
 	conn net.Conn
 	rw   io.ReadWriter // reads and writes conn; see socketIO
@@ -80,7 +80,7 @@ type session struct {
 	failed bool // the reader gave up: no call may be queued
 	slots  chan struct{}
 
-	wmu     sync.Mutex // guards the fields below; taken after backendConn.mu
+	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
 	wbuf    []byte     // requests not yet written
 	spare   []byte     // the other buffer, when no write holds it
@@ -174,7 +174,7 @@ func (ss *session) write(buf []byte) {
 // clients whose requests arrived together) buffer theirs, then writes the
 // buffer, until it is empty; so requests of many clients leave in one write, as
 // from an event loop. It exits when the session dies.
-func (c *backendConn) writeLoop(ss *session) {
+func (c *serverConn) writeLoop(ss *session) {
 	defer c.srv.wg.Done()
 	for {
 		select {
@@ -203,7 +203,7 @@ func (c *backendConn) writeLoop(ss *session) {
 }
 
 // drop ends the current session; c.mu is held. Its reader fails the calls left.
-func (c *backendConn) drop() {
+func (c *serverConn) drop() {
 	if c.ss != nil {
 		c.ss.kill()
 		c.ss = nil
@@ -278,7 +278,7 @@ func (ss *session) fail() []*call {
 	return calls
 }
 
-func (c *backendConn) close() {
+func (c *serverConn) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.drop()
@@ -288,7 +288,7 @@ func (c *backendConn) close() {
 // send writes cl, dialing first if the connection is down. It never blocks
 // past cl's deadline but to dial, while maxInflight calls wait for replies, or
 // while maxWriteBuffer bytes wait to be written.
-func (c *backendConn) send(cl *call) {
+func (c *serverConn) send(cl *call) {
 	c.mu.Lock()
 	ss, err := c.queue(cl)
 	var buf []byte
@@ -310,7 +310,7 @@ func (c *backendConn) send(cl *call) {
 
 // queue queues cl for the session's reader, or returns why it cannot; c.mu is
 // held. The caller buffers cl's request before releasing c.mu.
-func (c *backendConn) queue(cl *call) (*session, error) {
+func (c *serverConn) queue(cl *call) (*session, error) {
 	if c.closed {
 		return nil, errShutdown
 	}
@@ -359,7 +359,7 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 	return c.ss, nil
 }
 
-func (c *backendConn) dial(deadline time.Time) (*session, error) {
+func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	d := net.Dialer{Deadline: deadline}
 	if st := c.srv.pool.state.Load(); st != nil && !st.cfg.TCPKeepalive {
 		d.KeepAlive = -1
@@ -392,7 +392,7 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 // reads one response per queued call, in order, by the oldest call's deadline.
 // A failure kills the session and fails every call queued on it. It exits when
 // the session dies.
-func (c *backendConn) read(ss *session) {
+func (c *serverConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
 	r := memcache.NewReader(ss.rw, c.srv.pool.proxy.serverLimits())
@@ -429,7 +429,7 @@ func (c *backendConn) read(ss *session) {
 
 // readFailed kills ss after a failed read and fails its calls: the oldest with
 // the reason, the others as closed.
-func (c *backendConn) readFailed(ss *session, err error) {
+func (c *serverConn) readFailed(ss *session, err error) {
 	ss.kill()
 	calls := ss.fail()
 	c.queued.Add(-int32(len(calls)))
