@@ -2,15 +2,10 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"net"
-	"strconv"
-	"sync"
 	"time"
-
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // drainWait is how long a client may pause while the proxy shuts down: the
@@ -31,9 +26,10 @@ const (
 type client struct {
 	pool    *pool
 	conn    net.Conn
+	cc      clientCodec
 	bw      *bufio.Writer
 	pending []*clientReq
-	pbytes  int // value bytes of the pending requests
+	pbytes  int // bytes held by the pending requests
 	buf     []byte
 	broken  bool // the connection failed or is closing: read no more, write nothing
 	idle    bool // a read deadline for the idle timeout is set
@@ -41,31 +37,27 @@ type client struct {
 
 // clientReq is one client request and what answers it.
 type clientReq struct {
-	req     memcache.Request
+	req     request
+	act     action
 	calls   []*call
 	ncalls  int
-	keyCall []int // for a get split over servers: the call of each key, -1 if none
-	local   []byte
-	noreply bool
-	quiet   bool
+	keyCall []int // for a request split over servers: the call of each key, -1 if none
 	split   bool
-	quit    bool
-	fatal   bool
+	err     error // why no server could take the request
 	start   time.Time
 }
-
-var reqPool = sync.Pool{New: func() any { return new(clientReq) }}
 
 func (r *clientReq) reset() {
 	r.ncalls = 0
 	r.keyCall = r.keyCall[:0]
-	r.local = r.local[:0]
-	r.noreply, r.quiet, r.split, r.quit, r.fatal = false, false, false, false, false
+	r.split = false
+	r.err = nil
 }
 
-func (r *clientReq) newCall() *call {
+// newCall returns the request's next call, made with a reply of cd.
+func (r *clientReq) newCall(cd codec) *call {
 	if r.ncalls == len(r.calls) {
-		r.calls = append(r.calls, &call{done: make(chan struct{}, 1)})
+		r.calls = append(r.calls, &call{done: make(chan struct{}, 1), reply: cd.newReply()})
 	}
 	c := r.calls[r.ncalls]
 	r.ncalls++
@@ -84,9 +76,9 @@ func (c *client) serve() {
 	}()
 	rw := socketIO(c.conn)
 	c.bw = bufio.NewWriterSize(rw, 16<<10)
-	rd := memcache.NewReader(rw, pl.proxy.Limits)
+	c.cc = pl.codec.newClient(rw)
 	for {
-		if rd.Buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
+		if c.cc.buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
 			// Nothing more has arrived: answer what was read before waiting
 			// for more.
 			c.flush()
@@ -104,37 +96,30 @@ func (c *client) serve() {
 				c.idle = true
 			}
 		}
-		r := reqPool.Get().(*clientReq)
+		r := pl.reqs.Get().(*clientReq)
 		r.reset()
-		err := rd.ReadRequest(&r.req)
+		act, err := c.cc.read(r.req)
 		r.start = time.Now()
 		if err != nil {
-			var me *memcache.Error
-			if !errors.As(err, &me) {
-				reqPool.Put(r)
-				if isEOF(err) || isTimeout(err) && pl.proxy.stopping.Load() {
-					pl.stats.clientEOF.Add(1)
-				} else {
-					pl.stats.clientErr.Add(1)
-				}
-				c.flush()
-				return
+			pl.reqs.Put(r)
+			if isEOF(err) || isTimeout(err) && pl.proxy.stopping.Load() {
+				pl.stats.clientEOF.Add(1)
+			} else {
+				pl.stats.clientErr.Add(1)
 			}
-			r.local = append(append(r.local, me.Reply...), "\r\n"...)
-			r.fatal = me.Fatal
-			c.pending = append(c.pending, r)
-			if me.Fatal {
-				c.broken = true
-				c.flush()
-				return
-			}
-			continue
+			c.flush()
+			return
 		}
-		pl.cmds[r.req.Command].inc()
-		c.dispatch(r)
+		r.act = act
+		if cmd := r.req.command(); cmd > 0 {
+			pl.cmds[cmd].inc()
+		}
+		if act == forward {
+			c.dispatch(r)
+		}
 		c.pending = append(c.pending, r)
-		c.pbytes += len(r.req.Value)
-		if r.quit {
+		c.pbytes += r.req.size()
+		if act == closeAfter {
 			c.broken = true
 			c.flush()
 			return
@@ -169,7 +154,7 @@ func (c *client) flush() {
 			}
 		}
 		c.pool.observeRequest(r)
-		reqPool.Put(r)
+		c.pool.reqs.Put(r)
 	}
 	clear(c.pending)
 	c.pending = c.pending[:0]
@@ -190,157 +175,92 @@ func isEOF(err error) bool {
 func (c *client) dispatch(r *clientReq) {
 	pl := c.pool
 	st := pl.state.Load()
-	req := &r.req
+	req := r.req
 	var deadline time.Time
 	if t := st.timeout(); t > 0 {
 		deadline = r.start.Add(t)
 	}
-	switch cmd := req.Command; {
-	case cmd == memcache.CmdQuit:
-		r.quit = true
-		return
-	case cmd == memcache.CmdMetaNoop:
-		r.local = append(r.local, "MN\r\n"...)
-		return
-	case cmd.IsRetrieval() && len(req.Keys) == 0:
-		r.local = append(r.local, "END\r\n"...)
-		return
-	case cmd.IsRetrieval() && len(req.Keys) > 1:
+	n := req.nkeys()
+	if n > 1 && req.splits() {
 		c.dispatchSplit(r, st, deadline)
 		return
 	}
 	var key []byte
-	if req.Command.HasKey() {
-		key = req.RouteKey(0)
+	if n > 0 {
+		key = req.routeKey(0)
 	}
 	srv, err := st.route(key)
+	for i := 1; i < n && err == nil && !st.random; i++ {
+		// A request that does not split goes whole to one server.
+		if s, err2 := st.route(req.routeKey(i)); err2 != nil || s != srv {
+			err = errKeysSpread
+		}
+	}
 	if err != nil {
 		pl.stats.forwardErr.Add(1)
-		r.local = appendServerError(r.local, err)
-		r.noreply = req.Noreply
+		r.err = err
 		return
 	}
-	if req.Noreply {
-		r.noreply, req.Noreply = true, false
-	}
-	if req.Command.IsMeta() && req.RemoveMetaFlag('q') {
-		r.quiet = true
-	}
-	cl := r.newCall()
-	cl.cmd, cl.maxItems, cl.deadline, cl.start = req.Command, len(req.Keys), deadline, r.start
-	cl.out = memcache.AppendRequest(cl.out, req)
+	cl := r.newCall(pl.codec)
+	cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
+	cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
 	srv.send(cl)
 }
 
-// dispatchSplit sends a get of many keys as one get per server, in parallel.
+// dispatchSplit sends a request of many keys as one call per server, each
+// with the server's keys, in parallel.
 func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
-	req := &r.req
+	req := r.req
 	r.split = true
-	for _, k := range req.Keys {
-		srv, err := st.route(k)
+	for i := range req.nkeys() {
+		srv, err := st.route(req.routeKey(i))
 		if err != nil {
 			r.keyCall = append(r.keyCall, -1)
+			r.err = err
 			continue
 		}
-		i := 0
-		for i < r.ncalls && r.calls[i].srv != srv {
-			i++
+		j := 0
+		for j < r.ncalls && r.calls[j].srv != srv {
+			j++
 		}
-		if i == r.ncalls {
-			cl := r.newCall()
+		if j == r.ncalls {
+			cl := r.newCall(c.pool.codec)
 			cl.srv = srv
-			cl.cmd, cl.maxItems, cl.deadline, cl.start = req.Command, 0, deadline, r.start
-			cl.out = append(cl.out, req.Command.String()...)
-			if req.Command == memcache.CmdGat || req.Command == memcache.CmdGats {
-				cl.out = append(cl.out, ' ')
-				cl.out = strconv.AppendInt(cl.out, req.Exptime, 10)
-			}
+			cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
 		}
-		cl := r.calls[i]
-		cl.maxItems++
-		cl.out = append(append(cl.out, ' '), k...)
-		r.keyCall = append(r.keyCall, i)
+		r.keyCall = append(r.keyCall, j)
+	}
+	if r.ncalls == 0 {
+		c.pool.stats.forwardErr.Add(1)
+		return
 	}
 	c.pool.stats.fragments.Add(uint64(r.ncalls))
-	for _, cl := range r.calls[:r.ncalls] {
-		cl.out = append(cl.out, "\r\n"...)
+	for j, cl := range r.calls[:r.ncalls] {
+		cl.out = req.appendRequest(cl.out, r.keyCall, j, cl.reply)
 		cl.srv.send(cl)
 	}
 }
 
-func appendServerError(dst []byte, err error) []byte {
-	return append(append(append(dst, "SERVER_ERROR "...), err.Error()...), "\r\n"...)
-}
-
 // respond appends the reply to r.
 func (c *client) respond(dst []byte, r *clientReq) []byte {
-	if r.ncalls == 0 {
-		if r.noreply {
-			return dst
+	req := r.req
+	switch {
+	case r.act != forward:
+		return req.appendLocal(dst)
+	case r.ncalls == 0:
+		return req.appendError(dst, r.err)
+	case r.split:
+		for _, cl := range r.calls[:r.ncalls] {
+			if cl.err != nil {
+				c.pool.stats.forwardErr.Add(1)
+			}
 		}
-		return append(dst, r.local...)
-	}
-	if r.split {
-		return c.merge(dst, r)
+		return req.merge(dst, r.keyCall, r.calls[:r.ncalls])
 	}
 	cl := r.calls[0]
 	if cl.err != nil {
 		c.pool.stats.forwardErr.Add(1)
-		if r.noreply {
-			return dst
-		}
-		return appendServerError(dst, cl.err)
+		return req.appendError(dst, cl.err)
 	}
-	if r.noreply {
-		return dst
-	}
-	if r.quiet {
-		s := cl.resp.Status()
-		if r.req.Command == memcache.CmdMetaGet && string(s) == "EN" ||
-			r.req.Command != memcache.CmdMetaGet && string(s) == "HD" {
-			return dst
-		}
-	}
-	return memcache.AppendResponse(dst, &cl.resp)
-}
-
-// merge appends the reply to a get split over servers: the values found, in the
-// order of the request's keys, and END. Keys of servers that failed read as
-// misses; if every server failed, the reply is the first error.
-func (c *client) merge(dst []byte, r *clientReq) []byte {
-	var firstErr error
-	ok := 0
-	next := make([]int, r.ncalls) // the next item of each call's response
-	for _, cl := range r.calls[:r.ncalls] {
-		switch {
-		case cl.err != nil:
-			c.pool.stats.forwardErr.Add(1)
-		case memcache.IsError(cl.resp.Line):
-			cl.err = errors.New(string(bytes.TrimPrefix(cl.resp.Line, []byte("SERVER_ERROR "))))
-		default:
-			ok++
-			continue
-		}
-		if firstErr == nil {
-			firstErr = cl.err
-		}
-	}
-	if ok == 0 {
-		if firstErr == nil {
-			firstErr = errNoServers
-		}
-		return appendServerError(dst, firstErr)
-	}
-	for i, k := range r.req.Keys {
-		ci := r.keyCall[i]
-		if ci < 0 || r.calls[ci].err != nil {
-			continue
-		}
-		items := r.calls[ci].resp.Items
-		if j := next[ci]; j < len(items) && bytes.Equal(items[j].Key, k) {
-			dst = memcache.AppendItem(dst, &items[j])
-			next[ci]++
-		}
-	}
-	return append(dst, "END\r\n"...)
+	return req.appendReply(dst, cl.reply)
 }

@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"errors"
+	"fmt"
 	"net"
 	"time"
-
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // ok records a successful exchange.
@@ -66,7 +64,7 @@ func (s *server) probeLoop() {
 	}
 }
 
-// probe connects to the server and checks that it answers "version".
+// probe connects to the server and asks the codec's probe whether it serves.
 func (s *server) probe(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = time.Second
@@ -78,16 +76,8 @@ func (s *server) probe(timeout time.Duration) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write([]byte("version\r\n")); err != nil {
-		return err
-	}
-	var resp memcache.Response
-	r := memcache.NewReaderSize(conn, memcache.Limits{}, 256)
-	if err := r.ReadResponse(&resp, memcache.CmdVersion, 0); err != nil {
-		return err
-	}
-	if string(resp.Status()) != "VERSION" {
-		return errors.New("probe: unexpected reply " + string(resp.Line))
+	if err := s.pool.codec.probe(conn); err != nil {
+		return fmt.Errorf("probe: %w", err)
 	}
 	return nil
 }

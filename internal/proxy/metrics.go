@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chash-dev/chash/internal/analyze"
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // poolStats are a pool's counters, named as in nutcracker's stats.
@@ -94,18 +93,26 @@ func newMetrics(p *Proxy) *metrics {
 	return m
 }
 
-// poolCounters resolves the pool's per-command metrics once, off the request path.
-func (m *metrics) poolMetrics(pool string) (cmds [memcache.CmdMetaNoop + 1]counter, lat [memcache.CmdMetaNoop + 1]observer) {
-	for _, c := range memcache.Commands() {
-		cmds[c] = counter{m.requests.WithLabelValues(pool, c.String())}
-		lat[c] = observer{m.latency.WithLabelValues(pool, c.String())}
+// poolMetrics resolves the pool's metrics of each of the commands once, off
+// the request path; commands with no name have none.
+func (m *metrics) poolMetrics(pool string, commands []string) (cmds []counter, lat []observer) {
+	cmds, lat = make([]counter, len(commands)), make([]observer, len(commands))
+	for i, c := range commands {
+		if c != "" {
+			cmds[i] = counter{m.requests.WithLabelValues(pool, c)}
+			lat[i] = observer{m.latency.WithLabelValues(pool, c)}
+		}
 	}
 	return cmds, lat
 }
 
-func (m *metrics) serverObservers(pool, server string) (obs [memcache.CmdMetaNoop + 1]observer) {
-	for _, c := range memcache.Commands() {
-		obs[c] = observer{m.server.WithLabelValues(pool, server, c.String())}
+// serverObservers resolves a server's latency histogram of each command.
+func (m *metrics) serverObservers(pool, server string, commands []string) []observer {
+	obs := make([]observer, len(commands))
+	for i, c := range commands {
+		if c != "" {
+			obs[i] = observer{m.server.WithLabelValues(pool, server, c)}
+		}
 	}
 	return obs
 }
@@ -117,8 +124,8 @@ func (m *metrics) forgetServer(pool, server string) {
 
 // observeRequest records a finished client request.
 func (pl *pool) observeRequest(r *clientReq) {
-	if r.req.Command != memcache.CmdUnknown {
-		pl.lat[r.req.Command].observe(time.Since(r.start))
+	if cmd := r.req.command(); cmd > 0 {
+		pl.lat[cmd].observe(time.Since(r.start))
 	}
 }
 
@@ -131,7 +138,7 @@ func (m *metrics) ringShares(st *state) map[string]float64 {
 		return s
 	}
 	s := map[string]float64{}
-	if st.router != nil && st.cfg.Distribution != "random" {
+	if st.router != nil && !st.random {
 		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
 			for _, n := range b.Nodes {
 				s[n.Name] = n.Share

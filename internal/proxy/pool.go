@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // pool is one pool of the configuration: a listener, its clients, and the routing
@@ -20,8 +18,10 @@ type pool struct {
 	state atomic.Pointer[state]
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
 	stats poolStats
-	cmds  [memcache.CmdMetaNoop + 1]counter
-	lat   [memcache.CmdMetaNoop + 1]observer
+	codec codec
+	reqs  sync.Pool  // *clientReq, with requests of codec
+	cmds  []counter  // by command
+	lat   []observer // by command
 
 	mu      sync.Mutex // serializes state changes
 	clients sync.WaitGroup

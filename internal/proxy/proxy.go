@@ -41,6 +41,13 @@
 //
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
 //
+// What is memcached's in all this sits behind one interface, codec (codec.go):
+// reading a request and its keys, splitting it by server, encoding it for a
+// server, reading and checking a reply, merging replies, error replies and
+// the health probe. The rest — the client loop (client.go), routing (route.go),
+// the pipelined server connections (serverconn.go), ejection and probes
+// (health.go), reloads, metrics, TLS and shutdown — knows no protocol.
+//
 // Every goroutine the proxy starts ends when Close returns.
 package proxy
 
@@ -235,7 +242,8 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{})}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: newMemcacheCodec(p.Limits)}
+	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
 		if ln != nil {
@@ -252,7 +260,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 		ln = tls.NewListener(ln, tc)
 	}
 	pl.ln = ln
-	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name)
+	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name, pl.codec.commands())
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
@@ -459,8 +467,3 @@ func (p *Proxy) closeLocked() {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// serverLimits bound what the proxy reads from servers.
-func (p *Proxy) serverLimits() memcache.Limits {
-	return memcache.Limits{MaxLine: p.Limits.MaxLine, MaxValue: max(p.Limits.MaxValue, 128<<20)}
-}

@@ -22,6 +22,9 @@ type state struct {
 	router config.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
+	// random is set when the distribution picks a server at random, whatever
+	// the key.
+	random bool
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -31,7 +34,7 @@ func (st *state) route(key []byte) (*server, error) {
 	if st.router == nil {
 		return nil, errNoServers
 	}
-	if st.cfg.Distribution == "random" {
+	if st.random {
 		return st.live[rand.IntN(len(st.live))], nil
 	}
 	name, err := st.router.Lookup(st.cfg.HashKey(key))
@@ -50,7 +53,8 @@ func (st *state) route(key []byte) (*server, error) {
 
 // newState builds the routing state of cfg over servers.
 func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
-	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
+	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors,
+		random: cfg.Distribution == "random"}
 	var live []config.Server
 	for _, s := range servers {
 		st.servers[s.name] = s

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // Errors a call can end with; each becomes "SERVER_ERROR <text>" for the client.
@@ -19,6 +18,9 @@ var (
 	errEjected   = errors.New("server ejected")
 	errNoServers = errors.New("no live servers")
 	errShutdown  = errors.New("proxy shutting down")
+	// errKeysSpread refuses a request whose keys must all go to one server but
+	// belong to several.
+	errKeysSpread = errors.New("keys on different servers")
 )
 
 // server is one memcached server of a pool: its connections, its health and its
@@ -39,7 +41,7 @@ type server struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	stats        serverStats
-	latency      [memcache.CmdMetaNoop + 1]observer
+	latency      []observer // by command
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
@@ -65,7 +67,7 @@ func (s *server) spawn(f func()) bool {
 func newServer(pl *pool, s config.Server, nconns int) *server {
 	ctx, cancel := context.WithCancel(pl.proxy.ctx)
 	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
-	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name)
+	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name, pl.codec.commands())
 	srv.conns = make([]*serverConn, max(nconns, 1))
 	for i := range srv.conns {
 		srv.conns[i] = &serverConn{srv: srv}

@@ -11,23 +11,20 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // maxInflight bounds the requests written to one server connection and not yet
 // answered.
 const maxInflight = 1024
 
-// A call is one request to one server and its response.
+// A call is one request to one server and its reply.
 type call struct {
 	srv      *server
-	cmd      memcache.Command
-	maxItems int
+	cmd      int    // the request's command, as the codec numbers them
 	out      []byte // the request as sent
 	deadline time.Time
 	start    time.Time
-	resp     memcache.Response
+	reply    reply // made by the codec, readied by request.appendRequest
 	err      error
 	done     chan struct{} // receives one value when the call completes
 }
@@ -68,6 +65,7 @@ type serverConn struct {
 type session struct {
 	conn net.Conn
 	rw   io.ReadWriter // reads and writes conn; see socketIO
+	sc   serverCodec   // reads the replies
 	dead chan struct{}
 	once sync.Once
 
@@ -371,10 +369,19 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	rw := socketIO(conn)
+	sc := c.srv.pool.codec.newServer(rw)
+	conn.SetDeadline(deadline)
+	if err := sc.handshake(rw); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
 	c.srv.stats.connections.Add(1)
 	ss := &session{
 		conn:  conn,
-		rw:    socketIO(conn),
+		rw:    rw,
+		sc:    sc,
 		slots: make(chan struct{}, maxInflight),
 		dead:  make(chan struct{}),
 		wbuf:  make([]byte, 0, 16<<10),
@@ -395,10 +402,9 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 func (c *serverConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
-	r := memcache.NewReader(ss.rw, c.srv.pool.proxy.serverLimits())
 	var next *call // the oldest call, when the last pop found one
 	for {
-		err := r.Wait()
+		err := ss.sc.wait()
 		cl := next
 		if cl == nil {
 			cl = ss.peek()
@@ -410,7 +416,7 @@ func (c *serverConn) read(ss *session) {
 			if cl == nil {
 				err = errors.New("data from the server with no request waiting")
 			} else {
-				err = r.ReadResponse(&cl.resp, cl.cmd, cl.maxItems)
+				err = ss.sc.read(cl.reply)
 			}
 		}
 		if err != nil {
@@ -421,7 +427,7 @@ func (c *serverConn) read(ss *session) {
 		c.queued.Add(-1)
 		c.srv.ok()
 		c.srv.stats.responses.Add(1)
-		c.srv.stats.responseBytes.Add(uint64(len(cl.resp.Line) + len(cl.resp.Value)))
+		c.srv.stats.responseBytes.Add(uint64(cl.reply.size()))
 		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
 		cl.complete(nil)
 	}
@@ -475,9 +481,8 @@ func dialError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return errShutdown
 	}
-	var me *memcache.Error
-	if errors.As(err, &me) {
-		return errors.New("Protocol error")
+	if errors.Is(err, errBadReply) {
+		return errBadReply
 	}
 	return errClosed
 }
