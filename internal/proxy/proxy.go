@@ -388,6 +388,65 @@ func (p *Proxy) Reload(f *config.File) error {
 	return nil
 }
 
+// UpdateServers replaces the server list of the named pool, for sources of
+// server lists other than the configuration file (a membership service, a
+// test). It is safe for concurrent use with requests, Reload and itself. The
+// list is checked first (every server has a host, a port from 1 to 65535 or 0
+// for a Unix socket path, a weight of at least 1, and a name no other server
+// of the list has) and the pool's router must build over it; if not, nothing
+// changes and the error says why. Otherwise the pool's routing state is
+// swapped atomically as by Reload: servers that keep their name, address and
+// weight keep their connections and health, requests already routed finish
+// where they were sent, servers that left are closed once those requests are
+// done, and the fraction of the key space that moved is logged. An empty list
+// is valid: the pool's requests are then answered "SERVER_ERROR no live
+// servers". The pool keeps the list until the next UpdateServers, or a
+// Reload, which applies the servers of its file. servers is not retained.
+func (p *Proxy) UpdateServers(pool string, servers []config.Server) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.pools == nil {
+		return errors.New("proxy: not running")
+	}
+	pl := p.pools[pool]
+	if pl == nil {
+		return fmt.Errorf("proxy: no pool %q", pool)
+	}
+	if err := checkServers(servers); err != nil {
+		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+	}
+	cfg := *pl.state.Load().cfg
+	cfg.Servers = slices.Clone(servers)
+	if err := pl.swap(&cfg, "servers updated"); err != nil {
+		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+	}
+	return nil
+}
+
+// checkServers checks a list of servers built in code, as config checks those
+// of a file.
+func checkServers(servers []config.Server) error {
+	names := make(map[string]int, len(servers))
+	for i, s := range servers {
+		what := fmt.Sprintf("server %d (%q)", i+1, s.Name())
+		switch {
+		case s.Host == "":
+			return fmt.Errorf("%s: no host", what)
+		case s.Port < 0 || s.Port > 65535:
+			return fmt.Errorf("%s: port %d is not from 1 to 65535", what, s.Port)
+		case s.Port == 0 && s.Host[0] != '/':
+			return fmt.Errorf("%s: port 0 is for a Unix socket, whose path begins with /", what)
+		case s.Weight < 1:
+			return fmt.Errorf("%s: weight %d is not a positive integer", what, s.Weight)
+		}
+		if j, dup := names[s.Name()]; dup {
+			return fmt.Errorf("%s: the name of server %d too", what, j)
+		}
+		names[s.Name()] = i + 1
+	}
+	return nil
+}
+
 // sameListener says whether the pool can serve cfg on its listener: the address
 // and TLS files are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {

@@ -102,6 +102,15 @@ func (pl *pool) update(path string, cfg *config.Pool) error {
 			pl.cert.Store(cert)
 		}
 	}
+	return pl.swap(cfg, "reload")
+}
+
+// swap makes cfg the pool's configuration, reusing the servers that keep their
+// name, address, weight and number of connections, with their connections and
+// health, and logs the fraction of the key space that moved, saying why.
+// Servers that left are closed once the requests already routed to them are
+// done. It changes nothing if the router of cfg does not build.
+func (pl *pool) swap(cfg *config.Pool, why string) error {
 	pl.mu.Lock()
 	cur := pl.state.Load()
 	var servers, added []*server
@@ -134,7 +143,7 @@ func (pl *pool) update(path string, cfg *config.Pool) error {
 			gone = append(gone, s)
 		}
 	}
-	pl.logMoves(cur, st)
+	pl.logMoves(cur, st, why)
 	if len(gone) > 0 {
 		// Let requests already routed to the leaving servers finish.
 		grace := max(2*cfg.Timeout, time.Second)
@@ -144,7 +153,9 @@ func (pl *pool) update(path string, cfg *config.Pool) error {
 	return nil
 }
 
-// retire closes servers that left the configuration after grace.
+// retire closes servers that left the configuration after grace, and drops
+// the metrics of those whose name has not come back meanwhile: a server
+// removed and added again keeps its latency series.
 func (pl *pool) retire(gone []*server, grace time.Duration) {
 	defer pl.proxy.wg.Done()
 	t := time.NewTimer(grace)
@@ -155,18 +166,33 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 	}
 	for _, s := range gone {
 		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
+	}
+	// pl.mu orders this with swap, which makes the series of a server added.
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	st := pl.state.Load()
+	for _, s := range gone {
+		if st.servers[s.name] == nil {
+			pl.proxy.metrics.forgetServer(pl.name, s.name)
+		}
 	}
 }
 
-// logMoves logs the fraction of the key space each server gained or lost.
-func (pl *pool) logMoves(old, cur *state) {
-	if old.router == nil || cur.router == nil {
+// logMoves logs the fraction of the key space each server gained or lost, and
+// why it moved ("reload", ...).
+func (pl *pool) logMoves(old, cur *state, why string) {
+	switch {
+	case old.router == nil && cur.router == nil:
+		return
+	case old.router == nil || cur.router == nil:
+		// To or from no live server: every key moves.
+		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",
+			"servers_before", len(old.live), "servers_after", len(cur.live))
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
 	if err != nil {
-		pl.proxy.log.Warn("reload: cannot measure movement", "pool", pl.name, "err", err)
+		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
 	}
 	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
@@ -174,7 +200,7 @@ func (pl *pool) logMoves(old, cur *state) {
 	for _, fl := range d.Flows {
 		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
 	}
-	pl.proxy.log.Info("reload: key space moved", attrs...)
+	pl.proxy.log.Info(why+": key space moved", attrs...)
 }
 
 func nodesOf(servers []*server) []chash.Node {
