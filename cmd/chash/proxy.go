@@ -211,12 +211,22 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 // returns the configuration of a pool in front of them, listening on
 // 127.0.0.1:22121.
 func embeddedDefault() (*config.File, []*memstore.Store, error) {
+	// twemproxy's defaults, as a file that leaves the keys out gets them.
+	pool := &config.Pool{
+		Name:   "embedded",
+		Listen: "127.0.0.1:22121",
+		// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama
+		// common in nutcracker.yml files: twemproxy's fnv1a_64 sends keys
+		// that differ only at their end, as a newcomer's "key1", "key2", ...
+		// do, to one server two times in three.
+		Distribution:       "chash",
+		Timeout:            400 * time.Millisecond,
+		Backlog:            512,
+		ServerConnections:  1,
+		ServerRetryTimeout: 30 * time.Second,
+		ServerFailureLimit: 2,
+	}
 	var stores []*memstore.Store
-	// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama common
-	// in nutcracker.yml files: twemproxy's fnv1a_64 sends keys that differ only
-	// at their end, as a newcomer's "key1", "key2", ... do, to one server two
-	// times in three.
-	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  timeout: 400\n  servers:\n"
 	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -228,8 +238,10 @@ func embeddedDefault() (*config.File, []*memstore.Store, error) {
 		s := &memstore.Store{}
 		stores = append(stores, s)
 		go s.Serve(ln) // returns when the store is closed
-		yaml += fmt.Sprintf("   - %s:1 embedded-%d\n", ln.Addr(), i+1)
+		addr := ln.Addr().(*net.TCPAddr)
+		pool.Servers = append(pool.Servers, config.Server{
+			Host: addr.IP.String(), Port: addr.Port, Weight: 1, Alias: fmt.Sprintf("embedded-%d", i+1),
+		})
 	}
-	f, err := config.Parse("(embedded default)", []byte(yaml))
-	return f, stores, err
+	return &config.File{Path: "(embedded default)", Pools: []*config.Pool{pool}}, stores, nil
 }
