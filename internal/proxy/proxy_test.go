@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 var k251 = strings.Repeat("k", 251)
@@ -485,24 +485,6 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // waitFor polls cond until it holds or d passes, and returns its last value.
 func waitFor(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
@@ -531,7 +513,7 @@ func TestReload(t *testing.T) {
 	y1 := poolYAML("timeout: 500", servers[0], servers[1])
 	y2 := poolYAML("timeout: 500", servers...)
 	y3 := poolYAML("timeout: 500", servers[1], servers[2])
-	var logs syncBuffer
+	var logs testprog.Buffer
 	p := startProxy(t, y1, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	kept := p.pools["alpha"].state.Load().servers[servers[1].Addr]
 	o1, o2, o3 := ownerFunc(t, y1), ownerFunc(t, y2), ownerFunc(t, y3)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // serverOf returns the config.Server of a memcached started by memcachedtest.
@@ -34,7 +35,7 @@ func serverOf(t testing.TB, s *memcachedtest.Server) config.Server {
 // the moved fraction is logged, and a bad list changes nothing.
 func TestUpdateServers(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
-	var logs syncBuffer
+	var logs testprog.Buffer
 	p := startProxy(t, poolYAML("hash: md5", servers[0]), func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	c := dial(t, p.Addr("alpha").String())
 	c.mustDo("set before 0 0 1\r\nx\r\n")
