@@ -24,6 +24,7 @@ func readOne(t testing.TB, cd *memcacheCodec, in string) (*mcRequest, action) {
 // the keys routed, and the bytes a server receives, re-encoded.
 func TestMemcacheCodecRead(t *testing.T) {
 	cd := newMemcacheCodec(memcache.Limits{})
+	longGet := strings.TrimSpace(strings.Repeat("key:with:a:long:name ", 200)) // memcached reads get lines whole
 	tests := []struct {
 		in      string
 		act     action
@@ -42,16 +43,23 @@ func TestMemcacheCodecRead(t *testing.T) {
 		{in: "quit\r\n", act: closeAfter},
 		{in: "flush_all\r\n", act: local, local: "ERROR\r\n"},
 		{in: "get " + strings.Repeat("k", 251) + "\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
+		// What the parser takes but a server would read otherwise.
+		{in: "set k\x00 0 0 1\r\nx\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
+		{in: "set k\x00 0 0 1 noreply\r\nx\r\n", act: local, local: ""},
+		{in: "mg k\t v\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
+		{in: "ms " + strings.Repeat("a", 252) + " 1 b\r\nx\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
+		{in: "mg k v O" + strings.Repeat("x", 2000) + "\r\n", act: local, local: "CLIENT_ERROR line too long\r\n"},
+		{in: "get " + longGet + "\r\n", keys: strings.Fields(longGet), out: "get " + longGet + "\r\n"},
 	}
 	for _, tt := range tests {
 		req, act := readOne(t, cd, tt.in)
 		if act != tt.act {
-			t.Errorf("read(%q) action = %d; want %d", tt.in, act, tt.act)
+			t.Errorf("read(%.80q) action = %d; want %d", tt.in, act, tt.act)
 			continue
 		}
 		if act != forward {
 			if got := string(req.appendLocal(nil)); got != tt.local {
-				t.Errorf("read(%q): local reply %q; want %q", tt.in, got, tt.local)
+				t.Errorf("read(%.80q): local reply %q; want %q", tt.in, got, tt.local)
 			}
 			continue
 		}
@@ -60,14 +68,14 @@ func TestMemcacheCodecRead(t *testing.T) {
 			keys = append(keys, string(req.routeKey(i)))
 		}
 		if strings.Join(keys, ",") != strings.Join(tt.keys, ",") {
-			t.Errorf("read(%q): keys %q; want %q", tt.in, keys, tt.keys)
+			t.Errorf("read(%.80q): keys %q; want %q", tt.in, keys, tt.keys)
 		}
 		rep := cd.newReply()
 		if got := string(req.appendRequest(nil, nil, 0, rep)); got != tt.out {
-			t.Errorf("read(%q): sends %q; want %q", tt.in, got, tt.out)
+			t.Errorf("read(%.80q): sends %q; want %q", tt.in, got, tt.out)
 		}
 		if req.noreply != tt.noreply {
-			t.Errorf("read(%q): noreply %v; want %v", tt.in, req.noreply, tt.noreply)
+			t.Errorf("read(%.80q): noreply %v; want %v", tt.in, req.noreply, tt.noreply)
 		}
 	}
 }
