@@ -354,7 +354,73 @@ func (s *mcServer) read(rp reply) error {
 	if err != nil {
 		return badReply(err)
 	}
+	if !validReply(rep.cmd, rep.resp.Line) {
+		return fmt.Errorf("%w: %q is no reply to %s", errBadReply, rep.resp.Line, rep.cmd)
+	}
 	return nil
+}
+
+// validReply reports whether line, the last line of a reply that
+// memcache.Reader read, is one memcached sends for cmd: its status (the first
+// token) is one of cmd's, or an error; no byte of it is a control byte.
+func validReply(cmd memcache.Command, line []byte) bool {
+	for _, b := range line {
+		if b < ' ' || b == 0x7f {
+			return false
+		}
+	}
+	if memcache.IsError(line) {
+		return true
+	}
+	status, rest, _ := bytes.Cut(line, []byte(" "))
+	switch cmd {
+	case memcache.CmdGet, memcache.CmdGets, memcache.CmdGat, memcache.CmdGats:
+		return string(line) == "END"
+	case memcache.CmdSet, memcache.CmdAdd, memcache.CmdReplace, memcache.CmdAppend, memcache.CmdPrepend, memcache.CmdCas:
+		return oneOf(line, "STORED", "NOT_STORED", "EXISTS", "NOT_FOUND")
+	case memcache.CmdDelete:
+		return oneOf(line, "DELETED", "NOT_FOUND")
+	case memcache.CmdTouch:
+		return oneOf(line, "TOUCHED", "NOT_FOUND")
+	case memcache.CmdIncr, memcache.CmdDecr:
+		return isNumber(line) || string(line) == "NOT_FOUND"
+	case memcache.CmdVersion:
+		return string(status) == "VERSION" && len(rest) > 0
+	case memcache.CmdMetaGet:
+		return oneOf(status, "VA", "HD", "EN")
+	case memcache.CmdMetaSet:
+		return oneOf(status, "HD", "NS", "EX", "NF")
+	case memcache.CmdMetaDelete:
+		return oneOf(status, "HD", "NF", "EX")
+	case memcache.CmdMetaArithmetic:
+		return oneOf(status, "HD", "VA", "NF", "NS", "EX")
+	case memcache.CmdMetaDebug:
+		return string(status) == "ME" && len(rest) > 0 || string(line) == "EN"
+	}
+	return false
+}
+
+func oneOf(s []byte, set ...string) bool {
+	for _, t := range set {
+		if string(s) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// isNumber reports whether b is the decimal number of an incr or decr reply:
+// 1 to 20 digits.
+func isNumber(b []byte) bool {
+	if len(b) == 0 || len(b) > 20 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // badReply wraps a *memcache.Error, a reply out of grammar, in errBadReply.

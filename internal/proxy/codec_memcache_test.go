@@ -223,3 +223,43 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 }
 
 var _ io.Reader = (*repeatReader)(nil)
+
+func TestValidReply(t *testing.T) {
+	tests := []struct {
+		cmd   memcache.Command
+		line  string
+		valid bool
+	}{
+		{memcache.CmdGet, "END", true},
+		{memcache.CmdGet, "STORED", false},
+		{memcache.CmdSet, "STORED", true},
+		{memcache.CmdSet, "HELLO GARBAGE", false},
+		{memcache.CmdSet, "STORED\x00", false},
+		{memcache.CmdSet, "SERVER_ERROR out of memory storing object", true},
+		{memcache.CmdSet, "CLIENT_ERROR bad data chunk", true},
+		{memcache.CmdSet, "ERROR", true},
+		{memcache.CmdSet, "ERRORS", false},
+		{memcache.CmdCas, "EXISTS", true},
+		{memcache.CmdDelete, "DELETED", true},
+		{memcache.CmdDelete, "STORED", false},
+		{memcache.CmdIncr, "18446744073709551615", true},
+		{memcache.CmdIncr, "12a", false},
+		{memcache.CmdDecr, "NOT_FOUND", true},
+		{memcache.CmdTouch, "TOUCHED", true},
+		{memcache.CmdVersion, "VERSION 1.6.18", true},
+		{memcache.CmdVersion, "VERSION", false},
+		{memcache.CmdMetaGet, "HD c1 t-1", true},
+		{memcache.CmdMetaGet, "EN", true},
+		{memcache.CmdMetaGet, "NS", false},
+		{memcache.CmdMetaSet, "NS", true},
+		{memcache.CmdMetaDelete, "NF", true},
+		{memcache.CmdMetaArithmetic, "VA 2", true},
+		{memcache.CmdMetaDebug, "ME k exp=-1 la=1 cas=2 fetch=no cls=1 size=63", true},
+		{memcache.CmdMetaDebug, "ME", false},
+	}
+	for _, tt := range tests {
+		if got := validReply(tt.cmd, []byte(tt.line)); got != tt.valid {
+			t.Errorf("validReply(%s, %q) = %v; want %v", tt.cmd, tt.line, got, tt.valid)
+		}
+	}
+}

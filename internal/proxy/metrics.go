@@ -31,6 +31,7 @@ type serverStats struct {
 	requestBytes  atomic.Uint64
 	responses     atomic.Uint64
 	responseBytes atomic.Uint64
+	badReplies    atomic.Uint64 // replies out of the protocol, each resetting its connection
 }
 
 type counter struct{ c prometheus.Counter }
@@ -165,6 +166,7 @@ var (
 	descEjects      = prometheus.NewDesc("chash_proxy_ejections_total", "Server ejections.", []string{"pool"}, nil)
 	descSrvReqs     = prometheus.NewDesc("chash_proxy_server_requests_total", "Requests sent to the server.", []string{"pool", "server"}, nil)
 	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server.", []string{"pool", "server"}, nil)
+	descSrvBadReply = prometheus.NewDesc("chash_proxy_server_protocol_errors_total", "Replies of the server out of the protocol's grammar; each reset its connection and failed the requests waiting on it.", []string{"pool", "server"}, nil)
 	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
 	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)
 	descSrvEjected  = prometheus.NewDesc("chash_proxy_server_ejected", "1 if the server is ejected.", []string{"pool", "server"}, nil)
@@ -173,7 +175,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
-		descEjects, descSrvReqs, descSrvErrs, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare} {
+		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare} {
 		ch <- d
 	}
 }
@@ -199,6 +201,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
+			count(descSrvBadReply, s.stats.badReplies.Load(), pl.name, s.name)
 			gauge(descSrvConns, float64(s.stats.connections.Load()), pl.name, s.name)
 			ej := 0.0
 			if s.ejected.Load() {
@@ -257,19 +260,20 @@ func (p *Proxy) Stats() map[string]any {
 				queued += int(c.queued.Load())
 			}
 			ps[s.name] = map[string]any{
-				"server_eof":         s.stats.eof.Load(),
-				"server_err":         s.stats.errors.Load(),
-				"server_timedout":    s.stats.timedout.Load(),
-				"server_connections": s.stats.connections.Load(),
-				"server_ejected_at":  ejectedAt,
-				"requests":           s.stats.requests.Load(),
-				"request_bytes":      s.stats.requestBytes.Load(),
-				"responses":          s.stats.responses.Load(),
-				"response_bytes":     s.stats.responseBytes.Load(),
-				"in_queue":           queued,
-				"in_queue_bytes":     0,
-				"out_queue":          0,
-				"out_queue_bytes":    0,
+				"server_eof":             s.stats.eof.Load(),
+				"server_err":             s.stats.errors.Load(),
+				"server_timedout":        s.stats.timedout.Load(),
+				"server_protocol_errors": s.stats.badReplies.Load(),
+				"server_connections":     s.stats.connections.Load(),
+				"server_ejected_at":      ejectedAt,
+				"requests":               s.stats.requests.Load(),
+				"request_bytes":          s.stats.requestBytes.Load(),
+				"responses":              s.stats.responses.Load(),
+				"response_bytes":         s.stats.responseBytes.Load(),
+				"in_queue":               queued,
+				"in_queue_bytes":         0,
+				"out_queue":              0,
+				"out_queue_bytes":        0,
 			}
 		}
 		out[pl.name] = ps

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -414,7 +415,7 @@ func (c *serverConn) read(ss *session) {
 		}
 		if err == nil {
 			if cl == nil {
-				err = errors.New("data from the server with no request waiting")
+				err = fmt.Errorf("%w: data from the server with no request waiting", errBadReply)
 			} else {
 				err = ss.sc.read(cl.reply)
 			}
@@ -442,13 +443,22 @@ func (c *serverConn) readFailed(ss *session, err error) {
 	for range calls {
 		<-ss.slots
 	}
-	if len(calls) == 0 {
+	bad := errors.Is(err, errBadReply)
+	if bad {
+		c.srv.stats.badReplies.Add(1)
+		c.srv.pool.proxy.log.Warn("server reply out of protocol: connection reset", "pool", c.srv.pool.name,
+			"server", c.srv.name, "err", err, "requests_failed", len(calls))
+	}
+	if len(calls) == 0 && !bad {
 		return // closed while idle: nothing failed
 	}
-	if isTimeout(err) {
+	switch {
+	case isTimeout(err):
 		c.srv.stats.timedout.Add(1)
 		err = errTimeout
-	} else {
+	case bad:
+		err = errBadReply
+	default:
 		c.srv.stats.eof.Add(1)
 		err = dialError(err)
 	}
