@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -23,17 +23,60 @@ const (
 // client is one client connection, served by one goroutine (serve): it reads
 // and dispatches every request the client has already sent, so that pipelined
 // requests go to their servers in parallel, then writes their replies in order.
+//
+// An idle client costs little: while it waits for the client's next bytes, it
+// holds no read buffer but src's few hundred bytes, and no write buffer.
 type client struct {
 	pool    *pool
 	conn    net.Conn
+	rw      io.ReadWriter // reads and writes conn; see socketIO
+	src     clientSource
 	cc      clientCodec
-	bw      *bufio.Writer
 	pending []*clientReq
-	pbytes  int // bytes held by the pending requests
-	buf     []byte
-	broken  bool // the connection failed or is closing: read no more, write nothing
-	idle    bool // a read deadline for the idle timeout is set
+	pbytes  int   // bytes held by the pending requests
+	werr    error // why a write failed: nothing more is written
+	broken  bool  // the connection failed or is closing: read no more
+	idle    bool  // a read deadline for the idle timeout is set
 }
+
+// clientSource is what a client's codec reads: the bytes read while the client
+// was idle, then the connection.
+type clientSource struct {
+	rw   io.Reader
+	head []byte // the unread bytes of buf
+	buf  [512]byte
+}
+
+func (s *clientSource) Read(p []byte) (int, error) {
+	if len(s.head) > 0 {
+		n := copy(p, s.head)
+		s.head = s.head[n:]
+		return n, nil
+	}
+	return s.rw.Read(p)
+}
+
+// wait waits for the client's next bytes and reads them into buf, so that
+// waiting takes no larger buffer; it returns an error only if it read nothing.
+func (s *clientSource) wait() error {
+	n, err := s.rw.Read(s.buf[:])
+	s.head = s.buf[:n]
+	if n > 0 {
+		return nil // a failure shows again at the next read
+	}
+	return err
+}
+
+// outBufs holds the write buffers of clients, each a *[]byte, taken while a
+// client writes its replies.
+var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Replies are written once flushAt bytes are ready, and write buffers grown
+// past maxOutBuf, for a large value, are left to the garbage collector.
+const (
+	flushAt   = 64 << 10
+	maxOutBuf = 256 << 10
+)
 
 // clientReq is one client request and what answers it.
 type clientReq struct {
@@ -74,17 +117,21 @@ func (c *client) serve() {
 		pl.nconns.Add(-1)
 		pl.clients.Done()
 	}()
-	rw := socketIO(c.conn)
-	c.bw = bufio.NewWriterSize(rw, 16<<10)
-	c.cc = pl.codec.newClient(rw)
+	c.rw = socketIO(c.conn)
+	c.src.rw = c.rw
+	c.cc = pl.codec.newClient(&c.src)
 	for {
-		if c.cc.buffered() == 0 || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
+		more := len(c.src.head) > 0 || c.cc.buffered() > 0
+		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
 			// Nothing more has arrived: answer what was read before waiting
 			// for more.
 			c.flush()
 			if c.broken {
 				return
 			}
+		}
+		if !more {
+			c.cc.release()
 			c.setIdleDeadline()
 			// Checked after setting the deadline: Shutdown sets stopping
 			// before the deadline that wakes this read, which must not be
@@ -95,6 +142,10 @@ func (c *client) serve() {
 				c.conn.SetReadDeadline(time.Now().Add(drainWait))
 				c.idle = true
 			}
+			if err := c.src.wait(); err != nil {
+				c.readFailed(err)
+				return
+			}
 		}
 		r := pl.reqs.Get().(*clientReq)
 		r.reset()
@@ -102,12 +153,7 @@ func (c *client) serve() {
 		r.start = time.Now()
 		if err != nil {
 			pl.reqs.Put(r)
-			if isEOF(err) || isTimeout(err) && pl.proxy.stopping.Load() {
-				pl.stats.clientEOF.Add(1)
-			} else {
-				pl.stats.clientErr.Add(1)
-			}
-			c.flush()
+			c.readFailed(err)
 			return
 		}
 		r.act = act
@@ -127,6 +173,17 @@ func (c *client) serve() {
 	}
 }
 
+// readFailed counts why the client's connection could not be read, and
+// answers the requests read before.
+func (c *client) readFailed(err error) {
+	if isEOF(err) || isTimeout(err) && c.pool.proxy.stopping.Load() {
+		c.pool.stats.clientEOF.Add(1)
+	} else {
+		c.pool.stats.clientErr.Add(1)
+	}
+	c.flush()
+}
+
 // setIdleDeadline sets the read deadline of the pool's idle timeout, which a
 // reload may have changed since the last wait.
 func (c *client) setIdleDeadline() {
@@ -143,14 +200,19 @@ func (c *client) setIdleDeadline() {
 
 // flush waits for the replies of the pending requests and writes them in order.
 func (c *client) flush() {
+	if len(c.pending) == 0 {
+		return
+	}
+	out := outBufs.Get().(*[]byte)
 	for _, r := range c.pending {
 		for _, cl := range r.calls[:r.ncalls] {
 			<-cl.done
 		}
-		if c.bw != nil {
-			c.buf = c.respond(c.buf[:0], r)
-			if _, err := c.bw.Write(c.buf); err != nil {
-				c.bw = nil
+		if c.werr == nil {
+			*out = c.respond(*out, r)
+			if len(*out) >= flushAt {
+				c.write(*out)
+				*out = (*out)[:0]
 			}
 		}
 		c.pool.observeRequest(r)
@@ -159,11 +221,22 @@ func (c *client) flush() {
 	clear(c.pending)
 	c.pending = c.pending[:0]
 	c.pbytes = 0
-	if c.bw != nil && c.bw.Flush() != nil {
-		c.bw = nil
+	if len(*out) > 0 && c.werr == nil {
+		c.write(*out)
 	}
-	if c.bw == nil {
+	if cap(*out) <= maxOutBuf {
+		*out = (*out)[:0]
+		outBufs.Put(out)
+	}
+	if c.werr != nil {
 		c.broken = true
+	}
+}
+
+// write writes replies to the client, unless a write failed before.
+func (c *client) write(b []byte) {
+	if _, err := c.rw.Write(b); err != nil {
+		c.werr = err
 	}
 }
 

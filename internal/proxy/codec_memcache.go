@@ -26,7 +26,7 @@ var _ codec = (*memcacheCodec)(nil)
 // clientReadBuffer is the read buffer of a busy client connection: enough for
 // a burst of pipelined requests, small enough that many busy clients cost
 // little. Longer lines and values are read past it.
-const clientReadBuffer = 16 << 10
+const clientReadBuffer = 4 << 10
 
 // maxServerLine bounds the line of every request but get and gets that the
 // proxy sends a server. memcached 1.6 closes a connection whose unfinished
