@@ -27,6 +27,7 @@ type proxyFlags struct {
 	ejectErrors bool
 	idle        time.Duration
 	maxValue    int
+	maxMemory   int64
 	tlsCert     string
 	tlsKey      string
 	logJSON     bool
@@ -37,7 +38,7 @@ type proxyFlags struct {
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F] [--procs N]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]",
 		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -69,6 +70,14 @@ SIGTERM and SIGINT stop accepting clients, answer what clients have sent
 (each client's connection closes once it has sent nothing for 50ms), let
 requests in flight finish (at most 10s in all), and exit 0.
 
+--max-memory bounds the bytes of requests read and not yet answered and of
+replies read from servers and not yet written, over all clients (1 GiB by
+default): past it, clients are not read until replies are written, so a
+client that sends faster than its replies are read cannot make the proxy
+hold ever more. Replies to requests already sent may take it past the bound
+(at most 256 requests per client are in flight). An idle client holds no
+buffer.
+
 --procs sets how many threads run Go code. By default (0) it adapts to the
 load: one thread while the proxy uses less than most of a core, where
 handing requests between goroutines on one thread costs far less CPU than
@@ -94,6 +103,7 @@ memcached servers for that.`,
 	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
 	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
+	c.Flag.Int64Var(&f.maxMemory, "max-memory", proxy.DefaultMaxMemory, "bytes of requests and replies in flight past which clients are not read")
 	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
 	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
 	c.Flag.IntVar(&f.procs, "procs", 0, "threads running Go code; 0 adapts between 1 and the CPUs to the load")
@@ -111,6 +121,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
+	}
+	if f.maxMemory < 1 {
+		return c.UsageError(env.Stderr, "--max-memory %d: want a positive number of bytes", f.maxMemory)
 	}
 	if f.procs < 0 {
 		return c.UsageError(env.Stderr, "--procs %d: want 0 (adapt to the load) or more", f.procs)
@@ -155,6 +168,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		Limits:      memcache.Limits{MaxValue: f.maxValue},
 		EjectErrors: f.ejectErrors,
 		IdleTimeout: f.idle,
+		MaxMemory:   f.maxMemory,
 		ConfigPath:  f.config,
 		Admin:       f.admin,
 	}

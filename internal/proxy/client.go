@@ -105,6 +105,7 @@ func (r *clientReq) newCall(cd codec) *call {
 	c := r.calls[r.ncalls]
 	r.ncalls++
 	c.err = nil
+	c.held = 0
 	c.out = c.out[:0]
 	return c
 }
@@ -122,11 +123,12 @@ func (c *client) serve() {
 	c.cc = pl.codec.newClient(&c.src)
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
-		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes {
-			// Nothing more has arrived: answer what was read before waiting
-			// for more.
+		mem := pl.proxy.mem
+		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() {
+			// Nothing more has arrived, or this client or the proxy holds
+			// much: answer what was read before reading more.
 			c.flush()
-			if c.broken {
+			if c.broken || !mem.wait(pl.proxy.ctx.Done()) {
 				return
 			}
 		}
@@ -164,7 +166,9 @@ func (c *client) serve() {
 			c.dispatch(r)
 		}
 		c.pending = append(c.pending, r)
-		c.pbytes += r.req.size()
+		n := r.req.size()
+		c.pbytes += n
+		mem.add(int64(n))
 		if act == closeAfter {
 			c.broken = true
 			c.flush()
@@ -204,9 +208,11 @@ func (c *client) flush() {
 		return
 	}
 	out := outBufs.Get().(*[]byte)
+	held := int64(c.pbytes)
 	for _, r := range c.pending {
 		for _, cl := range r.calls[:r.ncalls] {
 			<-cl.done
+			held += cl.held
 		}
 		if c.werr == nil {
 			*out = c.respond(*out, r)
@@ -221,6 +227,7 @@ func (c *client) flush() {
 	clear(c.pending)
 	c.pending = c.pending[:0]
 	c.pbytes = 0
+	c.pool.proxy.mem.release(held)
 	if len(*out) > 0 && c.werr == nil {
 		c.write(*out)
 	}

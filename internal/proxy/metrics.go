@@ -170,18 +170,22 @@ var (
 	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
 	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)
 	descSrvEjected  = prometheus.NewDesc("chash_proxy_server_ejected", "1 if the server is ejected.", []string{"pool", "server"}, nil)
+	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
+	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
-		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare} {
+		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(c)
+	ch <- prometheus.MustNewConstMetric(descMemHeld, prometheus.GaugeValue, float64(m.p.mem.held.Load()))
+	ch <- prometheus.MustNewConstMetric(descMemWaits, prometheus.CounterValue, float64(m.p.mem.waits.Load()))
 	for _, pl := range m.p.poolList() {
 		st := pl.state.Load()
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {

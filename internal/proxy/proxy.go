@@ -92,6 +92,13 @@ type Proxy struct {
 	// in pools that do not set client_idle_timeout. If zero, idle clients are
 	// kept, as in twemproxy.
 	IdleTimeout time.Duration
+	// MaxMemory bounds, in bytes, what the proxy holds for requests in flight
+	// over all its clients: requests read and not yet answered, and replies
+	// read and not yet written. Past it, clients read no new request until
+	// replies are written. If zero, it is DefaultMaxMemory (1 GiB). The replies
+	// to requests already sent, and one request being read per client (within
+	// Limits), may take the proxy past it.
+	MaxMemory int64
 	// TLS, if not nil, makes the listener of every pool without tls_cert_file
 	// accept TLS clients. A pool with its own certificate serves it with a copy
 	// of TLS (or, if nil, of a config that requires TLS 1.2) in which it
@@ -112,6 +119,7 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	log     *slog.Logger
 	metrics *metrics
+	mem     *memory
 
 	wg       sync.WaitGroup // goroutines retiring servers
 	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
@@ -137,6 +145,7 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.metrics = newMetrics(p)
+	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
 	if err := Validate(f); err != nil {
 		return err

@@ -26,6 +26,7 @@ type call struct {
 	deadline time.Time
 	start    time.Time
 	reply    reply // made by the codec, readied by request.appendRequest
+	held     int64 // the reply's bytes, accounted to the proxy's memory
 	err      error
 	done     chan struct{} // receives one value when the call completes
 }
@@ -427,8 +428,11 @@ func (c *serverConn) read(ss *session) {
 		next = ss.pop()
 		c.queued.Add(-1)
 		c.srv.ok()
+		n := cl.reply.size()
+		cl.held = int64(n)
+		c.srv.pool.proxy.mem.add(cl.held)
 		c.srv.stats.responses.Add(1)
-		c.srv.stats.responseBytes.Add(uint64(cl.reply.size()))
+		c.srv.stats.responseBytes.Add(uint64(n))
 		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
 		cl.complete(nil)
 	}
