@@ -88,7 +88,14 @@ environment variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-/reload and /healthz.
+/reload and /healthz. POST /reload must carry the header Chash-Admin, with
+any value, and a Host that is the listener's, localhost or an IP address, so
+that no web page can make a browser reload the proxy:
+
+    curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+
+Reloads through it are at least a second apart (429 Too Many Requests
+otherwise).
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.

@@ -129,7 +129,11 @@ type Proxy struct {
 	pools    map[string]*pool
 	admin    *http.Server
 	adminL   net.Listener
-	closed   bool
+	// reloadMu guards nextReload, before which the admin listener refuses
+	// reloads.
+	reloadMu   sync.Mutex
+	nextReload time.Time
+	closed     bool
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
