@@ -8,76 +8,35 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
-// redisInstall is what installs the programs these tests run.
-const redisInstall = "apt-get install redis-server redis-tools"
-
 // redisServer is a redis-server started for a test on a free port of
-// 127.0.0.1; the test's end stops it by its PID.
+// 127.0.0.1; the test's end stops it.
 type redisServer struct {
 	Addr string
-	cmd  *exec.Cmd
-	done chan struct{}
 }
 
 // startRedis starts redis-server with args after its own (port, address, no
-// persistence) and waits until it answers. Where redis-server is missing, the
-// test is skipped, or fails when CI is set.
+// persistence) and waits until it accepts connections. Where redis-server is
+// missing, the test is skipped, or fails when CI is set.
 func startRedis(t testing.TB, args ...string) *redisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server not installed; CI must install it (.ci/apt-packages): %s", redisInstall)
-		}
-		t.Skipf("redis-server not installed; install: %s", redisInstall)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	s := &redisServer{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
-	var out bytes.Buffer
-	s.cmd = exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
-	s.cmd.Stdout, s.cmd.Stderr = &out, &out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server on %s: %v", s.Addr, err)
-	}
-	go func() {
-		s.cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.done
+	addr := testprog.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	testprog.Start(t, testprog.Program{
+		Name: "redis-server",
+		Args: append([]string{"--port", port, "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...),
+		Ready: testprog.Listening(addr),
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", s.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		select {
-		case <-s.done:
-			t.Fatalf("redis-server on %s exited (%v): %s", s.Addr, s.cmd.ProcessState, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s does not accept connections: %v", s.Addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return &redisServer{Addr: addr}
 }
 
 // answer sends in to the server on a connection of its own, ends the
