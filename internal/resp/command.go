@@ -285,7 +285,8 @@ func Commands() []*Command {
 //     of arguments, each cut at a NUL byte, line ends as spaces);
 //   - a wrong number of arguments: "ERR wrong number of arguments for 'get'
 //     command", and so for MSET and MSETNX with a key without its value, as
-//     Redis answers them;
+//     Redis answers them (for EXEC, Redis's "EXECABORT Transaction discarded
+//     because of: wrong number ...");
 //   - a command a proxy cannot shard (RouteNone): "ERR command 'keys' is not
 //     supported by the proxy".
 //
@@ -300,7 +301,11 @@ func Check(args [][]byte) (*Command, error) {
 		return nil, unknownCommand(args)
 	}
 	if !c.ArityOK(len(args)) || c.keys.kind == keyRange && c.keys.step == 2 && len(args)%2 == 0 {
-		return c, &Error{Reply: "ERR wrong number of arguments for '" + c.Name + "' command"}
+		msg := "wrong number of arguments for '" + c.Name + "' command"
+		if c.Name == "exec" { // Redis aborts a transaction on any error of EXEC
+			return c, &Error{Reply: "EXECABORT Transaction discarded because of: " + msg}
+		}
+		return c, &Error{Reply: "ERR " + msg}
 	}
 	if c.Route == RouteNone {
 		return c, UnsupportedError(c)

@@ -551,3 +551,41 @@ func skipOne(br *bufio.Reader) error {
 	}
 	return err
 }
+
+// TestCheckMatchesRedis sends redis-server a request with a wrong number of
+// arguments for every command that can have one, and unknown commands, and
+// checks that it answers Check's error.
+func TestCheckMatchesRedis(t *testing.T) {
+	srv := startRedis(t)
+	cl := srv.dial(t)
+	a200 := strings.Repeat("a", 200)
+	tests := [][]string{
+		{"FOO"}, {"FOO", "a", "b"}, {"F\x00OO", "a\x00b", "c\r\nd"}, {"FOO", a200, "b"},
+		{"FOO", a200[:100], a200, "c"}, {a200}, {"MSET", "a", "1", "b"}, {"MSETNX", "a", "1", "b"},
+	}
+	for _, c := range Commands() {
+		switch {
+		case c.Arity == 1: // none can be sent with fewer
+			tests = append(tests, argsOf(c.Name, c.Arity+1))
+		case c.Arity > 1:
+			tests = append(tests, argsOf(c.Name, c.Arity+1), argsOf(strings.ToUpper(c.Name), c.Arity-1))
+		case c.Arity < -1:
+			tests = append(tests, argsOf(c.Name, -c.Arity-1))
+		}
+	}
+	for _, args := range tests {
+		var bargs [][]byte
+		for _, a := range args {
+			bargs = append(bargs, []byte(a))
+		}
+		_, err := Check(bargs)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("Check(%q) = %v; want an *Error", args, err)
+			continue
+		}
+		if rp := cl.do(args...); string(rp.Bytes()) != string(AppendError(nil, e.Reply)) {
+			t.Errorf("redis-server answers %q with %q; Check says %q", args, rp.Bytes(), e.Reply)
+		}
+	}
+}

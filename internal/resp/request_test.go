@@ -418,12 +418,13 @@ func BenchmarkReadRequest(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		in   []byte
+		reqs int // in in
 	}{
-		{"get", AppendRequest(nil, &Request{Args: [][]byte{[]byte("GET"), []byte("key:000001")}})},
-		{"set", AppendRequest(nil, &Request{Args: [][]byte{[]byte("SET"), []byte("key:000001"), bytes.Repeat([]byte("v"), 32)}})},
-		{"mget10", mget(10)},
-		{"pipeline", pipeline(300)},
-		{"inline", []byte("SET key:000001 \"some value\"\r\n")},
+		{"get", AppendRequest(nil, &Request{Args: [][]byte{[]byte("GET"), []byte("key:000001")}}), 1},
+		{"set", AppendRequest(nil, &Request{Args: [][]byte{[]byte("SET"), []byte("key:000001"), bytes.Repeat([]byte("v"), 32)}}), 1},
+		{"mget10", mget(10), 1},
+		{"pipeline", pipeline(300), 300},
+		{"inline", []byte("SET key:000001 \"some value\"\r\n"), 1},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var q Request
@@ -431,7 +432,7 @@ func BenchmarkReadRequest(b *testing.B) {
 			for range 10 {
 				r.ReadRequest(&q)
 			}
-			b.SetBytes(int64(len(bc.in)))
+			b.SetBytes(int64(len(bc.in) / bc.reqs))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
