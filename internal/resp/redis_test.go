@@ -589,3 +589,57 @@ func TestCheckMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitMatchesRedis sends requests of every split command both whole to
+// one redis-server and split over three others, the keys spread by a hash, and
+// checks that the merged replies, and the data left behind, are the same.
+func TestSplitMatchesRedis(t *testing.T) {
+	whole := startRedis(t).dial(t)
+	var shards []*client
+	for range 3 {
+		shards = append(shards, startRedis(t).dial(t))
+	}
+	route := func(key []byte) (int, error) {
+		h := uint32(2166136261)
+		for _, c := range key {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return int(h % uint32(len(shards))), nil
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	key := func() string { return fmt.Sprintf("key:%d", rnd.IntN(40)) }
+	var s Split
+	var replies []*Reply
+	for i := range 300 {
+		name := []string{"MGET", "MSET", "DEL", "UNLINK", "EXISTS", "TOUCH"}[rnd.IntN(6)]
+		args := [][]byte{[]byte(name)}
+		for range 1 + rnd.IntN(12) {
+			args = append(args, []byte(key()))
+			if name == "MSET" {
+				args = append(args, fmt.Appendf(nil, "value %d", i))
+			}
+		}
+		c, err := Check(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(whole.doRaw(AppendRequest(nil, &Request{Args: args})).Bytes())
+		if err := s.Build(c, args, route); err != nil {
+			t.Fatal(err)
+		}
+		replies = replies[:0]
+		for _, sub := range s.Subs { // a copy of each reply: the clients reuse theirs
+			replies = append(replies, replyOf(t, string(shards[sub.Server].doRaw(sub.Request).Bytes())))
+		}
+		if got := string(s.Merge(nil, replies)); got != want {
+			t.Fatalf("%q: split over servers, the reply is %q; redis-server answers %q", quoteArgs(args), got, want)
+		}
+	}
+	for i := range 40 {
+		k := fmt.Sprintf("key:%d", i)
+		srv, _ := route([]byte(k))
+		if got, want := shards[srv].do("GET", k).Bytes(), whole.do("GET", k).Bytes(); string(got) != string(want) {
+			t.Errorf("GET %s: %q on its server; %q where every request went whole", k, got, want)
+		}
+	}
+}
