@@ -120,19 +120,19 @@ const (
 	mergeOK          // MSET: +OK once every server said it
 )
 
-// ArityOK reports whether a request of n arguments, the name included, has a
+// arityOK reports whether a request of n arguments, the name included, has a
 // number of arguments Redis runs the command with.
-func (c *Command) ArityOK(n int) bool {
+func (c *Command) arityOK(n int) bool {
 	if c.Arity >= 0 {
 		return n == c.Arity
 	}
 	return n >= -c.Arity
 }
 
-// KeyStep is the number of arguments from one key to the next in a request of
+// keyStep is the number of arguments from one key to the next in a request of
 // c that Split can split: 2 for MSET (key, value), 1 for the others; 0 for a
 // command Split does not split.
-func (c *Command) KeyStep() int {
+func (c *Command) keyStep() int {
 	if c.Route != RouteSplit {
 		return 0
 	}
@@ -300,7 +300,7 @@ func Check(args [][]byte) (*Command, error) {
 	if c == nil {
 		return nil, unknownCommand(args)
 	}
-	if !c.ArityOK(len(args)) || c.keys.kind == keyRange && c.keys.step == 2 && len(args)%2 == 0 {
+	if !c.arityOK(len(args)) || c.keys.kind == keyRange && c.keys.step == 2 && len(args)%2 == 0 {
 		msg := "wrong number of arguments for '" + c.Name + "' command"
 		if c.Name == "exec" { // Redis aborts a transaction on any error of EXEC
 			return c, &Error{Reply: "EXECABORT Transaction discarded because of: " + msg}

@@ -84,15 +84,15 @@ func TestRoutes(t *testing.T) {
 		} else if c.keys.kind != keyNone {
 			t.Errorf("%s: route %v, but has a key spec", c.Name, c.Route)
 		}
-		if (c.Route == RouteSplit) != (c.merge != mergeNone) || (c.Route == RouteSplit) != (c.KeyStep() != 0) {
-			t.Errorf("%s: route %v, merge %d, KeyStep %d", c.Name, c.Route, c.merge, c.KeyStep())
+		if (c.Route == RouteSplit) != (c.merge != mergeNone) || (c.Route == RouteSplit) != (c.keyStep() != 0) {
+			t.Errorf("%s: route %v, merge %d, keyStep %d", c.Name, c.Route, c.merge, c.keyStep())
 		}
 	}
-	if got := Lookup([]byte("mset")).KeyStep(); got != 2 {
-		t.Errorf("mset: KeyStep() = %d; want 2", got)
+	if got := Lookup([]byte("mset")).keyStep(); got != 2 {
+		t.Errorf("mset: keyStep() = %d; want 2", got)
 	}
-	if got := Lookup([]byte("del")).KeyStep(); got != 1 {
-		t.Errorf("del: KeyStep() = %d; want 1", got)
+	if got := Lookup([]byte("del")).keyStep(); got != 1 {
+		t.Errorf("del: keyStep() = %d; want 1", got)
 	}
 }
 

@@ -130,7 +130,7 @@ func emulate(in []byte, password string) ([]byte, bool) {
 		}
 		c, err := Check(q.Args)
 		switch {
-		case errors.As(err, &e) && (c == nil || c.Route != RouteNone || !c.ArityOK(len(q.Args))):
+		case errors.As(err, &e) && (c == nil || c.Route != RouteNone || !c.arityOK(len(q.Args))):
 			out = AppendError(out, e.Reply)
 			continue
 		case err != nil:

@@ -38,7 +38,7 @@ type Sub struct {
 // client with. Keys on one server keep their order and repeats ("MGET a a" is
 // sent as it is), so that each server's reply is the one Redis gives for them.
 func (s *Split) Build(c *Command, args [][]byte, server func(key []byte) (int, error)) error {
-	step := c.KeyStep()
+	step := c.keyStep()
 	if step == 0 {
 		return errors.New("resp: split of '" + c.Name + "', which is not split")
 	}

@@ -142,7 +142,7 @@ func TestSplit(t *testing.T) {
 		for _, sub := range s.Subs {
 			q := readOne(t, sub.Request)
 			subs = append(subs, fmt.Sprintf("%d: %s", sub.Server, quoteArgs(q.Args)))
-			if step := c.KeyStep(); sub.Keys != (len(q.Args)-1)/step {
+			if step := c.keyStep(); sub.Keys != (len(q.Args)-1)/step {
 				t.Errorf("Build(%q): sub %q has Keys %d", tt.args, sub.Request, sub.Keys)
 			}
 			keys += sub.Keys
@@ -151,7 +151,7 @@ func TestSplit(t *testing.T) {
 			t.Errorf("Build(%q) = %q; want %q", tt.args, subs, tt.subs)
 			continue
 		}
-		if want := (len(args) - 1) / c.KeyStep(); keys != want {
+		if want := (len(args) - 1) / c.keyStep(); keys != want {
 			t.Errorf("Build(%q): %d keys in all; want %d", tt.args, keys, want)
 		}
 		replies := make([]*Reply, len(tt.replies))
