@@ -45,8 +45,8 @@ func (r *Reader) Buffered() int { return r.w - r.r }
 
 // Wait waits until at least one byte can be read without waiting, or the read
 // fails. A failed Wait may be retried (after a read deadline, say): it consumes
-// nothing. Errors of the other methods leave the stream where they found it
-// broken, to be read no further.
+// nothing. After an error of ReadRequest or ReadReply, by contrast, the stream
+// is out of step and not to be read further.
 func (r *Reader) Wait() error {
 	if r.r < r.w {
 		return nil
@@ -205,6 +205,14 @@ func (r *Reader) readN(dst []byte, n int) ([]byte, error) {
 				return dst, err
 			}
 			continue
+		}
+		if r.err != nil { // the error that came with the last bytes
+			err := r.err
+			r.err = nil
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return dst, err
 		}
 		if cap(dst) == len(dst) {
 			dst = append(dst[:cap(dst)], make([]byte, min(n, max(len(dst), len(r.buf))))...)[:len(dst)]

@@ -69,7 +69,7 @@ var readReplyTests = []struct {
 func TestReadReply(t *testing.T) {
 	for _, tt := range readReplyTests {
 		for name, rd := range map[string]func(io.Reader) io.Reader{
-			"whole": identity, "bytewise": iotest.OneByteReader, "halves": iotest.HalfReader,
+			"whole": identity, "bytewise": iotest.OneByteReader, "halves": iotest.HalfReader, "dataerr": dataErr,
 		} {
 			r := NewReaderSize(rd(strings.NewReader(tt.in+"+NEXT\r\n")), Limits{}, 16)
 			var rp Reply

@@ -42,6 +42,27 @@ func quoteArgs(args [][]byte) string {
 
 func identity(r io.Reader) io.Reader { return r }
 
+// dataErr returns a reader of r that returns its error with the last data,
+// and fails a read after that with errReadAfterError: a Reader must report the
+// error, not ask again.
+func dataErr(r io.Reader) io.Reader { return &stopAtErr{r: iotest.DataErrReader(r)} }
+
+var errReadAfterError = errors.New("read after an error")
+
+type stopAtErr struct {
+	r   io.Reader
+	err bool
+}
+
+func (s *stopAtErr) Read(p []byte) (int, error) {
+	if s.err {
+		return 0, errReadAfterError
+	}
+	n, err := s.r.Read(p)
+	s.err = err != nil
+	return n, err
+}
+
 // readRequestTests lists input streams and the requests a Reader reads from
 // them, then how the stream ends. Every one of them is also sent to a real
 // redis-server by TestRequestsMatchRedis, which checks that Redis answers the
@@ -69,6 +90,8 @@ var readRequestTests = []struct {
 	{in: "*1", end: "unexpected EOF"},
 	{in: "*", end: "unexpected EOF"},
 	{in: "*2147483647\r\n$4\r\nPING\r\n", end: "unexpected EOF"},
+	{in: "*2\r\n$4\r\nECHO\r\n$40\r\n" + strings.Repeat("x", 40) + "\r\n", reqs: []string{`"ECHO" "` + strings.Repeat("x", 40) + `"`}, end: "EOF"},
+	{in: "*2\r\n$4\r\nECHO\r\n$100\r\n" + strings.Repeat("x", 50), end: "unexpected EOF"},
 
 	// Multibulk errors, with the requests before them.
 	{in: "*\r\n", end: "-" + ReplyInvalidMultibulk},
@@ -150,7 +173,7 @@ var readRequestTests = []struct {
 func TestReadRequest(t *testing.T) {
 	for _, tt := range readRequestTests {
 		for name, rd := range map[string]func(io.Reader) io.Reader{
-			"whole": identity, "bytewise": iotest.OneByteReader, "halves": iotest.HalfReader,
+			"whole": identity, "bytewise": iotest.OneByteReader, "halves": iotest.HalfReader, "dataerr": dataErr,
 		} {
 			reqs, end := readAll([]byte(tt.in), Limits{}, rd)
 			if !equalStrings(reqs, tt.reqs) || end != tt.end {
