@@ -15,8 +15,7 @@ type Reply struct {
 	// -1 for a null bulk or null array.
 	Int int64
 
-	raw        []byte
-	start, end int // Str is raw[start:end]
+	raw []byte
 }
 
 // Reset clears rp, keeping its memory for reuse.
@@ -36,13 +35,12 @@ func (rp *Reply) IsNull() bool {
 func (rp *Reply) IsError() bool { return rp.Kind == KindError }
 
 // SetError makes rp the error reply msg, which starts with its code: "ERR no
-// server". Line ends in msg become spaces, as Redis writes them. A proxy stands
-// a reply a server could not give in with it.
+// server". Line ends in msg become spaces, as Redis writes them. A proxy puts
+// it in place of the reply of a server that gave none, for Split.Merge.
 func (rp *Reply) SetError(msg string) {
 	rp.Reset()
 	rp.raw = AppendError(rp.raw, msg)
-	rp.Kind, rp.start, rp.end = KindError, 1, len(rp.raw)-2
-	rp.Str = rp.raw[1 : len(rp.raw)-2]
+	rp.Kind, rp.Str = KindError, rp.raw[1:len(rp.raw)-2]
 }
 
 // AppendElems appends the elements of an array reply to dst, each as the bytes
@@ -117,13 +115,14 @@ func (r *Reader) readReply(rp *Reply) error {
 	}
 	maxSize, maxBulk := r.lim.maxSize(), r.lim.maxBulk()
 	r.stack = r.stack[:0]
+	start, end := 0, 0 // Str is raw[start:end], once raw stops moving
 	for top := true; ; top = false {
-		start := len(rp.raw)
+		from := len(rp.raw)
 		var err error
 		if rp.raw, err = r.replyLine(rp.raw, maxBulk, maxSize); err != nil {
 			return err
 		}
-		line := rp.raw[start : len(rp.raw)-2]
+		line := rp.raw[from : len(rp.raw)-2]
 		if len(rp.raw) > maxSize {
 			return newError(replyTooBig, line)
 		}
@@ -148,7 +147,7 @@ func (r *Reader) readReply(rp *Reply) error {
 				if rp.raw, err = r.readN(rp.raw, int(n)+2); err != nil {
 					return err
 				}
-				if end := rp.raw[len(rp.raw)-2:]; end[0] != '\r' || end[1] != '\n' {
+				if crlf := rp.raw[len(rp.raw)-2:]; crlf[0] != '\r' || crlf[1] != '\n' {
 					return newError(replyBadEnd, rp.raw[from:])
 				}
 			}
@@ -165,12 +164,9 @@ func (r *Reader) readReply(rp *Reply) error {
 			rp.Kind, rp.Int = Kind(line[0]), n
 			switch rp.Kind {
 			case KindSimple, KindError:
-				rp.start, rp.end = 1, len(line)
+				start, end = 1, len(line)
 			case KindBulk:
-				if n >= 0 {
-					rp.start = len(line) + 2
-					rp.end = rp.start + int(n)
-				}
+				start, end = len(line)+2, len(line)+2+int(n)
 			}
 		}
 		if d := len(r.stack); d > 0 {
@@ -188,7 +184,7 @@ func (r *Reader) readReply(rp *Reply) error {
 		}
 	}
 	if rp.Kind == KindSimple || rp.Kind == KindError || rp.Kind == KindBulk && rp.Int >= 0 {
-		rp.Str = rp.raw[rp.start:rp.end:rp.end]
+		rp.Str = rp.raw[start:end:end]
 	}
 	return nil
 }
