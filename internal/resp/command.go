@@ -73,12 +73,13 @@ type Command struct {
 type keyKind uint8
 
 const (
-	keyNone      keyKind = iota
-	keyRange             // first, last and step, as Redis's legacy key positions
-	keyNumkey            // a count of keys then the keys (EVAL, ZUNION, ...)
-	keySortStore         // SORT: the key, and the argument after its last STORE
-	keySortRead          // SORT_RO: the key (its BY and GET patterns name keys no one can tell)
-	keyGeoStore          // GEORADIUS[BYMEMBER]: the key, and those after STORE and STOREDIST
+	keyNone       keyKind = iota
+	keyRange              // first, last and step, as Redis's legacy key positions
+	keyNumkey             // a count of keys then the keys (EVAL, ZUNION, ...)
+	keySortStore          // SORT: the key, and the argument after its last STORE
+	keySortRead           // SORT_RO: the key (its BY and GET patterns name keys no one can tell)
+	keyGeoStore           // GEORADIUS[BYMEMBER]: the key, and those after STORE and STOREDIST
+	keySubcommand         // XINFO, XGROUP, OBJECT: the key after a subcommand that has one
 )
 
 // keySpec locates a command's keys; see keyKind.
@@ -91,6 +92,9 @@ type keySpec struct {
 	// keyNumkey: the index of the count of keys, which the keys follow; the
 	// index of a destination key before it, or 0; and the least valid count.
 	count, store, minCount int8
+	// keySubcommand: the subcommands, in lower case, that name a key after
+	// them.
+	subs []string
 }
 
 // The key specs of the table.
@@ -109,6 +113,8 @@ func keyNum(count, store, minCount int8) keySpec {
 }
 
 func keyGeo(from int8) keySpec { return keySpec{kind: keyGeoStore, first: from} }
+
+func keySub(subs ...string) keySpec { return keySpec{kind: keySubcommand, subs: subs} }
 
 // merge is how Split merges the replies of a RouteSplit command.
 type merge uint8
@@ -144,12 +150,14 @@ func (c *Command) keyStep() int {
 // and returns the extended slice. args must have passed Check.
 //
 // ok is false when the request names its keys by a count (EVAL, ZUNION, LMPOP,
-// ...) that is not a valid one for its arguments: not an integer, too small or
-// larger than the arguments that follow. Redis then answers an error without
-// touching a key (which error depends on the command), so any one server gives
-// the client the right reply. With ok true, dst gets at least one key except
-// for EVAL, EVALSHA, FCALL and their _RO forms with a count of 0, which are
-// valid and have none.
+// ...) that is not a valid one for its arguments (not an integer, too small or
+// larger than the arguments that follow), and for a subcommand of XINFO, XGROUP
+// or OBJECT without a key (HELP, one Redis does not know, one without its
+// arguments). Redis then answers without touching a key (an error, which
+// depends on the command, or its help), so any one server gives the client the
+// right reply. With ok true, dst gets at least one key except for EVAL,
+// EVALSHA, FCALL and their _RO forms with a count of 0, which are valid and
+// have none.
 func (c *Command) AppendKeys(dst []int, args [][]byte) (keys []int, ok bool) {
 	n := len(args)
 	s := &c.keys
@@ -195,6 +203,16 @@ func (c *Command) AppendKeys(dst []int, args [][]byte) (keys []int, ok bool) {
 		if store > 0 {
 			dst = append(dst, store)
 		}
+	case keySubcommand:
+		if n < 3 {
+			return dst, false
+		}
+		for _, sub := range s.subs {
+			if equalFold(args[1], sub) {
+				return append(dst, 2), true
+			}
+		}
+		return dst, false
 	case keySortRead:
 		dst = append(dst, 1)
 	case keyGeoStore:

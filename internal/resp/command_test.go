@@ -57,13 +57,14 @@ func TestRoutes(t *testing.T) {
 	for _, name := range strings.Fields(`keys scan randomkey dbsize flushall flushdb multi exec discard watch unwatch
 		subscribe psubscribe unsubscribe punsubscribe ssubscribe publish spublish pubsub cluster config info
 		client monitor shutdown blpop brpop brpoplpush blmove blmpop bzpopmin bzpopmax bzmpop xread xreadgroup
-		wait script function migrate object swapdb time save bgsave`) {
+		wait script function migrate memory swapdb time save bgsave`) {
 		want[name] = RouteNone
 	}
 	// Commands twemproxy lacks that a proxy routes by their keys too.
 	for _, name := range strings.Fields(`expiretime pexpiretime lmpop zmpop sintercard zintercard lcs substr
 		xadd xrange xrevrange xlen xdel xtrim xack xclaim xautoclaim xpending xsetid eval_ro evalsha_ro
-		fcall fcall_ro sort_ro georadius_ro georadiusbymember_ro bitfield_ro msetnx rename renamenx bitop`) {
+		fcall fcall_ro sort_ro georadius_ro georadiusbymember_ro bitfield_ro msetnx rename renamenx bitop
+		xinfo xgroup object`) {
 		want[name] = RouteKeys
 	}
 	for name, route := range want {
@@ -192,6 +193,12 @@ func TestAppendKeys(t *testing.T) {
 		{"GEORADIUS k 1 2 3 m STOREDIST b STORE a", "k a b", true},
 		{"GEORADIUS k 1 2 3 m STORE", "k", true},
 		{"GEORADIUSBYMEMBER k m 3 km STORE a", "k a", true},
+		{"XINFO STREAM k FULL", "k", true},
+		{"xgroup create k g $", "k", true},
+		{"OBJECT encoding k", "k", true},
+		{"XINFO HELP", "", false},
+		{"XINFO STREAM", "", false},
+		{"XINFO FOO k", "", false},
 	}
 	for _, tt := range tests {
 		args := splitArgs(tt.args)

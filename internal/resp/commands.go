@@ -7,8 +7,9 @@ package resp
 // Route and merge are the proxy's choices. A command is routed if twemproxy
 // routes it (its notes/redis.md) or it is one of the same kind that Redis added
 // since (GETEX, LMPOP, SINTERCARD, EXPIRETIME, the _RO forms, streams' keyed
-// commands, ...); it is refused if it needs all servers, a connection of its
-// own (blocking, transactions, Pub/Sub) or a server's administration.
+// commands, ...), or a container whose subcommands but HELP have a key (XINFO,
+// XGROUP, OBJECT); it is refused if it needs all servers, a connection of its
+// own (blocking, transactions, Pub/Sub, XREAD) or a server's administration.
 // Multi-key commands other than RouteSplit's (SDIFF, RENAME, EVAL, PFMERGE,
 // ...) need their keys on one server.
 var commands = [...]Command{
@@ -123,7 +124,7 @@ var commands = [...]Command{
 	{Name: "mset", Arity: -3, Route: RouteSplit, keys: span(1, -1, 2), merge: mergeOK},
 	{Name: "msetnx", Arity: -3, Route: RouteKeys, keys: span(1, -1, 2)},
 	{Name: "multi", Arity: 1, Route: RouteNone},
-	{Name: "object", Arity: -2, Route: RouteNone},
+	{Name: "object", Arity: -2, Route: RouteKeys, keys: keySub("encoding", "freq", "idletime", "refcount")},
 	{Name: "persist", Arity: 2, Route: RouteKeys, keys: key1},
 	{Name: "pexpire", Arity: -3, Route: RouteKeys, keys: key1},
 	{Name: "pexpireat", Arity: -3, Route: RouteKeys, keys: key1},
@@ -210,8 +211,8 @@ var commands = [...]Command{
 	{Name: "xautoclaim", Arity: -6, Route: RouteKeys, keys: key1},
 	{Name: "xclaim", Arity: -6, Route: RouteKeys, keys: key1},
 	{Name: "xdel", Arity: -3, Route: RouteKeys, keys: key1},
-	{Name: "xgroup", Arity: -2, Route: RouteNone},
-	{Name: "xinfo", Arity: -2, Route: RouteNone},
+	{Name: "xgroup", Arity: -2, Route: RouteKeys, keys: keySub("create", "createconsumer", "delconsumer", "destroy", "setid")},
+	{Name: "xinfo", Arity: -2, Route: RouteKeys, keys: keySub("consumers", "groups", "stream")},
 	{Name: "xlen", Arity: 2, Route: RouteKeys, ReadOnly: true, keys: key1},
 	{Name: "xpending", Arity: -3, Route: RouteKeys, ReadOnly: true, keys: key1},
 	{Name: "xrange", Arity: -4, Route: RouteKeys, ReadOnly: true, keys: key1},
