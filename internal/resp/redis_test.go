@@ -137,7 +137,7 @@ func emulate(in []byte, password string) ([]byte, bool) {
 		case err != nil:
 			return nil, false
 		case !authed && !c.NoAuth:
-			out = AppendError(out, "NOAUTH Authentication required.")
+			out = AppendError(out, ReplyNoAuth)
 			continue
 		}
 		switch c.Name {
@@ -677,6 +677,34 @@ func TestSplitMatchesRedis(t *testing.T) {
 		srv, _ := route([]byte(k))
 		if got, want := shards[srv].do("GET", k).Bytes(), whole.do("GET", k).Bytes(); string(got) != string(want) {
 			t.Errorf("GET %s: %q on its server; %q where every request went whole", k, got, want)
+		}
+	}
+}
+
+// TestLocalRepliesMatchRedis checks the replies of local.go against
+// redis-server's, without and with a password.
+func TestLocalRepliesMatchRedis(t *testing.T) {
+	open := startRedis(t).dial(t)
+	locked := startRedis(t, "--requirepass", "sesame").dial(t)
+	for _, tt := range []struct {
+		cl   *client
+		args []string
+		want string
+	}{
+		{locked, []string{"GET", "k"}, ReplyNoAuth},
+		{locked, []string{"HELLO", "2"}, ReplyHelloNoAuth},
+		{locked, []string{"AUTH", "wrong"}, ReplyWrongPass},
+		{locked, []string{"AUTH", "nobody", "sesame"}, ReplyWrongPass},
+		{open, []string{"AUTH", "any"}, ReplyNoPassword},
+		{open, []string{"HELLO", "4"}, ReplyNoProto},
+		{open, []string{"HELLO", "1"}, ReplyNoProto},
+		{open, []string{"HELLO", "two"}, ReplyBadProto},
+		{open, []string{"SELECT", "16"}, ReplyDBRange},
+		{open, []string{"SELECT", "-1"}, ReplyDBRange},
+		{open, []string{"SELECT", "x"}, ReplyNotInteger},
+	} {
+		if got := string(tt.cl.do(tt.args...).Bytes()); got != string(AppendError(nil, tt.want)) {
+			t.Errorf("redis-server answers %q with %q; want %q", tt.args, got, tt.want)
 		}
 	}
 }
