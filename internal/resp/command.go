@@ -17,7 +17,8 @@ const (
 	// administration (CONFIG, CLUSTER, SHUTDOWN). Check refuses it.
 	RouteNone Route = iota
 	// RouteKeys marks a command sent whole to the server of its keys, which
-	// AppendKeys finds; all of them must be on that one server.
+	// AppendKeys finds; all of them must be on that one server, which ServerOf
+	// finds.
 	RouteKeys
 	// RouteSplit marks MGET, MSET, DEL, UNLINK, EXISTS and TOUCH, whose keys
 	// Split spreads over their servers and whose replies it merges.
@@ -230,6 +231,40 @@ func (c *Command) AppendKeys(dst []int, args [][]byte) (keys []int, ok bool) {
 		}
 	}
 	return dst, true
+}
+
+// ServerOf returns the server of a request of a RouteKeys command whose
+// arguments are args, which passed Check: the one that server names for all
+// its keys. It returns -1 and
+//
+//   - no error where any server gives the right reply (AppendKeys's ok is
+//     false: a bad count of keys, XINFO HELP);
+//   - NoKeyError for a script without keys;
+//   - CrossServerError if the keys are on different servers;
+//   - an error of server as it is.
+//
+// ServerOf allocates nothing for a request of up to 16 keys.
+func (c *Command) ServerOf(args [][]byte, server func(key []byte) (int, error)) (int, error) {
+	var buf [16]int
+	keys, ok := c.AppendKeys(buf[:0], args)
+	if !ok {
+		return -1, nil
+	}
+	if len(keys) == 0 {
+		return -1, NoKeyError(c)
+	}
+	srv := -1
+	for _, k := range keys {
+		s, err := server(args[k])
+		if err != nil {
+			return -1, err
+		}
+		if srv >= 0 && s != srv {
+			return -1, CrossServerError(c)
+		}
+		srv = s
+	}
+	return srv, nil
 }
 
 // equalFold reports whether b is s in any case; s is lower-case ASCII.

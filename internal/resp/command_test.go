@@ -223,6 +223,47 @@ func TestAppendKeys(t *testing.T) {
 	}
 }
 
+func TestServerOf(t *testing.T) {
+	tests := []struct {
+		args string
+		srv  int
+		err  string // the error's text
+	}{
+		{"GET apple", 0, ""},
+		{"SET banana v", 1, ""},
+		{"SDIFF apple avocado", 0, ""},
+		{"SDIFF apple banana", -1, "resp: ERR keys of 'sdiff' are on different servers"},
+		{"RENAME apple banana", -1, "resp: ERR keys of 'rename' are on different servers"},
+		{"EVAL s 2 apple avocado", 0, ""},
+		{"EVAL s 2 apple banana", -1, "resp: ERR keys of 'eval' are on different servers"},
+		{"EVAL s 0", -1, "resp: ERR 'eval' without keys cannot be routed"},
+		{"EVAL s 5 apple", -1, ""},
+		{"XINFO HELP", -1, ""},
+		{"GET xylophone", -1, "no server for x"},
+		{"SDIFF apple xylophone", -1, "no server for x"},
+	}
+	for _, tt := range tests {
+		args := splitArgs(tt.args)
+		c, err := Check(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := c.ServerOf(args, byFirstLetter)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if srv != tt.srv || msg != tt.err {
+			t.Errorf("ServerOf(%q) = %d, %q; want %d, %q", tt.args, srv, msg, tt.srv, tt.err)
+		}
+	}
+	args := splitArgs("EVAL s 3 apple avocado almond arg")
+	c := Lookup(args[0])
+	if allocs := testing.AllocsPerRun(1000, func() { c.ServerOf(args, byFirstLetter) }); allocs != 0 {
+		t.Errorf("ServerOf allocates %v times; want 0", allocs)
+	}
+}
+
 func TestErrorReplies(t *testing.T) {
 	c := Lookup([]byte("sdiff"))
 	for _, tt := range []struct{ got, want string }{

@@ -9,9 +9,12 @@ import (
 )
 
 // A proxy's client loop: read each request, check it, answer what it answers
-// itself, and stop at a protocol error after answering it, as Redis does.
+// itself, route the rest, and stop at a protocol error after answering it, as
+// Redis does.
 func Example() {
-	in := "PING\r\n*2\r\n$3\r\nGET\r\n$4\r\nuser\r\nKEYS *\r\nGET\r\nECHO \"hi there\"\r\n*1\r\n$x\r\nPING\r\n"
+	route := func(key []byte) (int, error) { return len(key) % 3, nil } // a proxy's ring
+	in := "PING\r\n*2\r\n$3\r\nGET\r\n$4\r\nuser\r\nKEYS *\r\nGET\r\nECHO \"hi there\"\r\n" +
+		"RENAME ab cde\r\n*1\r\n$x\r\nPING\r\n"
 	r := resp.NewReader(strings.NewReader(in), resp.Limits{})
 	var q resp.Request
 	var out []byte
@@ -36,18 +39,23 @@ func Example() {
 		case c.Name == "echo":
 			out = resp.AppendBulk(out, q.Args[1])
 		case c.Route == resp.RouteKeys:
-			keys, _ := c.AppendKeys(nil, q.Args)
-			out = resp.AppendSimple(out, fmt.Sprintf("to the server of %q", q.Args[keys[0]]))
+			srv, err := c.ServerOf(q.Args, route)
+			if errors.As(err, &e) {
+				out = resp.AppendError(out, e.Reply)
+				continue
+			}
+			out = resp.AppendSimple(out, fmt.Sprintf("to server %d", srv))
 		}
 	}
 	fmt.Printf("%s", strings.ReplaceAll(string(out), "\r\n", "\n"))
 	// Output:
 	// +PONG
-	// +to the server of "user"
+	// +to server 1
 	// -ERR command 'keys' is not supported by the proxy
 	// -ERR wrong number of arguments for 'get' command
 	// $8
 	// hi there
+	// -ERR keys of 'rename' are on different servers
 	// -ERR Protocol error: invalid bulk length
 }
 

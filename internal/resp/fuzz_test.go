@@ -83,6 +83,9 @@ func FuzzReadRequest(f *testing.F) {
 			if ok && len(keys) == 0 && c.Route == RouteKeys && c.keys.kind != keyNumkey {
 				t.Fatalf("AppendKeys(%q) finds no key", q.Args)
 			}
+			if c.Route == RouteKeys {
+				c.ServerOf(q.Args, func(k []byte) (int, error) { return len(k) % 3, nil })
+			}
 			if c.Route == RouteSplit {
 				if err := s.Build(c, q.Args, func(k []byte) (int, error) { return len(k) % 3, nil }); err != nil {
 					t.Fatalf("Build(%q): %v", q.Args, err)

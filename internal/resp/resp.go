@@ -60,8 +60,9 @@
 // Check checks a request as Redis does before running it (the command exists,
 // its number of arguments) and refuses commands that cannot be sharded, each with
 // the error reply Redis (or, for a refusal, a proxy) gives. A Command tells how
-// a proxy serves it (its Route) and AppendKeys finds its keys where Redis's
-// COMMAND GETKEYS finds them. Split cuts a multi-key request (MGET, MSET, DEL,
+// a proxy serves it (its Route), AppendKeys finds its keys where Redis's
+// COMMAND GETKEYS finds them and ServerOf finds the one server they are all on.
+// Split cuts a multi-key request (MGET, MSET, DEL,
 // UNLINK, EXISTS, TOUCH) into one request per server and merges their replies
 // back in the order of the request's keys.
 //
