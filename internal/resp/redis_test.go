@@ -189,7 +189,7 @@ func TestRequestsMatchRedis(t *testing.T) {
 		}
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	n, checked := 400, 0
+	n, checked := 1000, 0
 	if testing.Short() {
 		n = 50
 	}
