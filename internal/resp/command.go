@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"sort"
+	"strconv"
 )
 
 // Route is how a proxy serves a command.
@@ -45,7 +46,7 @@ func (r Route) String() string {
 	case RouteLocal:
 		return "local"
 	}
-	return "Route(" + string(rune('0'+r)) + ")"
+	return "Route(" + strconv.Itoa(int(r)) + ")"
 }
 
 // Command is a command of redis-server 7.0, as a proxy serves it.

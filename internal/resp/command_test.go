@@ -98,7 +98,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestRouteString(t *testing.T) {
-	for r, want := range map[Route]string{RouteNone: "none", RouteKeys: "keys", RouteSplit: "split", RouteAny: "any", RouteLocal: "local", 9: "Route(9)"} {
+	for r, want := range map[Route]string{RouteNone: "none", RouteKeys: "keys", RouteSplit: "split", RouteAny: "any", RouteLocal: "local", 12: "Route(12)"} {
 		if got := r.String(); got != want {
 			t.Errorf("Route(%d).String() = %q; want %q", r, got, want)
 		}
