@@ -2,7 +2,6 @@ package resp
 
 import (
 	"bytes"
-	"sort"
 	"strconv"
 )
 
@@ -67,9 +66,14 @@ type Command struct {
 	// commands are answered "-NOAUTH Authentication required.".
 	NoAuth bool
 
+	id    int // its index in commands
 	keys  keySpec
 	merge merge
 }
+
+// ID returns the command's place in Commands(), from 0, for tables indexed by
+// command, such as a proxy's counts of requests.
+func (c *Command) ID() int { return c.id }
 
 // keyKind is how a command's keys are found.
 type keyKind uint8
@@ -297,9 +301,10 @@ var byName = func() map[string]*Command {
 	m := make(map[string]*Command, len(commands))
 	for i := range commands {
 		c := &commands[i]
-		if len(c.Name) > maxNameLen {
-			panic("resp: command name longer than maxNameLen: " + c.Name)
+		if len(c.Name) > maxNameLen || i > 0 && c.Name <= commands[i-1].Name {
+			panic("resp: command table not sorted, or a name longer than maxNameLen: " + c.Name)
 		}
+		c.id = i
 		m[c.Name] = c
 	}
 	return m
@@ -321,10 +326,9 @@ func Lookup(name []byte) *Command {
 // Commands returns every command Lookup knows, sorted by name.
 func Commands() []*Command {
 	cs := make([]*Command, len(commands))
-	for i := range commands {
+	for i := range commands { // sorted, as byName checks
 		cs[i] = &commands[i]
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	return cs
 }
 

@@ -97,6 +97,18 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+func TestCommandsID(t *testing.T) {
+	cs := Commands()
+	for i, c := range cs {
+		if c.ID() != i || Lookup([]byte(c.Name)) != c {
+			t.Errorf("Commands()[%d] is %q, ID %d; Lookup gives %p, not %p", i, c.Name, c.ID(), Lookup([]byte(c.Name)), c)
+		}
+		if i > 0 && cs[i-1].Name >= c.Name {
+			t.Errorf("Commands() not sorted: %q before %q", cs[i-1].Name, c.Name)
+		}
+	}
+}
+
 func TestRouteString(t *testing.T) {
 	for r, want := range map[Route]string{RouteNone: "none", RouteKeys: "keys", RouteSplit: "split", RouteAny: "any", RouteLocal: "local", 12: "Route(12)"} {
 		if got := r.String(); got != want {

@@ -90,9 +90,47 @@ func FuzzReadRequest(f *testing.F) {
 				if err := s.Build(c, q.Args, func(k []byte) (int, error) { return len(k) % 3, nil }); err != nil {
 					t.Fatalf("Build(%q): %v", q.Args, err)
 				}
+				checkMerge(t, c, q.Args, &s)
 			}
 		}
 	})
+}
+
+// checkMerge merges replies of the right shape to the parts of s, a split of
+// args, and checks the client's reply: as many values as keys for MGET, the
+// sum of the parts' counts for DEL and the others, +OK for MSET.
+func checkMerge(t *testing.T, c *Command, args [][]byte, s *Split) {
+	var replies []*Reply
+	keys := 0
+	for _, sub := range s.Subs {
+		var b []byte
+		switch c.Name {
+		case "mget":
+			b = AppendArray(nil, sub.Keys)
+			for range sub.Keys {
+				b = AppendBulkString(b, "v")
+			}
+		case "mset":
+			b = AppendSimple(nil, "OK")
+		default:
+			b = AppendInt(nil, int64(sub.Keys))
+		}
+		var rp Reply
+		if err := NewReader(bytes.NewReader(b), Limits{}).ReadReply(&rp); err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, &rp)
+		keys += sub.Keys
+	}
+	var rp Reply
+	out := s.Merge(nil, replies)
+	if err := NewReader(bytes.NewReader(out), Limits{}).ReadReply(&rp); err != nil || len(rp.Bytes()) != len(out) {
+		t.Fatalf("merged reply %q to %q: %v", out, args, err)
+	}
+	if want := map[string]Kind{"mget": KindArray, "mset": KindSimple}[c.Name]; want != 0 && rp.Kind != want ||
+		c.Name != "mset" && rp.Int != int64(keys) {
+		t.Fatalf("merged reply to %q, split %d keys over %d servers: %q", args, keys, len(s.Subs), out)
+	}
 }
 
 // readReplies reads replies from data (through rd) until an error, returning

@@ -62,9 +62,11 @@
 // the error reply Redis (or, for a refusal, a proxy) gives. A Command tells how
 // a proxy serves it (its Route), AppendKeys finds its keys where Redis's
 // COMMAND GETKEYS finds them and ServerOf finds the one server they are all on.
-// Split cuts a multi-key request (MGET, MSET, DEL,
-// UNLINK, EXISTS, TOUCH) into one request per server and merges their replies
-// back in the order of the request's keys.
+// A multi-key request of MGET, MSET, DEL, UNLINK, EXISTS or TOUCH goes to
+// its servers in parts, one per server, and their replies merge back in the
+// order of the request's keys: AppendPart writes a part and MergeParts merges,
+// for a proxy that assigns keys to parts itself, and Split does it all given a
+// function from a key to its server.
 //
 // A Reader is not safe for concurrent use; nor are Requests, Replies and Splits,
 // which own their memory and are meant to be reused. Lookup, Check and the

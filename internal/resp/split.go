@@ -1,42 +1,175 @@
 package resp
 
-import "errors"
+import (
+	"bytes"
+	"errors"
+)
 
-// Split is a request of a RouteSplit command (MGET, MSET, DEL, UNLINK, EXISTS,
-// TOUCH) cut into one request per server, and the merging of their replies
-// into the one the client is owed. The zero Split is ready for use; Build
-// reuses its memory.
+// A request of a RouteSplit command (MGET, MSET, DEL, UNLINK, EXISTS, TOUCH)
+// goes to the servers of its keys in parts, one per server, each with its
+// share of the keys; the client's reply is merged from the parts' replies in
+// the order of the request's keys. AppendPart writes a part and MergeParts
+// merges, given which part each key is in; Split also finds the parts, given
+// a function from a key to its server.
+
+// AppendPart appends to dst the part of a request of c, a RouteSplit command,
+// whose arguments are args (args[0] being the name) and which passed Check:
+// the request for the keys i with parts[i] == part, parts holding the part of
+// each key in the order AppendKeys finds them. The part is the command's name
+// as the client sent it, then those keys (with their values, for MSET) in the
+// request's order, repeats kept ("MGET a a" goes as it is), so that each
+// server's reply is the one Redis gives for them.
+func AppendPart(dst []byte, c *Command, args [][]byte, parts []int, part int) []byte {
+	step, n := c.keyStep(), 0
+	for _, p := range parts {
+		if p == part {
+			n++
+		}
+	}
+	dst = AppendBulk(AppendArray(dst, 1+n*step), args[0])
+	for i, p := range parts {
+		if p != part {
+			continue
+		}
+		for _, a := range args[1+i*step : 1+(i+1)*step] {
+			dst = AppendBulk(dst, a)
+		}
+	}
+	return dst
+}
+
+// maxStackParts is the number of parts MergeParts merges without allocating.
+const maxStackParts = 16
+
+// MergeParts appends to dst the client's reply to a request of c split into
+// parts: parts[i] is the part of key i, as for AppendPart, and replies[p] the
+// reply to part p.
+//
+//   - MGET: one array, the values in the order of the request's keys;
+//   - DEL, UNLINK, EXISTS, TOUCH: the sum of the parts' integers;
+//   - MSET: +OK.
+//
+// If a part is answered with an error, the client gets that error: of the
+// part of the first key, in the request's order, whose part failed, even
+// though other parts may have done their work (as with twemproxy, an MSET or
+// DEL split over servers is not atomic). A key whose part has no reply (a
+// negative part, past the end of replies, or a nil reply: no server took it or
+// answered) fails with "ERR no reply from a server"; a proxy with better words
+// for why stands a Reply made by SetError in for it. A reply of the wrong shape
+// (not an array of as many values as its part has keys, not an integer, not
+// +OK) fails with an error naming the command.
+//
+// MergeParts allocates nothing for up to 16 parts.
+func MergeParts(dst []byte, c *Command, parts []int, replies []*Reply) []byte {
+	var stack [2 * maxStackParts]int
+	scratch := stack[:]
+	if len(replies) > maxStackParts {
+		scratch = make([]int, 2*len(replies))
+	}
+	count, next := scratch[:len(replies)], scratch[len(replies):2*len(replies)]
+	clear(count)
+	for _, p := range parts {
+		if p >= 0 && p < len(replies) {
+			count[p]++
+		}
+	}
+	for _, p := range parts {
+		var rp *Reply
+		if p >= 0 && p < len(replies) {
+			rp = replies[p]
+		}
+		switch {
+		case rp == nil:
+			return AppendError(dst, "ERR no reply from a server")
+		case rp.Kind == KindError:
+			return AppendReply(dst, rp)
+		case !fits(c, rp, count[p]):
+			return AppendError(dst, "ERR unexpected reply to '"+c.Name+"' from a server")
+		}
+	}
+	if used := countUsed(count); used == 1 {
+		for _, p := range parts { // one part: its reply is the client's, as it came
+			return AppendReply(dst, replies[p])
+		}
+	}
+	switch c.merge {
+	case mergeArray:
+		for p, rp := range replies {
+			if count[p] > 0 {
+				next[p] = bytes.IndexByte(rp.raw, '\n') + 1 // the first element
+			}
+		}
+		dst = AppendArray(dst, len(parts))
+		for _, p := range parts {
+			raw := replies[p].raw
+			end := skipValue(raw, next[p])
+			dst = append(dst, raw[next[p]:end]...)
+			next[p] = end
+		}
+		return dst
+	case mergeSum:
+		var sum int64
+		for p, rp := range replies {
+			if count[p] > 0 {
+				sum += rp.Int
+			}
+		}
+		return AppendInt(dst, sum)
+	}
+	return append(dst, "+OK\r\n"...)
+}
+
+// countUsed returns the number of parts with keys.
+func countUsed(count []int) int {
+	n := 0
+	for _, c := range count {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// fits reports whether rp is the reply c gives for a part of keys keys.
+func fits(c *Command, rp *Reply, keys int) bool {
+	switch c.merge {
+	case mergeArray:
+		return rp.Kind == KindArray && rp.Int == int64(keys)
+	case mergeSum:
+		return rp.Kind == KindInteger
+	}
+	return rp.Kind == KindSimple && string(rp.Str) == "OK"
+}
+
+// Split is a request of a RouteSplit command cut into parts by the servers of
+// its keys, for a proxy that leaves the routing of keys to it. The zero Split
+// is ready for use; Build reuses its memory.
 type Split struct {
-	// Subs holds the sub-requests, one per server, in the order of the first
-	// key each has in the request.
+	// Subs holds the parts, one per server, in the order of the first key
+	// each has in the request.
 	Subs []Sub
 
-	cmd    *Command
-	keySub []int32  // the sub of each key (or key and value), in the request's order
-	subOf  []int32  // by server index: its sub + 1, or 0; all 0 between Builds
-	elems  [][]byte // Merge's: the elements of the subs' arrays
-	first  []int    // Merge's: where each sub's elements start in elems
+	cmd   *Command
+	parts []int   // the part (index in Subs) of each key, in the request's order
+	subOf []int32 // by server index: its part + 1, or 0; all 0 between Builds
 }
 
 // Sub is one server's part of a split request.
 type Sub struct {
-	// Server is the server of the sub-request's keys, as the route function of
-	// Build gave it.
+	// Server is the server of the part's keys, as the route function of Build
+	// gave it.
 	Server int
-	// Request is the sub-request, ready to send: a multibulk of the command's
-	// name as the client sent it and the keys (with their values, for MSET) on
-	// Server, in the request's order.
+	// Request is the part, ready to send, as AppendPart writes it.
 	Request []byte
 	// Keys is the number of keys in Request.
 	Keys int
 }
 
 // Build splits the request of c whose arguments are args (args[0] being the
-// name), which passed Check, over the servers that server names for each key:
-// an index, at least 0, of the proxy's server list, which the proxy passes back
-// through Sub.Server. An error of server is returned as it is, to answer the
-// client with. Keys on one server keep their order and repeats ("MGET a a" is
-// sent as it is), so that each server's reply is the one Redis gives for them.
+// name), which passed Check, into parts by the servers that server names for
+// each key: an index, at least 0, of the proxy's server list, which the proxy
+// gets back as Sub.Server. An error of server is returned as it is, to answer
+// the client with.
 func (s *Split) Build(c *Command, args [][]byte, server func(key []byte) (int, error)) error {
 	step := c.keyStep()
 	if step == 0 {
@@ -44,7 +177,7 @@ func (s *Split) Build(c *Command, args [][]byte, server func(key []byte) (int, e
 	}
 	s.cmd = c
 	s.Subs = s.Subs[:0]
-	s.keySub = s.keySub[:0]
+	s.parts = s.parts[:0]
 	defer s.clearSubOf()
 	for i := 1; i < len(args); i += step {
 		srv, err := server(args[i])
@@ -69,17 +202,10 @@ func (s *Split) Build(c *Command, args [][]byte, server func(key []byte) (int, e
 			}
 		}
 		s.Subs[j].Keys++
-		s.keySub = append(s.keySub, int32(j))
+		s.parts = append(s.parts, j)
 	}
 	for j := range s.Subs {
-		sub := &s.Subs[j]
-		sub.Request = AppendBulk(AppendArray(sub.Request, 1+sub.Keys*step), args[0])
-	}
-	for k, j := range s.keySub {
-		sub := &s.Subs[j]
-		for _, a := range args[1+k*step : 1+(k+1)*step] {
-			sub.Request = AppendBulk(sub.Request, a)
-		}
+		s.Subs[j].Request = AppendPart(s.Subs[j].Request, c, args, s.parts, j)
 	}
 	return nil
 }
@@ -93,69 +219,8 @@ func (s *Split) clearSubOf() {
 	}
 }
 
-// Merge appends to dst the reply the client is owed, from replies[j], the
-// reply of Subs[j]:
-//
-//   - MGET: one array, the values in the order of the request's keys;
-//   - DEL, UNLINK, EXISTS, TOUCH: the sum of the servers' integers;
-//   - MSET: +OK.
-//
-// If a server answered an error, the client gets that error: the first, in
-// the order of Subs, even though other servers may have done their part (as
-// with twemproxy, an MSET or DEL split over servers is not atomic). A nil
-// reply, a server that gave none, reads as the error "ERR no reply from a
-// server"; a proxy with better words for why passes a Reply made by SetError
-// instead. A reply of the wrong shape (not an array of as many values as
-// keys, not an integer, not +OK) reads as an error naming the command.
+// Merge appends to dst the client's reply from replies[j], the reply to
+// Subs[j], as MergeParts merges them.
 func (s *Split) Merge(dst []byte, replies []*Reply) []byte {
-	for j := range s.Subs {
-		var rp *Reply
-		if j < len(replies) {
-			rp = replies[j]
-		}
-		switch {
-		case rp == nil:
-			return AppendError(dst, "ERR no reply from a server")
-		case rp.Kind == KindError:
-			return AppendReply(dst, rp)
-		case !s.fits(rp, s.Subs[j].Keys):
-			return AppendError(dst, "ERR unexpected reply to '"+s.cmd.Name+"' from a server")
-		}
-	}
-	if len(s.Subs) == 1 {
-		return AppendReply(dst, replies[0])
-	}
-	switch s.cmd.merge {
-	case mergeArray:
-		s.elems, s.first = s.elems[:0], s.first[:0]
-		for j := range s.Subs {
-			s.first = append(s.first, len(s.elems))
-			s.elems = replies[j].AppendElems(s.elems)
-		}
-		dst = AppendArray(dst, len(s.keySub))
-		for _, j := range s.keySub {
-			dst = append(dst, s.elems[s.first[j]]...)
-			s.first[j]++
-		}
-		clear(s.elems) // let go of the replies' memory
-		return dst
-	case mergeSum:
-		var sum int64
-		for j := range s.Subs {
-			sum += replies[j].Int
-		}
-		return AppendInt(dst, sum)
-	}
-	return append(dst, "+OK\r\n"...)
-}
-
-// fits reports whether rp is the reply the command gives for keys keys.
-func (s *Split) fits(rp *Reply, keys int) bool {
-	switch s.cmd.merge {
-	case mergeArray:
-		return rp.Kind == KindArray && rp.Int == int64(keys)
-	case mergeSum:
-		return rp.Kind == KindInteger
-	}
-	return rp.Kind == KindSimple && string(rp.Str) == "OK"
+	return MergeParts(dst, s.cmd, s.parts, replies)
 }

@@ -205,6 +205,96 @@ func TestSplitErrors(t *testing.T) {
 	}
 }
 
+// TestParts splits requests as a proxy that routes keys itself does, with
+// AppendPart and MergeParts.
+func TestParts(t *testing.T) {
+	tests := []struct {
+		args    string
+		parts   []int
+		reqs    []string // AppendPart of each part, as quoteArgs reads it
+		replies []string // "" for none
+		want    string
+	}{
+		{
+			args:    "MGET a b c d",
+			parts:   []int{1, 0, 1, 2},
+			reqs:    []string{`"MGET" "b"`, `"MGET" "a" "c"`, `"MGET" "d"`},
+			replies: []string{"*1\r\n$1\r\nB\r\n", "*2\r\n$1\r\nA\r\n*1\r\n:3\r\n", "*1\r\n$-1\r\n"},
+			want:    "*4\r\n$1\r\nA\r\n$1\r\nB\r\n*1\r\n:3\r\n$-1\r\n",
+		},
+		{
+			// A part without keys is not sent, and its reply not read.
+			args:    "DEL a b",
+			parts:   []int{2, 0},
+			reqs:    []string{`"DEL" "b"`, `"DEL"`, `"DEL" "a"`},
+			replies: []string{":1\r\n", "", ":1\r\n"},
+			want:    ":2\r\n",
+		},
+		{
+			// A key no server took fails the request.
+			args:    "MGET a b",
+			parts:   []int{0, -1},
+			reqs:    []string{`"MGET" "a"`},
+			replies: []string{"*1\r\n$1\r\nA\r\n"},
+			want:    "-ERR no reply from a server\r\n",
+		},
+		{
+			// The error of the first key's part, in the request's order.
+			args:    "MSET a 1 b 2 c 3",
+			parts:   []int{0, 1, 2},
+			reqs:    []string{`"MSET" "a" "1"`, `"MSET" "b" "2"`, `"MSET" "c" "3"`},
+			replies: []string{"+OK\r\n", "-ERR second\r\n", "-ERR third\r\n"},
+			want:    "-ERR second\r\n",
+		},
+		{
+			args:    "MSET a 1 b 2 c 3",
+			parts:   []int{2, 1, 0},
+			reqs:    []string{`"MSET" "c" "3"`, `"MSET" "b" "2"`, `"MSET" "a" "1"`},
+			replies: []string{"-ERR third\r\n", "-ERR second\r\n", "+OK\r\n"},
+			want:    "-ERR second\r\n",
+		},
+	}
+	for _, tt := range tests {
+		args := splitArgs(tt.args)
+		c, err := Check(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for part, want := range tt.reqs {
+			if got := quoteArgs(readOne(t, AppendPart(nil, c, args, tt.parts, part)).Args); got != want {
+				t.Errorf("AppendPart(%q, %v, %d) = %s; want %s", tt.args, tt.parts, part, got, want)
+			}
+		}
+		replies := make([]*Reply, len(tt.replies))
+		for i, in := range tt.replies {
+			if in != "" {
+				replies[i] = replyOf(t, in)
+			}
+		}
+		if got := string(MergeParts(nil, c, tt.parts, replies)); got != tt.want {
+			t.Errorf("MergeParts(%q, %v, %q) = %q; want %q", tt.args, tt.parts, tt.replies, got, tt.want)
+		}
+	}
+}
+
+// TestMergeManyParts merges an MGET split into more parts than MergeParts
+// keeps on its stack.
+func TestMergeManyParts(t *testing.T) {
+	args := [][]byte{[]byte("MGET")}
+	var parts []int
+	var replies []*Reply
+	want := AppendArray(nil, 40)
+	for i := range 40 {
+		args = append(args, fmt.Appendf(nil, "k%d", i))
+		parts = append(parts, i)
+		replies = append(replies, replyOf(t, string(AppendBulk(AppendArray(nil, 1), args[i+1]))))
+		want = AppendBulk(want, args[i+1])
+	}
+	if got := MergeParts(nil, Lookup(args[0]), parts, replies); string(got) != string(want) {
+		t.Errorf("MergeParts of 40 parts = %q; want %q", got, want)
+	}
+}
+
 // mgetSplit is a split MGET of n keys over 3 servers, with its replies.
 func mgetSplit(t testing.TB, n int) (*Command, [][]byte, func([]byte) (int, error), []*Reply) {
 	args := [][]byte{[]byte("MGET")}
