@@ -14,6 +14,7 @@ const defaultBufSize = 16 << 10
 type Reader struct {
 	rd   io.Reader
 	buf  []byte // buf[r:w] is read and not yet used
+	size int    // buf's size unless a long line grew it
 	r, w int
 	err  error // a read error that came with bytes, reported by the next fill
 	lim  Limits
@@ -31,13 +32,19 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 // bytes). The buffer grows, up to Limits.MaxInline and a few bytes, for a line
 // longer than it; bulk strings never pass through it whole.
 func NewReaderSize(rd io.Reader, lim Limits, size int) *Reader {
-	return &Reader{rd: rd, buf: make([]byte, max(size, 16)), lim: lim}
+	size = max(size, 16)
+	return &Reader{rd: rd, buf: make([]byte, size), size: size, lim: lim}
 }
 
 // Reset makes r read from rd, discarding buffered data, as a new Reader with
-// r's limits and buffer would; the client is taken as authenticated again.
+// r's limits and buffer size would; the client is taken as authenticated
+// again. A proxy keeps the Readers of idle connections in a pool: Reset(nil)
+// lets go of the stream, and of a buffer a long line grew.
 func (r *Reader) Reset(rd io.Reader) {
 	r.rd, r.r, r.w, r.err, r.auth = rd, 0, 0, nil, false
+	if len(r.buf) > r.size {
+		r.buf = make([]byte, r.size)
+	}
 }
 
 // Buffered returns the number of bytes that can be read without waiting.

@@ -373,6 +373,25 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestResetShrinks checks that a Reader whose buffer a long line grew gets
+// its first size back on Reset, and the authentication state too.
+func TestResetShrinks(t *testing.T) {
+	long := "ECHO " + strings.Repeat("x", 50000) + "\r\n"
+	r := NewReaderSize(strings.NewReader(long), Limits{}, 512)
+	r.SetAuthRequired(true)
+	var q Request
+	if err := r.ReadRequest(&q); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.buf) <= 512 {
+		t.Fatalf("a 50000-byte line left a buffer of %d bytes", len(r.buf))
+	}
+	r.Reset(nil)
+	if len(r.buf) != 512 || r.auth {
+		t.Errorf("after Reset: a buffer of %d bytes, auth %v; want 512, false", len(r.buf), r.auth)
+	}
+}
+
 // pipeline is a stream of requests a proxy sees most: SETs and GETs of small
 // values, and MGETs of 10 keys.
 func pipeline(n int) []byte {
