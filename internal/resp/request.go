@@ -29,6 +29,11 @@ func (q *Request) Name() []byte {
 	return q.Args[0]
 }
 
+// Size returns the memory q holds for its arguments, as Limits.MaxSize counts
+// it (less the framing): their bytes and 32 for each, for a proxy's
+// accounting of what its clients hold.
+func (q *Request) Size() int { return len(q.data) + argCost*len(q.Args) }
+
 // end closes the argument that data ends with.
 func (q *Request) end() { q.ends = append(q.ends, len(q.data)) }
 

@@ -209,8 +209,8 @@ func TestReadRequestFields(t *testing.T) {
 	if err := r.ReadRequest(&q); err != nil {
 		t.Fatal(err)
 	}
-	if !q.Inline || string(q.Name()) != "SET" || len(q.Args) != 3 {
-		t.Errorf("inline request read as Inline %v, Name %q, %d args; want true, SET, 3", q.Inline, q.Name(), len(q.Args))
+	if !q.Inline || string(q.Name()) != "SET" || len(q.Args) != 3 || q.Size() != 5+3*32 {
+		t.Errorf("inline request read as Inline %v, Name %q, %d args, Size %d; want true, SET, 3, %d", q.Inline, q.Name(), len(q.Args), q.Size(), 5+3*32)
 	}
 	// An argument's capacity ends with it: appending to one must not write
 	// over the next.
