@@ -258,7 +258,7 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: newMemcacheCodec(p.Limits)}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: p.newCodec(cfg)}
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
@@ -329,19 +329,21 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // Reload makes f the proxy's configuration. It validates f first, reading every
 // pool's TLS files, and changes nothing if f is invalid. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
-// closed, and a pool whose listen address or TLS files (tls_cert_file,
-// tls_key_file, added, removed or renamed) changed stops, closing its clients,
-// and starts anew on its new listener (if that fails, Reload stops the pools it
-// started and returns the error). In the other pools, servers that keep their
-// name, address, weight and connection count keep their connections and
-// health, and the routing state is swapped atomically; requests already routed
-// finish on the servers they were sent to, and servers that left are closed
-// once those requests are done (after twice the pool's timeout, at least a
-// second). The other settings take effect at once: eject_errors for the next
-// request, client_idle_timeout when each client next waits for a request, and
-// a pool's TLS files, read again, for the next client to connect, so a renewed
-// certificate needs no restart. For each pool, Reload logs the fraction of the
-// key space that moved, per pair of servers.
+// closed, and a pool whose listen address, protocol (redis) or TLS files
+// (tls_cert_file, tls_key_file, added, removed or renamed) changed stops,
+// closing its clients, and starts anew on its new listener (if that fails,
+// Reload stops the pools it started and returns the error). In the other
+// pools, servers that keep their name, address, weight and connection count
+// keep their connections and health, and the routing state is swapped
+// atomically, as by UpdateServers; a pool whose settings and servers did not
+// change is left as it is. Requests already routed finish on the servers they
+// were sent to, and servers that left are closed once those requests are done
+// (after twice the pool's timeout, at least a second). The other settings take
+// effect at once: eject_errors for the next request, client_idle_timeout when
+// each client next waits for a request, and a pool's TLS files, read again,
+// for the next client to connect, so a renewed certificate needs no restart.
+// For each pool, Reload logs the fraction of the key space that moved, per
+// pair of servers.
 func (p *Proxy) Reload(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -463,11 +465,18 @@ func checkServers(servers []config.Server) error {
 	return nil
 }
 
-// sameListener says whether the pool can serve cfg on its listener: the address
-// and TLS files are the same.
+// sameListener says whether the pool can serve cfg on its listener: the address,
+// TLS files and protocol are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
-	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
+	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
+		old.Redis == cfg.Redis
+}
+
+// newCodec returns the codec of the pool's protocol. A pool keeps its codec
+// while it runs: a reload that changes the protocol restarts the pool.
+func (p *Proxy) newCodec(cfg *config.Pool) codec {
+	return newMemcacheCodec(p.Limits)
 }
 
 // sameAddr says whether the pool listens where cfg says.
