@@ -65,7 +65,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
@@ -121,14 +120,11 @@ type Proxy struct {
 	metrics *metrics
 	mem     *memory
 
-	wg       sync.WaitGroup // goroutines retiring servers
-	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
-	stopOnce sync.Once
-	stopped  chan struct{} // closed when Shutdown or Close begins
-	mu       sync.Mutex    // serializes Start, Reload and Close
-	pools    map[string]*pool
-	admin    *http.Server
-	adminL   net.Listener
+	wg     sync.WaitGroup // goroutines retiring servers
+	mu     sync.Mutex     // serializes Start, Reload and Close
+	pools  map[string]*pool
+	admin  *http.Server
+	adminL net.Listener
 	// reloadMu guards nextReload, before which the admin listener refuses
 	// reloads.
 	reloadMu   sync.Mutex
@@ -150,7 +146,6 @@ func (p *Proxy) Start(f *config.File) error {
 		p.log = slog.Default()
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.stopped = make(chan struct{})
 	p.metrics = newMetrics(p)
 	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
@@ -258,7 +253,7 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: p.newCodec(cfg)}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}), codec: p.newCodec(cfg)}
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
@@ -381,8 +376,17 @@ func (p *Proxy) Reload(f *config.File) error {
 	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {
-			// The pool moves: its old address stops serving now.
-			old.stop()
+			// The pool moves: its old address stops serving now, and its
+			// clients once they are answered. The new pool takes over the
+			// metrics of the servers it keeps.
+			old.drain()
+			var gone []string
+			for _, s := range old.state.Load().list {
+				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
+					gone = append(gone, s.name)
+				}
+			}
+			p.retirePool(old, gone)
 			delete(p.pools, cfg.Name)
 		}
 		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
@@ -393,7 +397,12 @@ func (p *Proxy) Reload(f *config.File) error {
 	for name, pl := range p.pools {
 		if !keep[name] {
 			p.log.Info("pool removed", "pool", name)
-			pl.stop()
+			pl.drain()
+			var gone []string
+			for _, s := range pl.state.Load().list {
+				gone = append(gone, s.name)
+			}
+			p.retirePool(pl, gone)
 			delete(p.pools, name)
 		}
 	}
@@ -465,6 +474,32 @@ func checkServers(servers []config.Server) error {
 	return nil
 }
 
+// retirePool stops, in the background, a pool that a reload removed or
+// restarted elsewhere, and drained: its clients have twice the pool's timeout
+// (at least a second), and the linger of their close, to be answered; then
+// what is left is closed, and the metrics of the servers named in forget
+// dropped.
+func (p *Proxy) retirePool(pl *pool, forget []string) {
+	grace := max(2*pl.state.Load().cfg.Timeout, time.Second) + closeLinger
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		answered := make(chan struct{})
+		go func() {
+			pl.clients.Wait()
+			close(answered)
+		}()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-answered:
+		case <-t.C:
+		case <-p.ctx.Done():
+		}
+		pl.stop(forget)
+	}()
+}
+
 // sameListener says whether the pool can serve cfg on its listener: the address,
 // TLS files and protocol are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
@@ -500,17 +535,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		pools = append(pools, pl)
 	}
 	p.mu.Unlock()
-	p.stopping.Store(true)
-	p.stop()
 	for _, pl := range pools {
-		pl.ln.Close()
-		<-pl.done
-		// Wake the clients waiting for their next bytes; each checked
-		// stopping after setting its own deadline, so this one is the last.
-		pl.conns.Range(func(k, _ any) bool {
-			k.(net.Conn).SetReadDeadline(time.Now())
-			return true
-		})
+		pl.drain()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -544,21 +570,20 @@ func (p *Proxy) closeLocked() {
 		return
 	}
 	p.closed = true
-	p.stop()
 	p.cancel()
 	if p.admin != nil {
 		p.admin.Close()
 	}
 	names := slices.Sorted(maps.Keys(p.pools))
 	for _, name := range names {
-		p.pools[name].stop()
+		pl := p.pools[name]
+		var all []string
+		for _, s := range pl.state.Load().list {
+			all = append(all, s.name)
+		}
+		pl.stop(all)
 	}
 	p.wg.Wait()
-}
-
-// stop closes stopped, once.
-func (p *Proxy) stop() {
-	p.stopOnce.Do(func() { close(p.stopped) })
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
