@@ -39,7 +39,18 @@
 // eject_errors, client_idle_timeout or tls_cert_file and tls_key_file uses its
 // own.
 //
+// Nothing a client sends reaches a server as the client sent it: requests are
+// written anew from what the proxy parsed, and only those a server reads as
+// the proxy did (so none can run a command the proxy did not see, on a server
+// connection shared with other clients). Replies are checked against their
+// request's grammar; a server that answers out of it is reset, and the
+// requests waiting on it get "SERVER_ERROR Protocol error". The memory held
+// for requests in flight is bounded (MaxMemory), and an idle client holds no
+// buffer.
+//
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
+// UpdateServers replaces one pool's servers, for sources other than the file.
+// Shutdown answers every request read, then closes each client gracefully.
 //
 // What is memcached's in all this sits behind one interface, codec (codec.go):
 // reading a request and its keys, splitting it by server, encoding it for a
@@ -120,7 +131,7 @@ type Proxy struct {
 	metrics *metrics
 	mem     *memory
 
-	wg     sync.WaitGroup // goroutines retiring servers
+	wg     sync.WaitGroup // goroutines retiring servers and pools, trimming memory
 	mu     sync.Mutex     // serializes Start, Reload and Close
 	pools  map[string]*pool
 	admin  *http.Server
@@ -158,6 +169,11 @@ func (p *Proxy) Start(f *config.File) error {
 			return err
 		}
 	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		trimMemory(p.ctx, p.log)
+	}()
 	if p.Admin != "" {
 		if err := p.startAdmin(); err != nil {
 			p.closeLocked()
