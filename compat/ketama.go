@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -98,21 +99,15 @@ func HashTagged(key []byte, tag string) []byte {
 	if len(tag) != 2 {
 		return key
 	}
-	for i, c := range key {
-		if c != tag[0] {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == tag[1] {
-				if j-i > 1 {
-					return key[i+1 : j]
-				}
-				return key
-			}
-		}
+	i := bytes.IndexByte(key, tag[0])
+	if i < 0 {
 		return key
 	}
-	return key
+	j := bytes.IndexByte(key[i+1:], tag[1])
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
 }
 
 // KetamaPoints returns the points a server of weight w owns in a weighted ketama
