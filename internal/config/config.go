@@ -36,10 +36,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chash-dev/chash/compat"
 )
 
 // Defaults of twemproxy (nc_conf.h) for keys a pool leaves out.
@@ -202,26 +203,20 @@ func newPool(file, name string, line int) *Pool {
 // "{}", the bytes between the first '{' and the first '}' after it, if both are
 // there and enclose at least one byte; otherwise, or without a HashTag, the whole
 // key. So "{user1}:name" and "{user1}:mail" land on the same server, while "{}x"
-// is hashed whole. This is twemproxy's rule (nc_server.c). The result shares
-// key's memory.
-func (p *Pool) HashKey(key []byte) []byte {
-	if len(p.HashTag) != 2 {
-		return key
-	}
-	i := slices.Index(key, p.HashTag[0])
-	if i < 0 {
-		return key
-	}
-	j := slices.Index(key[i+1:], p.HashTag[1])
-	if j <= 0 {
-		return key
-	}
-	return key[i+1 : i+1+j]
-}
+// is hashed whole. This is twemproxy's rule (nc_server.c), which
+// compat.HashTagged keeps. The result shares key's memory.
+func (p *Pool) HashKey(key []byte) []byte { return compat.HashTagged(key, p.HashTag) }
 
 // KeyLine returns the line of key's value in the file, or the pool's Line if the
 // pool does not set key, for errors about a setting found after Parse.
 func (p *Pool) KeyLine(key string) int { return p.line(key) }
+
+// ErrorAt returns an *Error about the pool at the line of key's value (the
+// pool's line if the pool does not set key), for problems found after Parse,
+// such as a setting its distribution does not take.
+func (p *Pool) ErrorAt(key string, err error) error {
+	return &Error{File: p.file, Line: p.line(key), Pool: p.Name, Err: err}
+}
 
 // line returns the line of key's value in the pool, or the pool's line if the
 // pool does not set key.

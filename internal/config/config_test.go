@@ -439,3 +439,80 @@ func TestErrorString(t *testing.T) {
 		}
 	}
 }
+
+func TestParseServer(t *testing.T) {
+	tests := []struct {
+		line string
+		want Server
+	}{
+		{"10.0.0.1:11211:1", Server{Host: "10.0.0.1", Port: 11211, Weight: 1}},
+		{"10.0.0.1:11211:2 cache1", Server{Host: "10.0.0.1", Port: 11211, Weight: 2, Alias: "cache1"}},
+		{"localhost:1:3", Server{Host: "localhost", Port: 1, Weight: 3}},
+		{"[::1]:11211:1", Server{Host: "[::1]", Port: 11211, Weight: 1}},
+		{"/tmp/mc.sock:1", Server{Host: "/tmp/mc.sock", Weight: 1}},
+		{"/tmp/mc.sock:4 local", Server{Host: "/tmp/mc.sock", Weight: 4, Alias: "local"}},
+	}
+	for _, tt := range tests {
+		if got, err := ParseServer(tt.line); err != nil || got != tt.want {
+			t.Errorf("ParseServer(%q) = %+v, %v; want %+v", tt.line, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "h", "h:1", "h:1:0", "h:x:1", ":1:1", "h:1:1 ", "/a:b:1", "h:0:1"} {
+		if s, err := ParseServer(bad); err == nil {
+			t.Errorf("ParseServer(%q) = %+v, nil; want an error", bad, s)
+		}
+	}
+}
+
+// FuzzParseServer checks that ParseServer never panics and that a server it
+// accepts, written out again, parses to the same server.
+func FuzzParseServer(f *testing.F) {
+	for _, s := range []string{"10.0.0.1:11211:1", "h:1:2 alias", "/tmp/s:1", "[::1]:11211:1", "a:b:c:1:1 x y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		s, err := ParseServer(line)
+		if err != nil {
+			return
+		}
+		if s.Weight < 1 || s.Host == "" || s.Port < 0 || s.Port > 65535 || s.Port == 0 && !strings.HasPrefix(s.Host, "/") {
+			t.Fatalf("ParseServer(%q) = %+v", line, s)
+		}
+		again := s.Host
+		if s.Port != 0 {
+			again += ":" + strconv.Itoa(s.Port)
+		}
+		again += ":" + strconv.Itoa(s.Weight)
+		if s.Alias != "" {
+			again += " " + s.Alias
+		}
+		if s2, err := ParseServer(again); err != nil || s2 != s {
+			t.Fatalf("ParseServer(%q) = %+v; written out as %q it parses to %+v, %v", line, s, again, s2, err)
+		}
+	})
+}
+
+// TestErrorAt checks that an error found after Parse names the file, the line
+// of the key at fault, or of the pool when the pool does not set it, and the
+// pool.
+func TestErrorAt(t *testing.T) {
+	f, err := Parse("e.yml", []byte("a:\n  distribution: chash\n  points: 7\n  servers: [h:1:1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Pools[0]
+	problem := errors.New("too many")
+	for _, tt := range []struct{ key, want string }{
+		{"points", `config: e.yml:3: pool "a": too many`},
+		{"label", `config: e.yml:1: pool "a": too many`},
+	} {
+		err := p.ErrorAt(tt.key, problem)
+		if err.Error() != tt.want || !errors.Is(err, problem) {
+			t.Errorf("ErrorAt(%q) = %v; want %s, wrapping the problem", tt.key, err, tt.want)
+		}
+	}
+	code := &Pool{Name: "b"}
+	if got, want := code.ErrorAt("points", problem).Error(), `config: pool "b": too many`; got != want {
+		t.Errorf("ErrorAt of a pool made in code = %q; want %q", got, want)
+	}
+}

@@ -44,6 +44,19 @@ articles:
 	// 10.211.0.1:3333 192.168.0.2:111
 }
 
+func ExampleParseServer() {
+	s, err := config.ParseServer("10.0.0.1:11211:2 cache1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Host, s.Port, s.Weight, s.Alias, s.Name())
+	_, err = config.ParseServer("10.0.0.1:11211")
+	fmt.Println(err)
+	// Output:
+	// 10.0.0.1 11211 2 cache1 cache1
+	// want "host:port:weight [name]" or "/path/to/socket:weight [name]"
+}
+
 func ExampleParse_error() {
 	const conf = `alpha:
   distribution: chash

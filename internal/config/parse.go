@@ -447,7 +447,7 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 		if item.Kind != yaml.ScalarNode || isNull(item) {
 			return atf(item, "server: want a \"host:port:weight [name]\" line, not a %s", kindName(item))
 		}
-		s, err := parseServer(item.Value)
+		s, err := ParseServer(item.Value)
 		if err != nil {
 			return atf(item, "server %q: %v", item.Value, err)
 		}
@@ -462,11 +462,12 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 	return nil
 }
 
-// parseServer parses "host:port:weight [alias]" or "/path/to/socket:weight
-// [alias]" from the end as twemproxy's conf_add_server does: the last space
-// starts the alias, the last ':' before it the weight, and the ':' before that
-// the port.
-func parseServer(line string) (Server, error) {
+// ParseServer parses a line of a pool's servers list, "host:port:weight
+// [alias]" or "/path/to/socket:weight [alias]", from the end as twemproxy's
+// conf_add_server does: the last space starts the alias, the last ':' before it
+// the weight, and the ':' before that the port. The Server's Line is zero. The
+// error says what is wrong, without the line, which callers quote.
+func ParseServer(line string) (Server, error) {
 	var s Server
 	rest := line
 	if r, alias, ok := cutLast(rest, ' '); ok {
