@@ -158,16 +158,12 @@ func Sweep(c SweepConfig) ([]SweepPoint, error) {
 type ChurnPoint struct {
 	Nodes  int `json:"nodes"`
 	Points int `json:"points"`
-	// AddMoved is the fraction that moves when a node joins; AddIdeal the joining
-	// node's fair share, 1/(N+1); AddModulo what modulo hashing moves.
-	AddMoved  float64 `json:"add_moved"`
-	AddIdeal  float64 `json:"add_ideal"`
-	AddModulo float64 `json:"add_modulo"`
-	// RemoveMoved is the fraction that moves when the last node leaves;
-	// RemoveIdeal that node's share; RemoveModulo what modulo hashing moves.
-	RemoveMoved  float64 `json:"remove_moved"`
-	RemoveIdeal  float64 `json:"remove_ideal"`
-	RemoveModulo float64 `json:"remove_modulo"`
+	// Add is what moves when a node joins: its ideal is the joining node's fair
+	// share, 1/(N+1).
+	Add Movement `json:"add"`
+	// Remove is what moves when the last node leaves, its ideal that node's
+	// share; nil for a ring of one node, which cannot lose it.
+	Remove *Movement `json:"remove,omitempty"`
 }
 
 // Churn returns, for every cluster size in c.Nodes, what moves when a node joins
@@ -195,9 +191,7 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 			if err != nil {
 				return nil, err
 			}
-			cp.AddMoved += add.Moved
-			cp.AddIdeal += add.Ideal
-			cp.AddModulo += add.ModuloMoved
+			cp.Add.add(add.Movement)
 			if n > 1 {
 				shrunk, err := r.Remove(nodes[n-1].Name)
 				if err != nil {
@@ -207,9 +201,10 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 				if err != nil {
 					return nil, err
 				}
-				cp.RemoveMoved += rm.Moved
-				cp.RemoveIdeal += rm.Ideal
-				cp.RemoveModulo += rm.ModuloMoved
+				if cp.Remove == nil {
+					cp.Remove = new(Movement)
+				}
+				cp.Remove.add(rm.Movement)
 			}
 			done++
 			if c.Progress != nil {
@@ -217,13 +212,25 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 			}
 		}
 		k := float64(c.Trials)
-		cp.AddMoved /= k
-		cp.AddIdeal /= k
-		cp.AddModulo /= k
-		cp.RemoveMoved /= k
-		cp.RemoveIdeal /= k
-		cp.RemoveModulo /= k
+		cp.Add.divide(k)
+		if cp.Remove != nil {
+			cp.Remove.divide(k)
+		}
 		out = append(out, cp)
 	}
 	return out, nil
+}
+
+// add adds n's figures to m's, for averaging.
+func (m *Movement) add(n Movement) {
+	m.Moved += n.Moved
+	m.Ideal += n.Ideal
+	m.ModuloMoved += n.ModuloMoved
+}
+
+// divide divides m's figures by k, for averaging.
+func (m *Movement) divide(k float64) {
+	m.Moved /= k
+	m.Ideal /= k
+	m.ModuloMoved /= k
 }
