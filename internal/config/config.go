@@ -17,8 +17,10 @@
 // "chash" (chash's own ring) and "seed" (the seed articles' Java ring) among them,
 // the key "points", the number of ring points per unit of weight for those that
 // take it, and the key "label", the string the seed distribution hashes for each
-// point ("{name}&&VN{i}" by default; quote it in YAML). Pool.Router builds the
-// pool's distribution; Distributions lists them.
+// point ("{name}&&VN{i}" by default; quote it in YAML). Parse checks what YAML
+// alone can tell; the catalogue of distributions, package dist, checks a pool
+// against its distribution (whether it takes points and label, its hash) when it
+// builds the pool's router, and reports problems with Pool.ErrorAt.
 //
 // chash also adds keys for chash proxy that set, for one pool, what its flags set
 // for all: "eject_errors" (--eject-errors), "client_idle_timeout" in milliseconds
@@ -102,7 +104,8 @@ type Pool struct {
 	// ("hash_tag:"; see HashKey). Empty when absent: the whole key is hashed.
 	HashTag string
 	// Distribution is the name of the way keys are spread over servers
-	// ("distribution:"). Default: DefaultDistribution (ketama).
+	// ("distribution:"), one of package dist's catalogue, which Parse does not
+	// check. Default: DefaultDistribution (ketama).
 	Distribution string
 	// Points is the number of ring points per unit of weight ("points:", a chash
 	// addition), for the distributions that take it. Zero when absent, which

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chash-dev/chash/hashfn"
 )
 
 func TestParseFull(t *testing.T) {
@@ -127,34 +126,20 @@ func TestParseDefaults(t *testing.T) {
 }
 
 // TestParseDistributionDefault checks that a pool without "distribution:" gets
-// ketama, as in twemproxy, or, until ketama is registered, an error saying so.
+// ketama, as in twemproxy.
 func TestParseDistributionDefault(t *testing.T) {
 	f, err := Parse("d.yml", []byte("p:\n  servers:\n   - a:1:1\n"))
-	if _, ok := distributions[DefaultDistribution]; ok {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := f.Pools[0].Distribution; got != DefaultDistribution {
-			t.Errorf("Distribution = %q; want %q", got, DefaultDistribution)
-		}
-		return
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err == nil || !strings.Contains(err.Error(), `d.yml:1: pool "p": distribution "ketama" (the default) is unknown`) {
-		t.Errorf("Parse without distribution: error %v; want one about ketama, the default", err)
+	if got := f.Pools[0].Distribution; got != DefaultDistribution {
+		t.Errorf("Distribution = %q; want %q", got, DefaultDistribution)
 	}
 }
 
 // TestParseTwemproxy parses a configuration that only uses twemproxy's keys and
-// values, once the distributions and hashes it names exist.
+// values. (Package dist builds its pools' routers.)
 func TestParseTwemproxy(t *testing.T) {
-	for _, h := range []string{"fnv1a_64", "hsieh"} {
-		if _, err := hashfn.Lookup(h); err != nil {
-			t.Skipf("hash %s is not implemented yet", h)
-		}
-	}
-	if _, ok := distributions["ketama"]; !ok {
-		t.Skip("distribution ketama is not registered yet")
-	}
 	f, err := Load("testdata/twemproxy.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +147,6 @@ func TestParseTwemproxy(t *testing.T) {
 	var names []string
 	for _, p := range f.Pools {
 		names = append(names, p.Name)
-		if _, err := p.Router(); err != nil {
-			t.Errorf("pool %q: Router: %v", p.Name, err)
-		}
 	}
 	if want := []string{"alpha", "beta", "gamma", "omega"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("pools %q; want %q", names, want)
@@ -228,7 +210,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown hash", "a:\n  distribution: chash\n  hash: fnv2\n  servers: [a:1:1]\n", 3, "a", `hash "fnv2" is unknown (known: `},
 		{"hash null", "a:\n  hash:\n  servers: [a:1:1]\n", 2, "a", "hash has no value"},
 		{"hash list", "a:\n  hash: [md5]\n  servers: [a:1:1]\n", 2, "a", "hash: want a single value, not a list"},
-		{"unknown distribution", "a:\n  distribution: ring\n  servers: [a:1:1]\n", 2, "a", `distribution "ring" is unknown (known: `},
+		{"empty distribution", "a:\n  distribution: \"\"\n  servers: [a:1:1]\n", 2, "a", `distribution is empty; leave it out for the default, ketama`},
 		{"hash_tag one char", "a:\n  distribution: chash\n  hash_tag: \"{\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{" is not two characters`},
 		{"hash_tag three chars", "a:\n  distribution: chash\n  hash_tag: \"{}}\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{}}" is not two characters`},
 		{"hash_tag non-ASCII", "a:\n  distribution: chash\n  hash_tag: \"«»\"\n  servers: [a:1:1]\n", 3, "a", `is not two characters`},
@@ -402,18 +384,16 @@ func TestLoadMissing(t *testing.T) {
 	}
 }
 
-// TestExamples loads the repository's example configurations, which README uses.
+// TestExamples loads the repository's example configurations, which README
+// uses. (Package dist builds their pools' routers.)
 func TestExamples(t *testing.T) {
-	for _, path := range []string{"../../examples/nutcracker.yml", "../../examples/seed.yml"} {
-		f, err := Load(path)
-		if err != nil {
+	paths, err := filepath.Glob("../../examples/*.yml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, path := range paths {
+		if _, err := Load(path); err != nil {
 			t.Error(err)
-			continue
-		}
-		for _, p := range f.Pools {
-			if _, err := p.Router(); err != nil {
-				t.Errorf("%s: pool %q: Router: %v", path, p.Name, err)
-			}
 		}
 	}
 }
@@ -436,6 +416,34 @@ func TestErrorString(t *testing.T) {
 		}
 		if !errors.Is(tt.e, problem) {
 			t.Errorf("errors.Is(%v, problem) = false; want true", tt.e)
+		}
+	}
+}
+
+func TestHashKey(t *testing.T) {
+	tests := []struct {
+		tag, key, want string
+	}{
+		{"", "{user1}:a", "{user1}:a"},
+		{"{}", "{user1}:a", "user1"},
+		{"{}", "x{user1}:a", "user1"},
+		{"{}", "user1", "user1"},
+		{"{}", "{}x", "{}x"}, // an empty tag hashes the whole key
+		{"{}", "{user1", "{user1"},
+		{"{}", "}user1{", "}user1{"},
+		{"{}", "}a{b}c", "b"},
+		{"{}", "{a}{b}", "a"},
+		{"{}", "{{a}}", "{a"},
+		{"{}", "", ""},
+		{"$$", "$a$b$", "a"},
+		{"$$", "$$a$", "$$a$"},
+		{"$$", "x$abc", "x$abc"},
+		{"()", "(é)", "é"},
+	}
+	for _, tt := range tests {
+		p := &Pool{HashTag: tt.tag}
+		if got := string(p.HashKey([]byte(tt.key))); got != tt.want {
+			t.Errorf("HashKey(%q) with hash_tag %q = %q; want %q", tt.key, tt.tag, got, tt.want)
 		}
 	}
 }

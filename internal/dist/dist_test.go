@@ -376,6 +376,8 @@ func TestBuildErrorLine(t *testing.T) {
 	tests := []struct{ conf, want string }{
 		{"a:\n  distribution: chash\n  points: 100000\n  servers: [h:1:1000]\n",
 			`config: test.yml:3: pool "a": 100000 points per unit of weight give the chash ring more than 4194304 points`},
+		{"a:\n  distribution: ring\n  servers: [h:1:1]\n",
+			`config: test.yml:2: pool "a": distribution "ring" is unknown (known: balanced, bounded, chash,`},
 		{"a:\n  servers: [h:1:1]\n  points: 3\n",
 			`config: test.yml:3: pool "a": points is not used by distribution ketama`},
 		{"a:\n  distribution: nginx\n  hash: md5\n  servers: [h:1:1]\n",
