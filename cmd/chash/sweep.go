@@ -281,7 +281,6 @@ func (f *sweepFlags) write(w io.Writer, out *sweepOutput) error {
 	return bw.Flush()
 }
 
-
 // parseList parses a LIST of positive numbers: "5,10,50", "A..B" (a 1-1.2-1.5-
 // 2-2.5-3-4-5-6-8 series between A and B, both included) or "A..B:S".
 func parseList(s string) ([]int, error) {
