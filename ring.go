@@ -12,8 +12,10 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// ErrEmpty is returned by lookups on a ring that has no points.
-var ErrEmpty = errors.New("chash: ring has no nodes")
+// ErrEmpty is returned by lookups on a ring that has no points, and by the
+// lookups of every algorithm package (jump, maglev, rendezvous, ...) built over
+// no nodes: one error for one condition, whichever the algorithm.
+var ErrEmpty = errors.New("chash: no nodes")
 
 // Node is a member of a ring.
 type Node struct {

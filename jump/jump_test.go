@@ -2,6 +2,7 @@ package jump
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -209,8 +210,8 @@ func TestBucketsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.LookupString("x"); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.LookupString("x"); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

@@ -37,7 +37,6 @@ package maglev
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -56,9 +55,6 @@ const DefaultSize = 65537
 
 // maxSize caps the table at 2^28 entries (1 GiB at 4 bytes).
 const maxSize = 1 << 28
-
-// ErrEmpty is returned by lookups when there are no nodes.
-var ErrEmpty = errors.New("maglev: no nodes")
 
 // Config configures a Table. The zero value is ready to use.
 type Config struct {
@@ -84,7 +80,7 @@ type Table struct {
 // New builds the table of nodes. It is an error, naming the node, for an empty
 // or duplicate name or a weight below 1, and an error if Size is not a prime or
 // is smaller than the total weight. An empty list gives a Table whose lookups
-// return ErrEmpty. The table depends only on the nodes, not on their order;
+// return chash.ErrEmpty. The table depends only on the nodes, not on their order;
 // Order is ignored.
 func New(cfg Config, nodes []chash.Node) (*Table, error) {
 	m := cfg.Size
@@ -200,7 +196,7 @@ func (t *Table) Lookup(key []byte) (string, error) {
 	if t32 := t.t32; j < uint64(len(t32)) {
 		return t.names[t32[j]], nil
 	}
-	return "", ErrEmpty
+	return "", chash.ErrEmpty
 }
 
 // LookupString is Lookup for a string key; it does not copy the key.

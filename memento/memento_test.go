@@ -1,6 +1,7 @@
 package memento
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -183,8 +184,8 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	b, _ := New(Config{}, nil)
-	if _, err := b.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 	b, _ = New(Config{}, algotest.Nodes(2))
 	if _, err := b.Remove("nope"); err == nil {

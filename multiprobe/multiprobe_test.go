@@ -1,6 +1,7 @@
 package multiprobe
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -128,8 +129,8 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	r, _ := New(Config{}, nil)
-	if _, err := r.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := r.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 
