@@ -46,7 +46,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // DefaultSize is the table size when Config.Size is zero, the smaller of the
@@ -125,7 +125,7 @@ func (t *Table) populate() {
 	for i, node := range t.nodes {
 		h := xxhash.Sum64String(node.Name)
 		next[i] = h % m
-		skip[i] = hashfn.Mix64(h)%(m-1) + 1
+		skip[i] = splitmix.Mix64(h)%(m-1) + 1
 	}
 	entry := make([]int32, m)
 	for j := range entry {

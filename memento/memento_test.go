@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/algotest"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 func hashes(n int) []uint64 {
@@ -18,7 +18,7 @@ func hashes(n int) []uint64 {
 	s := uint64(99)
 	for i := range hs {
 		s += golden
-		hs[i] = hashfn.Mix64(s)
+		hs[i] = splitmix.Mix64(s)
 	}
 	return hs
 }

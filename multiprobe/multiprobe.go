@@ -33,7 +33,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // DefaultProbes is the number of probes when Config.Probes is zero, the
@@ -97,7 +97,7 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	for i, n := range ns {
 		seed := xxhash.Sum64String(n.Name)
 		for j := range n.Weight * per {
-			pts = append(pts, point{hashfn.Mix64(seed + uint64(j)*golden), uint32(i)})
+			pts = append(pts, point{splitmix.Mix64(seed + uint64(j)*golden), uint32(i)})
 		}
 	}
 	r.nodes = ns
@@ -158,7 +158,7 @@ func (r *Ring) best(key []byte) int {
 	bestI, bestD := 0, ^uint64(0)
 	for range r.probes {
 		h += golden
-		p := hashfn.Mix64(h)
+		p := splitmix.Mix64(h)
 		i := r.search(p)
 		if i == last {
 			i = 0 // wrapped: the first point, at distance 2^64 - p + pos[0]

@@ -35,7 +35,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // Config configures a Set. The zero value is ready to use.
@@ -109,7 +109,7 @@ func (s *Set) hash(key []byte) uint64 {
 
 // draw returns node i's 53-bit uniform draw for the key hash h, in [1, 2^53].
 func (s *Set) draw(h uint64, i int) uint64 {
-	return hashfn.Mix64(h^s.seeds[i])>>11 + 1
+	return splitmix.Mix64(h^s.seeds[i])>>11 + 1
 }
 
 // score returns node i's score for the key hash h: −w/ln(U) with U ∈ (0, 1],
