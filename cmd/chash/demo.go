@@ -366,20 +366,10 @@ func (d *demo) balance() error {
 	})
 }
 
-// javaHashCode is the name in package hashfn of Java's String.hashCode, the hash
-// of the articles' warning.
-const javaHashCode = "java_hashcode"
-
-// hashCodeWarning replays the articles' warning against String.hashCode, if
-// package hashfn has it.
+// hashCodeWarning replays the articles' warning against String.hashCode.
 func (d *demo) hashCodeWarning() error {
 	d.printf("\n5. The articles' warning: why not Java's String.hashCode()?\n\n")
-	f, err := hashfn.Lookup(javaHashCode)
-	if err != nil {
-		d.printf("  (skipped: package hashfn has no %s yet)\n", javaHashCode)
-		return nil
-	}
-	return hashCodeShares(d.w, f)
+	return hashCodeShares(d.w, hashfn.JavaHashCode)
 }
 
 // hashCodeShares prints the shares of the articles' servers placed with
