@@ -50,14 +50,6 @@ func sweepScheme(name string) (chash.Scheme, error) {
 	return nil, fmt.Errorf("unknown (known: %s)", strings.Join(names, ", "))
 }
 
-// perNode gives every node points×weight points of its scheme's sequence.
-type perNode struct {
-	chash.Scheme
-	points int
-}
-
-func (p perNode) NumPoints(weight, total, n int) int { return p.points * weight }
-
 func newSweep() *Command {
 	f := new(sweepFlags)
 	c := &Command{
@@ -175,7 +167,7 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	// Progress counts points built, which is what takes the time.
 	report := newProgress(env, work, 5_000_000, "sweeping")
 	cfg := analyze.SweepConfig{
-		Scheme:      func(p int) chash.Scheme { return perNode{base, p} },
+		Scheme:      analyze.PerNode(base),
 		Nodes:       nodes,
 		Points:      points,
 		ChurnPoints: f.churnPoints,

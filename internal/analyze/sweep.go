@@ -34,6 +34,22 @@ type SweepConfig struct {
 	Progress func(done, total int)
 }
 
+// PerNode returns a SweepConfig.Scheme over s: the scheme whose node of weight
+// w owns the first points×w points of s's own sequence of points for it,
+// whatever s's NumPoints says. Rings of V points per node are then s's own, or
+// what s would be with V points (a ketama-style scheme fixes 160 per server).
+func PerNode(s chash.Scheme) func(points int) chash.Scheme {
+	return func(points int) chash.Scheme { return perNode{s, points} }
+}
+
+// perNode gives every node points×weight points of its scheme's sequence.
+type perNode struct {
+	chash.Scheme
+	points int
+}
+
+func (p perNode) NumPoints(weight, total, n int) int { return p.points * weight }
+
 // DefaultSweepNodes and DefaultSweepPoints are the default grid.
 var (
 	DefaultSweepNodes  = []int{5, 10, 50, 100}

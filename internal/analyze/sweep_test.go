@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/compat"
 )
 
 func standard(p int) chash.Scheme { return chash.Standard{Points: p} }
@@ -75,5 +77,21 @@ func TestChurn(t *testing.T) {
 		case p.Nodes > 1 && (p.Remove == nil || p.Remove.Moved != p.Remove.Ideal):
 			t.Errorf("%d nodes: remove %+v; want the leaving node's share moved", p.Nodes, p.Remove)
 		}
+	}
+}
+
+// TestPerNode checks that PerNode gives each node the first points×weight
+// points of the scheme's own sequence, whatever the scheme's own count.
+func TestPerNode(t *testing.T) {
+	base := compat.Ketama{} // 160 points per server of average weight
+	s := PerNode(base)(3)
+	if got := s.NumPoints(2, 5, 4); got != 6 {
+		t.Errorf("NumPoints(weight 2) = %d; want 6", got)
+	}
+	if got, want := s.AppendPoints(nil, "n", 0, 6), base.AppendPoints(nil, "n", 0, 6); !slices.Equal(got, want) {
+		t.Errorf("AppendPoints = %x; want the scheme's own %x", got, want)
+	}
+	if s.Hash([]byte("k")) != base.Hash([]byte("k")) {
+		t.Error("PerNode changes the key hash")
 	}
 }

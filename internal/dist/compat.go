@@ -90,13 +90,7 @@ func buildLibmemcached(p *config.Pool, servers []config.Server) (Router, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := compat.Libmemcached{KeyHash: h}
-	for _, sv := range servers {
-		if sv.Weight > 1 {
-			s.Weighted = true
-		}
-	}
-	return newRingRouter(p, s, nodes)
+	return newRingRouter(p, compat.Libmemcached{KeyHash: h}.For(nodes), nodes)
 }
 
 // buildNginx builds nginx's "hash $key consistent" ring (compat.Nginx): servers
