@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,4 +156,21 @@ func TestCompareUnknown(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, `--algorithms: distribution "ring" is unknown (known: balanced, bounded, chash,`) {
 		t.Errorf("compare --algorithms chash,ring: exit %d, stderr %q", code, errOut)
 	}
+}
+
+// FuzzParseWeights checks that --weights' parser never panics and returns
+// positive weights or an error.
+func FuzzParseWeights(f *testing.F) {
+	for _, s := range []string{"1", "1,3", " 2 , 5", "0", "1,x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ws, err := parseWeights(s)
+		if err != nil {
+			return
+		}
+		if len(ws) == 0 || slices.ContainsFunc(ws, func(w int) bool { return w < 1 }) {
+			t.Fatalf("parseWeights(%q) = %v", s, ws)
+		}
+	})
 }

@@ -129,3 +129,20 @@ func TestParseList(t *testing.T) {
 		t.Errorf("logSeries is not sorted")
 	}
 }
+
+// FuzzParseList checks that parseList never panics and returns what it
+// promises: positive numbers, sorted and distinct, or an error.
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"5,10,50", "1..500", "1..100:7", "3..2", "0", "1..1000000000:1", " 4 , 2 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := parseList(s)
+		if err != nil {
+			return
+		}
+		if len(l) == 0 || !slices.IsSorted(l) || len(slices.Compact(slices.Clone(l))) != len(l) || l[0] < 1 {
+			t.Fatalf("parseList(%q) = %v", s, l)
+		}
+	})
+}
