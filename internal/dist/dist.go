@@ -140,8 +140,9 @@ type Entry struct {
 	// for a server's points.
 	Label bool
 	// DefaultHash is the hash of keys (a hashfn name) when a pool sets no
-	// "hash:". It is empty for the alternative algorithms, which then hash
-	// keys with all 64 bits of XXH64 (a pool's hash: gives them 32).
+	// "hash:". It is empty for the algorithms that then hash keys with all 64
+	// bits of XXH64 (jump, jumpback, rendezvous, maglev, multiprobe, memento),
+	// where a pool's hash: gives them 32.
 	DefaultHash string
 	// Hashes, if not nil, are the only key hashes the distribution takes.
 	Hashes []string
@@ -201,11 +202,13 @@ var catalogue = []Entry{
 	{Name: "multiprobe", Summary: "multi-probe consistent hashing: 21 probes, one point per unit of weight",
 		Weights: true, Replicas: true, Method: Sample, Points: true, DefaultPoints: 1, build: buildMultiprobe},
 	{Name: "bounded", Summary: "consistent hashing with bounded loads (capacity factor 1.25) over chash's ring",
-		Weights: true, Method: Placed, LoadAware: true, Points: true, DefaultPoints: chash.DefaultPoints, build: buildBounded},
+		Weights: true, Method: Placed, LoadAware: true, Points: true, DefaultPoints: chash.DefaultPoints,
+		DefaultHash: "xxh64", build: buildBounded},
 	{Name: "memento", Summary: "MementoHash: jump hashing that removes any server, no weights",
 		Method: Sample, Order: OrderMatters, build: buildMemento},
 	{Name: "balanced", Summary: "a ring whose joining servers choose tokens that even out ownership, 16 per unit of weight",
-		Weights: true, Replicas: true, Method: Arcs, Order: OrderMatters, Points: true, DefaultPoints: 16, build: buildBalanced},
+		Weights: true, Replicas: true, Method: Arcs, Order: OrderMatters, Points: true, DefaultPoints: 16,
+		DefaultHash: "xxh64", build: buildBalanced},
 }
 
 // All returns the catalogue: chash's own ring, the deployed programs', then

@@ -167,8 +167,11 @@ func TestCapabilities(t *testing.T) {
 				t.Errorf("hash murmur: error %v; Hashes is %q", err, e.Hashes)
 			}
 			if e.DefaultHash != "" {
-				if _, err := hashfn.Lookup(e.DefaultHash); err != nil {
-					t.Errorf("DefaultHash %q: %v", e.DefaultHash, err)
+				// The default hash named is the one used without a hash:.
+				named := poolOf(e.Name, sv)
+				named.Hash = e.DefaultHash
+				if r, err := Build(named, sv); err != nil || !slices.Equal(got, routeWith(t, p, r, keys)) {
+					t.Errorf("hash %s (%v) routes otherwise than no hash; DefaultHash says they are the same", e.DefaultHash, err)
 				}
 			}
 			if e.Sweep != nil {
