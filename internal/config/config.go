@@ -258,6 +258,21 @@ func (s Server) Name() string {
 	return s.Host + ":" + strconv.Itoa(s.Port)
 }
 
+// String returns the server's line in a servers list, as ParseServer reads it:
+// "host:port:weight", or "/path/to/socket:weight" for a Unix socket, followed
+// by " alias" if the server has one.
+func (s Server) String() string {
+	line := s.Host
+	if s.Port != 0 {
+		line += ":" + strconv.Itoa(s.Port)
+	}
+	line += ":" + strconv.Itoa(s.Weight)
+	if s.Alias != "" {
+		line += " " + s.Alias
+	}
+	return line
+}
+
 // Error is an error in a configuration file.
 type Error struct {
 	// File is the file's name as given to Load or Parse.

@@ -462,7 +462,10 @@ func TestParseServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got, err := ParseServer(tt.line); err != nil || got != tt.want {
-			t.Errorf("ParseServer(%q) = %+v, %v; want %+v", tt.line, got, err, tt.want)
+			t.Errorf("ParseServer(%q) = %#v, %v; want %#v", tt.line, got, err, tt.want)
+		}
+		if got := tt.want.String(); got != tt.line {
+			t.Errorf("%#v.String() = %q; want %q", tt.want, got, tt.line)
 		}
 	}
 	for _, bad := range []string{"", "h", "h:1", "h:1:0", "h:x:1", ":1:1", "h:1:1 ", "/a:b:1", "h:0:1"} {
@@ -486,14 +489,7 @@ func FuzzParseServer(f *testing.F) {
 		if s.Weight < 1 || s.Host == "" || s.Port < 0 || s.Port > 65535 || s.Port == 0 && !strings.HasPrefix(s.Host, "/") {
 			t.Fatalf("ParseServer(%q) = %+v", line, s)
 		}
-		again := s.Host
-		if s.Port != 0 {
-			again += ":" + strconv.Itoa(s.Port)
-		}
-		again += ":" + strconv.Itoa(s.Weight)
-		if s.Alias != "" {
-			again += " " + s.Alias
-		}
+		again := s.String()
 		if s2, err := ParseServer(again); err != nil || s2 != s {
 			t.Fatalf("ParseServer(%q) = %+v; written out as %q it parses to %+v, %v", line, s, again, s2, err)
 		}

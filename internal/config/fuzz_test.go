@@ -164,15 +164,7 @@ func format(t *testing.T, f *File) []byte {
 		}
 		servers := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, s := range p.Servers {
-			line := s.Host
-			if s.Port != 0 {
-				line += ":" + strconv.Itoa(s.Port)
-			}
-			line += ":" + strconv.Itoa(s.Weight)
-			if s.Alias != "" {
-				line += " " + s.Alias
-			}
-			servers.Content = append(servers.Content, str(line))
+			servers.Content = append(servers.Content, str(s.String()))
 		}
 		add("servers", servers)
 		root.Content = append(root.Content, str(p.Name), m)
