@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"cmp"
+	"fmt"
 	"iter"
 	"slices"
 
@@ -77,7 +78,11 @@ func (p *Pool) fresh() (dist.Placer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.(dist.Placer), nil
+	placer, ok := r.(dist.Placer)
+	if !ok {
+		return nil, fmt.Errorf("analyze: distribution %s is load-aware but its router cannot place keys", p.Entry.Name)
+	}
+	return placer, nil
 }
 
 // Balance returns how the pool divides the key space among its servers, by the
