@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/balanced"
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/config"
@@ -207,7 +208,7 @@ var catalogue = []Entry{
 	{Name: "memento", Summary: "MementoHash: jump hashing that removes any server, no weights",
 		Method: Sample, Order: OrderMatters, build: buildMemento},
 	{Name: "balanced", Summary: "a ring whose joining servers choose tokens that even out ownership, 16 per unit of weight",
-		Weights: true, Replicas: true, Method: Arcs, Order: OrderMatters, Points: true, DefaultPoints: 16,
+		Weights: true, Replicas: true, Method: Arcs, Order: OrderMatters, Points: true, DefaultPoints: balanced.DefaultPoints,
 		DefaultHash: "xxh64", build: buildBalanced},
 }
 
