@@ -302,7 +302,7 @@ func (c *client) dispatch(r *clientReq) {
 		key = req.routeKey(0)
 	}
 	srv, err := st.route(key)
-	for i := 1; i < n && err == nil && !st.random; i++ {
+	for i := 1; i < n && err == nil && !st.dist.Random; i++ {
 		// A request that does not split goes whole to one server.
 		if s, err2 := st.route(req.routeKey(i)); err2 != nil || s != srv {
 			err = errKeysSpread

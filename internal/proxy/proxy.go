@@ -79,6 +79,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
 )
 
@@ -197,7 +198,7 @@ func Validate(f *config.File) error {
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
-		if _, err := cfg.Router(); err != nil {
+		if _, err := dist.Build(cfg, cfg.Servers); err != nil {
 			return err
 		}
 		if cfg.TLSCertFile != "" {
