@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"sync"
@@ -95,13 +96,13 @@ func (m *memory) wait(done <-chan struct{}) bool {
 // connections collects no garbage for minutes, so it does not know that the
 // memory is free. Every trimEvery, if no collection ran since the last look
 // (the proxy is quiet: under load the runtime collects, and returns memory, on
-// its own) and the memory kept from the system grew by over trimSlack since
-// the last trim, the proxy collects and returns the free memory at once
+// its own) and the memory kept from the system grew by over trimSlack (16 MiB) since
+// the last trim, the proxy collects twice and returns the free memory at once
 // (debug.FreeOSMemory). So an idle proxy trims once after each burst, and a
 // busy one never.
 const (
 	trimEvery = 10 * time.Second
-	trimSlack = 64 << 20
+	trimSlack = 16 << 20
 )
 
 // trimMemory trims every trimEvery until ctx is done.
@@ -147,6 +148,9 @@ func (tr *trimmer) tick() (before, after uint64) {
 	if !quiet || kept <= tr.kept+trimSlack {
 		return 0, 0
 	}
+	// Two collections: the pools of buffers (sync.Pool) keep what they hold
+	// through one.
+	runtime.GC()
 	debug.FreeOSMemory()
 	tr.kept, tr.cycles = read()
 	return kept, tr.kept
