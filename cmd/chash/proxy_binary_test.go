@@ -29,8 +29,8 @@ import (
 // invalid file is refused while the old one keeps serving, and that SIGTERM
 // answers every request already sent and exits 0.
 func TestProxyBinary(t *testing.T) {
-	bin := buildChash(t)
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	bin := buildChash(t)
 	listen := testprog.FreeAddr(t)
 	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
 	// A long timeout: requests wait for a frozen server at shutdown.
