@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -33,13 +34,20 @@ func TestProxyBinary(t *testing.T) {
 	bin := buildChash(t)
 	listen := testprog.FreeAddr(t)
 	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
-	// A long timeout: requests wait for a frozen server at shutdown.
 	yaml := func(servers ...*memcachedtest.Server) string {
-		y := "alpha:\n  listen: " + listen + "\n  hash: md5\n  timeout: 5000\n  servers:\n"
+		p := config.NewPool("alpha")
+		p.Listen, p.Hash = listen, "md5"
+		p.Timeout = 5 * time.Second // requests wait for a frozen server at shutdown
 		for _, s := range servers {
-			y += "   - " + s.Addr + ":1\n"
+			host, port, _ := net.SplitHostPort(s.Addr)
+			n, _ := strconv.Atoi(port)
+			p.Servers = append(p.Servers, config.Server{Host: host, Port: n, Weight: 1})
 		}
-		return y
+		y, err := config.Marshal(&config.File{Pools: []*config.Pool{p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(y)
 	}
 	writeFile(t, conf, yaml(servers[0], servers[1]))
 	p := startChashProxy(t, bin, conf, listen)
