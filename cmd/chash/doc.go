@@ -12,14 +12,17 @@
 //
 //	analyze    show how evenly a pool spreads keys over its servers
 //	compare    compare the distribution algorithms side by side
+//	completion print a shell's completion script for chash
 //	demo       show what consistent hashing buys, on the seed articles' servers
 //	diff       show which keys move between two configurations, as a migration plan
-//	help       show the manual of a command
+//	help       show the manual of a command or a topic
 //	proxy      run a memcached sharding proxy, a drop-in for twemproxy
 //	route      print the server each key goes to
 //	sweep      tabulate balance against points per node, and movement against cluster size
+//	version    print chash's version
 //
 // Use "chash help <command>" for more information about a command.
+// Flags may come before or after a command's arguments; "--" ends them.
 //
 // Usage errors and bad configurations exit with status 2, other failures with
 // status 1.
@@ -147,6 +150,22 @@
 //	--weights LIST
 //		node weights, a comma-separated LIST repeated over the nodes (default 1)
 //
+// # Print a shell's completion script for chash
+//
+// Usage:
+//
+//	chash completion bash|zsh|fish
+//
+// Completion prints the script with which bash, zsh or fish completes chash's
+// commands, help topics, flags and the values of flags: a --format's formats,
+// the pools of the --config file for --pool, file names where a file is
+// wanted. The script asks chash itself what fits, so it stays in step with the
+// installed command. Load it in the shell's start-up file:
+//
+//	bash (~/.bashrc):                  source <(chash completion bash)
+//	zsh (~/.zshrc, after compinit):    source <(chash completion zsh)
+//	fish (~/.config/fish/config.fish): chash completion fish | source
+//
 // # Show what consistent hashing buys, on the seed articles' servers
 //
 // Usage:
@@ -208,7 +227,7 @@
 // same size are compared entry by entry. Anything else is measured by routing
 // --sample generated keys (1000000 by default) through both, and lists no ranges.
 //
-// Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+// A range is a run of ring positions, start to end inclusive, as the ring
 // hashes keys: a key moves from "from" to "to" when its position is in the
 // range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 //
@@ -254,14 +273,15 @@
 //	--sample N
 //		route N sample keys where movement cannot be computed exactly (default 1000000)
 //
-// # Show the manual of a command
+// # Show the manual of a command or a topic
 //
 // Usage:
 //
-//	chash help [command]
+//	chash help [command|topic]
 //
-// Help shows the list of commands or, given a command's name, its usage,
-// its description and its flags.
+// Help shows the list of commands and topics or, given a command's name, its
+// usage, its description and its flags, and given a topic's name, the topic.
+// "chash CMD --help" (or -h) prints the same as "chash help CMD".
 //
 // # Run a memcached sharding proxy, a drop-in for twemproxy
 //
@@ -369,8 +389,9 @@
 // depends on the keys before it.
 //
 // A bad configuration is reported with its file, line and pool, and route exits
-// with status 2, as for a bad flag. Flags come before the keys; put "--" before
-// keys that begin with "-".
+// with status 2, as for a bad flag. Flags may come before or after the keys;
+// put "--" before keys that begin with "-", which would otherwise be taken for
+// flags.
 //
 // The flags are:
 //
@@ -448,4 +469,19 @@
 //		sweep rings of the distribution NAME (default chash)
 //	--trials N
 //		average over N rings of different names (default 10)
+//
+// # Print chash's version
+//
+// Usage:
+//
+//	chash version
+//
+// Version prints the version of the chash module the command was built from
+// and, when it was built in a git checkout, the commit (with "+dirty" when the
+// checkout had uncommitted changes) and the commit's time; then the Go version
+// and the platform. "chash --version" is the same.
+//
+// A command installed with "go install github.com/chash-dev/chash/cmd/chash@v1.2.3"
+// reports v1.2.3; one built in a checkout reports the version Go derives from the
+// commit, such as v0.0.0-20261130101500-9ecdd35a1b2c+dirty.
 package main

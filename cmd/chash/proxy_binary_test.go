@@ -160,11 +160,11 @@ func TestProxyBinary(t *testing.T) {
 	waitExit(t, p, "SIGTERM")
 }
 
-// buildChash builds the chash command into the test's temporary directory and
-// returns its path. Under -race, the command is built with -race too: the build
-// reuses the packages compiled for the test, and a data race in the proxy makes
-// it exit with an error.
-func buildChash(t *testing.T) string {
+// buildChash builds the chash command into the test's temporary directory,
+// with the go build flags given, and returns its path. Under -race, the command
+// is built with -race too: the build reuses the packages compiled for the
+// test, and a data race in the proxy makes it exit with an error.
+func buildChash(t *testing.T, flags ...string) string {
 	t.Helper()
 	// go test puts the go command of its GOROOT first in PATH.
 	gocmd, err := exec.LookPath("go")
@@ -172,7 +172,7 @@ func buildChash(t *testing.T) string {
 		t.Fatalf("no go command to build chash: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "chash")
-	args := []string{"build", "-o", bin}
+	args := append([]string{"build", "-o", bin}, flags...)
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "-race" && s.Value == "true" {

@@ -43,8 +43,9 @@ being the number of keys placed so far including this one; so a key's server
 depends on the keys before it.
 
 A bad configuration is reported with its file, line and pool, and route exits
-with status 2, as for a bad flag. Flags come before the keys; put "--" before
-keys that begin with "-".`,
+with status 2, as for a bad flag. Flags may come before or after the keys;
+put "--" before keys that begin with "-", which would otherwise be taken for
+flags.`,
 	}
 	c.Flag.StringVar(&f.config, "config", "", "read the configuration `FILE` (required)")
 	c.Flag.StringVar(&f.pool, "pool", "", "route with the pool called `NAME` (required if FILE has several)")
