@@ -61,6 +61,7 @@ func TestComplete(t *testing.T) {
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"completion", "z"}, []string{"zsh"}},
 		{[]string{"help", "ro"}, []string{"route"}},
+		{[]string{"help", "conf"}, []string{"config"}},
 		{[]string{"help", "route", ""}, nil},
 	}
 	for _, tt := range tests {

@@ -31,9 +31,9 @@ With no KEY arguments, route reads keys from standard input, one per line. A
 line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 stripped, so an empty line is the empty key. Lines may be of any length.
 
-FILE is in twemproxy's nutcracker.yml format, to which chash adds the key
-points and distributions of its own (chash, seed) and of other programs
-(see 'go doc ./internal/config'). --pool names the pool and may be left
+FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
+distributions of its own (chash, seed) and of other programs: 'chash help
+config' lists every key. --pool names the pool and may be left
 out when the file has only one. Keys pass through the pool's hash_tag
 before they are hashed, as in twemproxy.
 

@@ -101,10 +101,12 @@ var settings = []setting{
 		Key: Key{
 			Name: "distribution", Origin: "twemproxy",
 			Default: DefaultDistribution,
-			Doc: "How keys are spread over the servers: twemproxy's ketama, modula and random, " +
-				"the rings of other deployed systems (libmemcached, nginx, spymemcached, ...), " +
-				"chash's own ring, or an alternative algorithm. Only ketama, modula and random " +
-				"route as nutcracker does; README's Distributions table says what each copies.",
+			Doc: "How keys are spread over the servers. ketama, modula and random route as " +
+				"twemproxy does; libmemcached, libketama (the npm package hashring), " +
+				"spymemcached, nginx, groupcache and stathat as those programs do; seed as the " +
+				"seed articles' Java ring; chash is chash's own ring; jump, jumpback, " +
+				"rendezvous, maglev, multiprobe, bounded, memento and balanced are alternative " +
+				"algorithms (chash compare sets them side by side). An unknown name is an error.",
 			Example: "distribution: chash",
 		},
 		parse:  setDistribution,
@@ -114,9 +116,13 @@ var settings = []setting{
 	{
 		Key: Key{
 			Name: "points", Origin: "chash",
-			Default: "the distribution's own: 160 for chash; for seed, one point per server whatever its weight",
-			Doc: "The number of ring points per unit of weight, for the distributions that " +
-				"take it (chash, seed); the others refuse it.",
+			Default: "the distribution's own: 160 for chash and bounded, 16 for balanced, 1 for " +
+				"multiprobe, 50 for groupcache, 20 for stathat; for seed, one point per server " +
+				"whatever its weight",
+			Doc: "The number of points (virtual nodes) per unit of weight, for the rings that " +
+				"take it: chash, seed, bounded, balanced, multiprobe, groupcache and stathat. " +
+				"The other distributions, whose points are fixed by the programs they copy or " +
+				"that have none, refuse it.",
 			Example: "points: 160",
 		},
 		parse: intSetting(func(p *Pool) *int { return &p.Points }),
