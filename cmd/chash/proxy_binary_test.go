@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -160,18 +161,47 @@ func TestProxyBinary(t *testing.T) {
 	waitExit(t, p, "SIGTERM")
 }
 
-// buildChash builds the chash command into the test's temporary directory,
-// with the go build flags given, and returns its path. Under -race, the command
-// is built with -race too: the build reuses the packages compiled for the
-// test, and a data race in the proxy makes it exit with an error.
+// builds holds the chash binaries that buildChash has made, by their build
+// flags, in a directory TestMain removes: each is built once per test binary.
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// TestMain runs the tests and removes the binaries they built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
+}
+
+// buildChash builds the chash command with the go build flags given, once per
+// test binary, and returns its path. Under -race, the command is built with
+// -race too: the build reuses the packages compiled for the test, and a data
+// race in the proxy makes it exit with an error.
 func buildChash(t *testing.T, flags ...string) string {
 	t.Helper()
+	builds.Lock()
+	defer builds.Unlock()
+	key := strings.Join(flags, " ")
+	if bin, ok := builds.bins[key]; ok {
+		return bin
+	}
 	// go test puts the go command of its GOROOT first in PATH.
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command to build chash: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "chash")
+	if builds.dir == "" {
+		if builds.dir, err = os.MkdirTemp("", "chash-test"); err != nil {
+			t.Fatal(err)
+		}
+		builds.bins = map[string]string{}
+	}
+	bin := filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)), "chash")
 	args := append([]string{"build", "-o", bin}, flags...)
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
@@ -185,6 +215,7 @@ func buildChash(t *testing.T, flags ...string) string {
 	if out, err := exec.CommandContext(ctx, gocmd, append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	builds.bins[key] = bin
 	return bin
 }
 
