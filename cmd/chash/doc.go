@@ -579,6 +579,15 @@
 // and meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
 // server, sent in parallel and merged in the order of the keys.
 //
+// Every request is read whole, checked and written anew for its server, never
+// passed on as the client sent it: a request memcached could read otherwise
+// than the proxy (a control byte or space in a key, a key over 250 bytes as
+// sent, a line too long for a server connection that other clients share) is
+// refused with memcached's own error and reaches no server. A server reply
+// that does not fit its request resets that server connection, whose waiting
+// requests are answered SERVER_ERROR; it never reaches a client. The binary
+// protocol is not served: such a connection is closed.
+//
 // With auto_eject_hosts, a server that fails server_failure_limit times in a
 // row leaves the ring and its keys go to the next server; unlike nutcracker, it
 // comes back only once it answers a probe, tried every server_retry_timeout.
