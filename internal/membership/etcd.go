@@ -49,22 +49,30 @@ func (e *etcdKind) close() error { return e.cli.Close() }
 
 // get reads the whole prefix, waiting at most cfg.Timeout.
 func (e *etcdKind) get(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
 	resp, err := e.cli.Get(ctx, e.url.Prefix, append(opts, clientv3.WithPrefix())...)
 	if err != nil {
-		return nil, e.failed(err)
+		return nil, etcdError(e.src, e.url.Endpoints, start, err)
 	}
 	return resp, nil
 }
 
-// failed wraps an error of a request to etcd.
+// failed wraps an error of the watch.
 func (e *etcdKind) failed(err error) error {
-	eps := strings.Join(e.url.Endpoints, ",")
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("membership: %s: etcd at %s does not answer within %v: %w", e.url, eps, e.cfg.Timeout, err)
+	return etcdError(e.src, e.url.Endpoints, time.Time{}, err)
+}
+
+// etcdError describes a failed request to etcd that began at start (zero if
+// it is no single request) for what, a source or a registration: "etcd at
+// ENDPOINTS does not answer within D" if it timed out.
+func etcdError(what string, endpoints []string, start time.Time, err error) error {
+	eps := strings.Join(endpoints, ",")
+	if errors.Is(err, context.DeadlineExceeded) && !start.IsZero() {
+		return fmt.Errorf("membership: %s: etcd at %s does not answer within %v: %w", what, eps, time.Since(start).Round(100*time.Millisecond), err)
 	}
-	return fmt.Errorf("membership: %s: etcd at %s: %w", e.url, eps, err)
+	return fmt.Errorf("membership: %s: etcd at %s: %w", what, eps, err)
 }
 
 // load replaces the keys with those of a list.

@@ -89,27 +89,13 @@ type Registrar struct {
 // One registrar per server: two would replace each other's key, and the
 // first to stop would remove it.
 func Register(ctx context.Context, reg Registration) (*Registrar, error) {
-	if len(reg.Endpoints) == 0 {
-		return nil, errors.New("membership: register: no etcd endpoint")
-	}
-	for _, h := range reg.Endpoints {
-		if err := checkEndpoint(h); err != nil {
-			return nil, fmt.Errorf("membership: register: %w", err)
-		}
-	}
-	if err := checkPrefix(reg.Prefix); err != nil {
-		return nil, fmt.Errorf("membership: register: %w", err)
+	if err := reg.Validate(); err != nil {
+		return nil, err
 	}
 	line := strings.TrimSpace(reg.Server)
-	s, err := parseLine(line)
-	if err != nil {
-		return nil, fmt.Errorf("membership: register: %w", err)
-	}
+	s, _ := parseLine(line)
 	if reg.TTL == 0 {
 		reg.TTL = 5 * time.Second
-	}
-	if reg.TTL < time.Second {
-		return nil, fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
 	}
 	cfg := Config{Logger: reg.Logger, Timeout: reg.Timeout, MinBackoff: reg.MinBackoff, MaxBackoff: reg.MaxBackoff}.withDefaults()
 	r := &Registrar{
@@ -121,6 +107,7 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 		done:  make(chan struct{}),
 	}
 	r.log = cfg.Logger.With("key", r.key)
+	var err error
 	if r.cli, err = newClient(reg.Endpoints); err != nil {
 		return nil, fmt.Errorf("membership: register: %w", err)
 	}
@@ -142,6 +129,30 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 	return r, nil
 }
 
+// Validate checks the registration as Register does before it speaks to
+// etcd: endpoints "host:port", a prefix that begins and ends with "/", a
+// server line, and a TTL of zero (the default) or at least 1s.
+func (reg Registration) Validate() error {
+	if len(reg.Endpoints) == 0 {
+		return errors.New("membership: register: no etcd endpoint")
+	}
+	for _, h := range reg.Endpoints {
+		if err := checkEndpoint(h); err != nil {
+			return fmt.Errorf("membership: register: %w", err)
+		}
+	}
+	if err := checkPrefix(reg.Prefix); err != nil {
+		return fmt.Errorf("membership: register: %w", err)
+	}
+	if _, err := parseLine(strings.TrimSpace(reg.Server)); err != nil {
+		return fmt.Errorf("membership: register: %w", err)
+	}
+	if reg.TTL != 0 && reg.TTL < time.Second {
+		return fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
+	}
+	return nil
+}
+
 // Key returns the registration's etcd key.
 func (r *Registrar) Key() string { return r.key }
 
@@ -154,6 +165,7 @@ func (r *Registrar) Status() RegistrarStatus {
 
 // put grants a lease and puts the key under it.
 func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	lease, err := r.cli.Grant(ctx, r.ttl)
@@ -161,11 +173,7 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
 		_, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID))
 	}
 	if err != nil {
-		eps := strings.Join(r.reg.Endpoints, ",")
-		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, fmt.Errorf("membership: register %s: etcd at %s does not answer within %v: %w", r.key, eps, r.cfg.Timeout, err)
-		}
-		return 0, fmt.Errorf("membership: register %s: etcd at %s: %w", r.key, eps, err)
+		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
