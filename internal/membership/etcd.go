@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 )
 
 // etcdKind is a source that reads the keys under an etcd prefix: a list, then
@@ -156,14 +157,19 @@ func (e *etcdKind) follow(ctx context.Context, s *Source, apply func(List) error
 	// watch instead of keeping it open with no events.
 	wctx, cancel := context.WithCancelCause(clientv3.WithRequireLeader(ctx))
 	var answered atomic.Bool
-	beat := make(chan struct{})
+	beat, conn := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(beat)
 		e.heartbeat(wctx, cancel, &answered)
 	}()
+	go func() {
+		defer close(conn)
+		e.watchConnection(wctx, cancel)
+	}()
 	defer func() {
 		cancel(nil)
 		<-beat
+		<-conn
 	}()
 	// Watch waits for etcd to create the watch: the heartbeat ends the wait
 	// if etcd does not answer.
@@ -219,6 +225,25 @@ func (e *etcdKind) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 			cancel(e.failed(fmt.Errorf("revision went back from %d to %d", rev, resp.Header.Revision)))
 			return
 		}
+	}
+}
+
+// watchConnection cancels the watch's context when the client's connection
+// to etcd, once ready, is lost: the client would resume the watch by itself
+// on its next connection, but that may be to an etcd that lost its data and
+// started again, whose revisions the watch would misread, before the
+// heartbeat notices. It returns when ctx is done.
+func (e *etcdKind) watchConnection(ctx context.Context, cancel context.CancelCauseFunc) {
+	conn := e.cli.ActiveConnection()
+	state := conn.GetState()
+	for state != connectivity.Ready {
+		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+		state = conn.GetState()
+	}
+	if conn.WaitForStateChange(ctx, connectivity.Ready) {
+		cancel(e.failed(fmt.Errorf("connection lost (%v)", conn.GetState())))
 	}
 }
 

@@ -272,6 +272,10 @@ func TestEtcdRestart(t *testing.T) {
 	w.until("connected", func(st Status) bool { return st.Connected })
 	w.expect("a/1 b/1", e.Put(prefix+"b", "10.0.0.2:11211:1 b"))
 
+	// Revisions well above those the new etcd will reach.
+	for range 10 {
+		e.Put("/elsewhere", "x")
+	}
 	e.Wipe()
 	e.Put(prefix+"x", "10.0.0.9:11211:1 x")
 	rev := e.Put(prefix+"y", "10.0.0.8:11211:1 y")
@@ -347,4 +351,29 @@ func TestEtcdEmptyAndRead(t *testing.T) {
 	if err != nil || names(got) != "10.0.0.3:11211/1 z/2" {
 		t.Fatalf("Read = %q, %v; want %q", names(got), err, "10.0.0.3:11211/1 z/2")
 	}
+}
+
+// TestEtcdReconnectRelists restarts etcd wiped, so fast that no heartbeat
+// runs, and writes more revisions to the new etcd than the old one had: a
+// watch resumed from the old revision would miss the first changes, but the
+// lost connection makes the source read the prefix again.
+func TestEtcdReconnectRelists(t *testing.T) {
+	e := etcdtest.Start(t)
+	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
+	w := openWith(t, etcdURL(e.Endpoint), func(c *Config) { c.Heartbeat = time.Hour })
+
+	e.Wipe()
+	e.Put(prefix+"x", "10.0.0.7:11211:1 x") // revision 2, the old etcd's last
+	e.Put(prefix+"y", "10.0.0.8:11211:1 y")
+	rev := e.Put(prefix+"z", "10.0.0.9:11211:1 z")
+	for {
+		l := w.next()
+		if names(l.Servers) == "x/1 y/1 z/1" && l.Revision == rev {
+			break
+		}
+	}
+	if st := w.s.Status(); st.Relists < 1 {
+		t.Errorf("status %+v; want a relist", st)
+	}
+	checkOutageLogs(t, w, 1)
 }

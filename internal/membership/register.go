@@ -205,8 +205,10 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
 	for {
 		// The channel closes when the lease is gone or has had no answer
 		// for its TTL, or when ctx is done.
+		kept := false
 		if ka, err := r.cli.KeepAlive(ctx, lease); err == nil {
 			for range ka {
+				kept = true
 			}
 		}
 		if ctx.Err() != nil {
@@ -216,6 +218,13 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
 		r.status.Registered = false
 		r.mu.Unlock()
 		r.log.Warn("membership: lease lost; registering again", "lease", fmt.Sprintf("%x", int64(lease)))
+		if kept {
+			b.reset()
+		} else if !b.wait(ctx) {
+			// A lease that no keep-alive reached: do not spin on
+			// registrations that cannot be kept.
+			return
+		}
 		var err error
 		for lease, err = r.put(ctx); err != nil; lease, err = r.put(ctx) {
 			r.failed(err)
@@ -223,7 +232,6 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
 				return
 			}
 		}
-		b.reset()
 	}
 }
 

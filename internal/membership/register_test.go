@@ -131,6 +131,11 @@ func TestRegisterLeaseLost(t *testing.T) {
 	w.expect("", 0)
 	w.expect("a/1", 0)
 	_, second := lease(t, e, r.Key())
+	// The source may see the key before the registrar sees etcd's answer.
+	deadline := time.Now().Add(wait)
+	for r.Status().Registrations < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if st := r.Status(); second == first || second == 0 || st.Lease != int64(second) || st.Registrations != 2 || !st.Registered {
 		t.Errorf("after the revoke: lease %x (was %x), status %+v; want a new lease, registered twice", second, first, st)
 	}
@@ -140,7 +145,7 @@ func TestRegisterLeaseLost(t *testing.T) {
 
 	// A new etcd, without the lease: the key comes back in it.
 	e.Wipe()
-	deadline := time.Now().Add(wait)
+	deadline = time.Now().Add(wait)
 	for {
 		if v, id := lease(t, e, r.Key()); v == "10.0.0.1:11211:1 a" && id != 0 {
 			break
