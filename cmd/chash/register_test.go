@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"strconv"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chash-dev/chash/internal/membership/etcdtest"
-	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 func TestRegisterUsage(t *testing.T) {
@@ -57,36 +57,37 @@ func TestRegisterBinary(t *testing.T) {
 		}
 		return string(resp.Kvs[0].Value)
 	}
-	start := func(line string) *process {
+	start := func(line string) *testprog.Proc {
 		t.Helper()
-		p := startProcess(t, chashEnv(), bin, "register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", line, "--ttl", "2s")
 		name := line[strings.LastIndexByte(line, ' ')+1:]
-		if !poll(10*time.Second, func() bool { return key("/chash/cache/"+name) == line }) {
-			t.Fatalf("chash register --server %q: no key after 10s\n%s", line, p.logs)
-		}
-		return p
+		return testprog.Start(t, testprog.Program{
+			Name: bin,
+			Args: []string{"register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", line, "--ttl", "2s"},
+			Env:  chashEnv(),
+			Ready: func(context.Context) error {
+				if v := key("/chash/cache/" + name); v != line {
+					return fmt.Errorf("key /chash/cache/%s holds %q", name, v)
+				}
+				return nil
+			},
+		})
 	}
 
 	a := start("10.0.0.1:11211:1 a")
-	a.signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-		if a.err != nil {
-			t.Errorf("after SIGTERM chash register: %v\n%s", a.err, a.logs)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("chash register still running 5s after SIGTERM\n%s", a.logs)
+	sendSignal(t, a, syscall.SIGTERM)
+	if err := a.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, a.Output())
 	}
 	if v := key("/chash/cache/a"); v != "" {
 		t.Errorf("after SIGTERM the key holds %q; want it removed", v)
 	}
-	if logs := a.logs.String(); !strings.Contains(logs, `msg="membership: registered"`) || !strings.Contains(logs, "key removed") {
+	if logs := a.Output(); !strings.Contains(logs, `msg="membership: registered"`) || !strings.Contains(logs, "key removed") {
 		t.Errorf("chash register's log lacks the registration or the removal:\n%s", logs)
 	}
 
 	b := start("10.0.0.2:11211:1 b")
-	b.signal(syscall.SIGKILL)
-	<-b.done
+	sendSignal(t, b, syscall.SIGKILL)
+	b.Wait(5 * time.Second)
 	if !poll(3*time.Second, func() bool { return key("/chash/cache/b") == "" }) {
 		t.Errorf("3s (TTL + 1s) after chash register was killed, its key is still there")
 	}
@@ -95,8 +96,7 @@ func TestRegisterBinary(t *testing.T) {
 // TestRegisterUnreachable: with no etcd, register gives up after --wait and
 // names the endpoint.
 func TestRegisterUnreachable(t *testing.T) {
-	etcdtest.LookPath(t)
-	addr := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
+	addr := testprog.FreeAddr(t)
 	start := time.Now()
 	_, stderr, code := runChash(t, nil, "register", "--etcd", addr, "--prefix", "/p/", "--server", "h:1:1 x", "--wait", "1s")
 	want := "chash register: membership: register /p/x: etcd at " + addr + " does not answer"

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chash-dev/chash/internal/membership/etcdtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 const prefix = "/chash/cache/"
@@ -111,7 +111,7 @@ func TestEtcdFiftyChanges(t *testing.T) {
 func TestEtcdCompaction(t *testing.T) {
 	e := etcdtest.Start(t)
 	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
-	logs := new(logBuffer)
+	logs := new(testprog.Buffer)
 	s, err := Open(ctxFor(t, wait), etcdURL(e.Endpoint), quick(logs))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestEtcdRefused(t *testing.T) {
 		if !strings.Contains(st.LastError, logged) {
 			t.Errorf("last error %q does not say %q", st.LastError, logged)
 		}
-		if got := w.logs.count("server list refused"); got != int(n) {
+		if got := count(w.logs, "server list refused"); got != int(n) {
 			t.Errorf("%d refusals logged; want %d:\n%s", got, n, w.logs)
 		}
 		if l := w.s.List(); l.Revision != good.Revision || names(l.Servers) != names(good.Servers) {
@@ -200,7 +200,7 @@ func TestEtcdRefused(t *testing.T) {
 // and one return, whatever the number of failed attempts between.
 func checkOutageLogs(t *testing.T, w *watcher, outages int) {
 	t.Helper()
-	lost, back := w.logs.count("source unreachable"), w.logs.count("source reachable again")
+	lost, back := count(w.logs, "source unreachable"), count(w.logs, "source reachable again")
 	if lost != outages || back != outages {
 		t.Errorf("logged %d losses and %d returns of etcd; want %d each:\n%s", lost, back, outages, w.logs)
 	}
@@ -215,7 +215,7 @@ func TestEtcdFrozen(t *testing.T) {
 	w := open(t, etcdURL(e.Endpoint))
 	before := w.s.List()
 
-	e.Signal(syscall.SIGSTOP)
+	e.Freeze()
 	w.until("disconnected", func(st Status) bool { return !st.Connected })
 	// Several retries (50ms, then doubling to 400ms, each waiting 500ms).
 	st := w.until("retrying", func(st Status) bool { return st.Errors >= 4 })
@@ -227,7 +227,7 @@ func TestEtcdFrozen(t *testing.T) {
 	}
 	w.none(0)
 
-	e.Signal(syscall.SIGCONT)
+	e.Thaw()
 	st = w.until("connected again", func(st Status) bool { return st.Connected })
 	if st.Relists != 1 {
 		t.Errorf("%d relists after the thaw; want 1", st.Relists)
@@ -266,7 +266,7 @@ func TestEtcdRestart(t *testing.T) {
 	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
 	w := open(t, etcdURL(e.Endpoint))
 
-	e.Stop()
+	e.Kill()
 	w.until("disconnected", func(st Status) bool { return !st.Connected })
 	e.Restart()
 	w.until("connected", func(st Status) bool { return st.Connected })
@@ -300,11 +300,10 @@ func TestEtcdRestart(t *testing.T) {
 // TestEtcdUnreachableAtStart: Open and Read wait for etcd until their context
 // is done, then fail with an error naming the endpoint.
 func TestEtcdUnreachableAtStart(t *testing.T) {
-	etcdtest.LookPath(t)
 	f := newForwarder(t, "127.0.0.1:1")
 	f.cut() // a port that refuses connections
 	url := etcdURL(f.addr)
-	logs := new(logBuffer)
+	logs := new(testprog.Buffer)
 	start := time.Now()
 	_, err := Open(ctxFor(t, 1500*time.Millisecond), url, quick(logs))
 	want := "membership: " + url + ": etcd at " + f.addr + " does not answer"
@@ -314,7 +313,7 @@ func TestEtcdUnreachableAtStart(t *testing.T) {
 	if d := time.Since(start); d > wait {
 		t.Errorf("Open took %v", d)
 	}
-	if n := logs.count("source unreachable"); n != 1 {
+	if n := count(logs, "source unreachable"); n != 1 {
 		t.Errorf("logged %d times that etcd is unreachable; want once:\n%s", n, logs)
 	}
 	if _, err := Read(ctxFor(t, time.Second), url); err == nil || !strings.Contains(err.Error(), want) {
@@ -328,7 +327,7 @@ func TestEtcdOpenInvalid(t *testing.T) {
 	e := etcdtest.Start(t)
 	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
 	e.Put(prefix+"b", "10.0.0.1:11211:1 a")
-	_, err := Open(ctxFor(t, wait), etcdURL(e.Endpoint), quick(new(logBuffer)))
+	_, err := Open(ctxFor(t, wait), etcdURL(e.Endpoint), quick(new(testprog.Buffer)))
 	want := `membership: ` + etcdURL(e.Endpoint) + `: key "/chash/cache/b": server name "a" is also key "/chash/cache/a"'s`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Open: %v; want %s", err, want)

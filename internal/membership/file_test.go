@@ -90,7 +90,7 @@ func TestFileDeleted(t *testing.T) {
 	write(t, path, "10.0.0.1:11211:1 a\n")
 	w.until("connected", func(st Status) bool { return st.Connected })
 	w.none(200 * time.Millisecond)
-	if lost, back := w.logs.count("source unreachable"), w.logs.count("source reachable again"); lost != 1 || back != 1 {
+	if lost, back := count(w.logs, "source unreachable"), count(w.logs, "source reachable again"); lost != 1 || back != 1 {
 		t.Errorf("logged %d losses and %d returns of the file; want 1 each:\n%s", lost, back, w.logs)
 	}
 

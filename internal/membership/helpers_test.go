@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -12,29 +11,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
-// logBuffer collects a source's logs for the test to read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// count returns how many log lines contain s.
-func (b *logBuffer) count(s string) int {
-	return strings.Count(b.String(), s)
+// count returns how many times s occurs in the logs.
+func count(logs *testprog.Buffer, s string) int {
+	return strings.Count(logs.String(), s)
 }
 
 // quick returns a Config with short timeouts, so that tests of outages take
@@ -60,7 +43,7 @@ type watcher struct {
 	t     *testing.T
 	s     *Source
 	lists chan List
-	logs  *logBuffer
+	logs  *testprog.Buffer
 	// refuse, if set, is the apply function's answer.
 	mu     sync.Mutex
 	refuse error
@@ -75,7 +58,7 @@ func open(t *testing.T, rawURL string) *watcher {
 // openWith is open with the quick settings changed by set.
 func openWith(t *testing.T, rawURL string, set func(*Config)) *watcher {
 	t.Helper()
-	w := &watcher{t: t, lists: make(chan List, 1000), logs: new(logBuffer)}
+	w := &watcher{t: t, lists: make(chan List, 1000), logs: new(testprog.Buffer)}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	cfg := quick(w.logs)

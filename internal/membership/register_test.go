@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/chash-dev/chash/internal/membership/etcdtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // abandon stops keeping the lease without revoking it, as when a registrar
@@ -23,7 +24,7 @@ func (r *Registrar) abandon() {
 }
 
 // register registers line with quick settings, closed when the test ends.
-func register(t *testing.T, e *etcdtest.Server, line string, ttl time.Duration, logs *logBuffer) *Registrar {
+func register(t *testing.T, e *etcdtest.Server, line string, ttl time.Duration, logs *testprog.Buffer) *Registrar {
 	t.Helper()
 	r, err := Register(ctxFor(t, wait), Registration{
 		Endpoints:  []string{e.Endpoint},
@@ -61,7 +62,7 @@ func lease(t *testing.T, e *etcdtest.Server, key string) (string, clientv3.Lease
 func TestRegister(t *testing.T) {
 	e := etcdtest.Start(t)
 	w := open(t, etcdURL(e.Endpoint))
-	logs := new(logBuffer)
+	logs := new(testprog.Buffer)
 	a := register(t, e, " 10.0.0.1:11211:1 a ", 5*time.Second, logs)
 	w.expect("a/1", 0)
 	b := register(t, e, "10.0.0.2:11211:2", 5*time.Second, logs)
@@ -98,8 +99,8 @@ func TestRegisterLeaseLapses(t *testing.T) {
 	e := etcdtest.Start(t)
 	w := open(t, etcdURL(e.Endpoint))
 	const ttl = 2 * time.Second
-	register(t, e, "10.0.0.1:11211:1 a", ttl, new(logBuffer))
-	r := register(t, e, "10.0.0.2:11211:1 b", ttl, new(logBuffer))
+	register(t, e, "10.0.0.1:11211:1 a", ttl, new(testprog.Buffer))
+	r := register(t, e, "10.0.0.2:11211:1 b", ttl, new(testprog.Buffer))
 	w.expect("a/1", 0)
 	w.expect("a/1 b/1", 0)
 
@@ -120,7 +121,7 @@ func TestRegisterLeaseLapses(t *testing.T) {
 func TestRegisterLeaseLost(t *testing.T) {
 	e := etcdtest.Start(t)
 	w := open(t, etcdURL(e.Endpoint))
-	logs := new(logBuffer)
+	logs := new(testprog.Buffer)
 	r := register(t, e, "10.0.0.1:11211:1 a", 2*time.Second, logs)
 	w.expect("a/1", 0)
 
@@ -164,7 +165,6 @@ func TestRegisterLeaseLost(t *testing.T) {
 }
 
 func TestRegisterErrors(t *testing.T) {
-	etcdtest.LookPath(t)
 	f := newForwarder(t, "127.0.0.1:1")
 	f.cut() // refuses connections
 	tests := []struct {

@@ -1,62 +1,38 @@
 // Package etcdtest starts real etcd servers (Debian's etcd-server) on free
-// 127.0.0.1 ports for tests, and stops them by PID, in the manner of
-// internal/memcachedtest.
-//
-// A test that needs etcd is skipped where it is not installed, except in CI:
-// when the environment variable CI is set to anything, a missing etcd fails
-// the test, because a skip there would hide a missing install.
+// 127.0.0.1 ports for tests, through internal/testprog: a test is skipped
+// where etcd is not installed, and fails in CI; each server is stopped by its
+// PID when the test ends.
 package etcdtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
-
-// startTimeout bounds the wait for a new etcd to report itself healthy: it
-// takes about a second to elect itself, longer on a loaded machine.
-const startTimeout = 30 * time.Second
-
-// LookPath returns the path of etcd. If it is missing the test is skipped,
-// or fails when CI is set.
-func LookPath(t testing.TB) string {
-	t.Helper()
-	path, err := exec.LookPath("etcd")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("etcdtest: etcd not installed (CI must install etcd-server: .ci/apt-packages): %v", err)
-		}
-		t.Skip("etcd not installed; install: apt-get install etcd-server")
-	}
-	return path
-}
 
 // A Server is an etcd process of a one-member cluster started by Start. Its
 // methods must not be called concurrently.
 type Server struct {
 	// Endpoint is the server's client address, "127.0.0.1:port"; it stays the
-	// same across Restart.
+	// same across Restart and Wipe.
 	Endpoint string
 
-	t        testing.TB
-	bin, dir string
-	peer     string        // the peer URL
-	cmd      *exec.Cmd     // nil while stopped
-	done     chan struct{} // closed when cmd has exited
-	logs     string        // the file of the process's standard error
-	client   *clientv3.Client
+	t      testing.TB
+	dir    string // the data directory
+	proc   *testprog.Proc
+	client *clientv3.Client
 }
 
 // Start starts etcd on free ports of 127.0.0.1 with a data directory of its
@@ -64,136 +40,108 @@ type Server struct {
 // ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{
-		Endpoint: "127.0.0.1:" + strconv.Itoa(freePort(t)),
-		t:        t,
-		bin:      LookPath(t),
-		dir:      filepath.Join(t.TempDir(), "etcd"),
-		peer:     "http://127.0.0.1:" + strconv.Itoa(freePort(t)),
-	}
-	t.Cleanup(s.Stop)
-	s.start()
+	s := &Server{Endpoint: testprog.FreeAddr(t), t: t, dir: filepath.Join(t.TempDir(), "etcd")}
+	client, peer := "http://"+s.Endpoint, "http://"+testprog.FreeAddr(t)
+	s.proc = testprog.Start(t, testprog.Program{
+		Name: "etcd",
+		Args: []string{
+			"--name", "etcdtest",
+			"--data-dir", s.dir,
+			"--listen-client-urls", client,
+			"--advertise-client-urls", client,
+			"--listen-peer-urls", peer,
+			"--initial-advertise-peer-urls", peer,
+			"--initial-cluster", "etcdtest=" + peer,
+			"--logger", "zap",
+			"--log-outputs", "stderr",
+			"--log-level", "warn",
+		},
+		Ready: healthy(client),
+		// etcd elects itself in about a second; a loaded machine running
+		// tests under -race is slower.
+		Timeout: 30 * time.Second,
+	})
 	return s
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("etcdtest: free port on 127.0.0.1: %v", err)
+// healthy returns a Ready check that holds once etcd's /health says so.
+func healthy(client string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, "GET", client+"/health", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), `"health":"true"`) {
+			return fmt.Errorf("/health: %s", strings.TrimSpace(string(body)))
+		}
+		return nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func (s *Server) start() {
+// Freeze stops the server with SIGSTOP, as a hung etcd: it keeps its
+// connections but answers nothing until Thaw.
+func (s *Server) Freeze() {
 	s.t.Helper()
-	client := "http://" + s.Endpoint
-	cmd := exec.Command(s.bin,
-		"--name", "etcdtest",
-		"--data-dir", s.dir,
-		"--listen-client-urls", client,
-		"--advertise-client-urls", client,
-		"--listen-peer-urls", s.peer,
-		"--initial-advertise-peer-urls", s.peer,
-		"--initial-cluster", "etcdtest="+s.peer,
-		"--logger", "zap",
-		"--log-outputs", "stderr",
-		"--log-level", "warn",
-	)
-	s.logs = s.dir + ".log"
-	logs, err := os.OpenFile(s.logs, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		s.t.Fatalf("etcdtest: %v", err)
-	}
-	defer logs.Close() // the process has its own descriptor
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("etcdtest: start etcd on %s: %v", s.Endpoint, err)
-	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) {
-		cmd.Wait()
-		close(done)
-	}(s.done)
-
-	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for {
-		resp, err := hc.Get(client + "/health")
-		if err == nil {
-			var body bytes.Buffer
-			body.ReadFrom(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(body.String(), `"health":"true"`) {
-				return
-			}
-			err = fmt.Errorf("/health: %s", strings.TrimSpace(body.String()))
-		}
-		select {
-		case <-s.done:
-			s.cmd = nil
-			s.t.Fatalf("etcdtest: etcd on %s exited before it was healthy (%v): %s", s.Endpoint, cmd.ProcessState, s.Logs())
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			s.t.Fatalf("etcdtest: etcd on %s not healthy after %v: %v: %s", s.Endpoint, startTimeout, err, s.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := s.proc.Freeze(); err != nil {
+		s.t.Fatal(err)
 	}
 }
 
-// Signal sends sig to the running server: fault tests freeze it with SIGSTOP
-// and thaw it with SIGCONT. It fails the test if the server is stopped.
-func (s *Server) Signal(sig os.Signal) {
+// Thaw resumes a frozen server.
+func (s *Server) Thaw() {
 	s.t.Helper()
-	if s.cmd == nil {
-		s.t.Fatalf("etcdtest: signal %v to etcd on %s: stopped", sig, s.Endpoint)
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("etcdtest: signal %v to etcd on %s (pid %d): %v", sig, s.Endpoint, s.cmd.Process.Pid, err)
+	if err := s.proc.Thaw(); err != nil {
+		s.t.Fatal(err)
 	}
 }
 
-// Stop kills the server (SIGKILL, which also ends a frozen one) by its PID and
-// waits for it to exit. Its data stays for Restart. Stopping a stopped server
-// does nothing.
-func (s *Server) Stop() {
-	if s.cmd == nil {
+// Kill kills the server with SIGKILL, as a crash, and waits for it to exit.
+// Its data stays for Restart.
+func (s *Server) Kill() {
+	s.t.Helper()
+	if s.proc.Exited() {
 		return
 	}
-	s.cmd.Process.Kill() // fails only if it has exited already
-	<-s.done
-	s.cmd = nil
+	if err := s.proc.Signal(syscall.SIGKILL); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.proc.Wait(30 * time.Second); err == nil || !s.proc.Exited() {
+		s.t.Fatalf("etcdtest: %v after SIGKILL: %v", s.proc, err)
+	}
 }
 
 // Restart stops the server if it runs and starts it again on the same
 // address, with its data, as a crashed etcd comes back.
 func (s *Server) Restart() {
 	s.t.Helper()
-	s.Stop()
-	s.start()
+	if err := s.proc.Restart(); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
-// Wipe stops the server if it runs, removes its data and starts it again on
-// the same address: a new cluster whose revisions begin again at 1, as after
-// a lost disk.
+// Wipe kills the server, removes its data and starts it again on the same
+// address: a new cluster whose revisions begin again at 1, as after a lost
+// disk.
 func (s *Server) Wipe() {
 	s.t.Helper()
-	s.Stop()
+	s.Kill()
 	if err := os.RemoveAll(s.dir); err != nil {
 		s.t.Fatal(err)
 	}
-	s.start()
+	s.Restart()
 }
 
-// Logs returns what the server has written to its standard error, across
-// restarts.
-func (s *Server) Logs() string {
-	b, _ := os.ReadFile(s.logs)
-	return string(b)
-}
+// Logs returns what the running server has written.
+func (s *Server) Logs() string { return s.proc.Output() }
 
 // Client returns the test's client of the server, for it to write keys; it
 // reconnects across Restart and is closed when the test ends.
