@@ -30,13 +30,18 @@
 // valid list, with its revision, to a function such as the proxy's per-pool
 // update. etcd is listed, then watched from the next revision, each revision
 // giving a list; after a compaction of revisions the watch needs, or after
-// etcd failed to answer, the whole prefix is read again. A file is read
-// again when its directory reports a change (an atomic rename over the file
-// included) and every few seconds. An invalid list is refused, logged and
-// counted, and the last good list keeps serving. If etcd does not answer the
-// source keeps its last list, retries with backoff, logs the change of state
-// once (not per retry) and catches up when etcd is back; a deleted file is
-// kept likewise until it is back. Status reports the state for metrics.
+// the connection to etcd was lost or etcd failed to answer a heartbeat, the
+// whole prefix is read again. A file is read again when its directory
+// reports a change (an atomic rename over the file included) and every few
+// seconds. An invalid list is refused, logged and counted, and the last good
+// list keeps serving. If etcd does not answer the source keeps its last
+// list, retries with backoff, logs the change of state once (not per retry)
+// and catches up when etcd is back; a deleted file is kept likewise until it
+// is back. Status reports the state for metrics.
+//
+// Where etcd does not answer at start, Open waits for it until its context
+// is done, then fails naming the endpoints: the caller chooses between a
+// clear error (a deadline) and waiting (none).
 //
 // Read is a one-shot read, for commands that route or analyse a pool.
 package membership

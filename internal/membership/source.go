@@ -27,7 +27,8 @@ type Config struct {
 	Timeout time.Duration
 	// Heartbeat is how often a watching etcd source checks that etcd still
 	// answers, since a watch on a frozen or unreachable etcd just stays quiet.
-	// A lost etcd is noticed within Heartbeat + Timeout. If zero, it is 1s.
+	// A lost connection is noticed at once, an etcd that stops answering
+	// within Heartbeat + Timeout. If zero, it is 1s.
 	Heartbeat time.Duration
 	// MinBackoff and MaxBackoff bound the wait between attempts to reach an
 	// etcd that does not answer: it starts at MinBackoff and doubles up to
