@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -16,12 +15,13 @@ import (
 func parseFile(name string, data []byte) ([]config.Server, error) {
 	var servers []config.Server
 	lines := make(map[string]int) // the line of each server name
+	rest := string(data)          // one copy, which the servers' names share
 	n := 0
-	for len(data) > 0 {
+	for rest != "" {
 		n++
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte("\n"))
-		text := strings.TrimSpace(stripComment(string(line)))
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		text := strings.TrimSpace(stripComment(line))
 		if text == "" {
 			continue
 		}
