@@ -217,8 +217,8 @@ func TestEtcdFrozen(t *testing.T) {
 
 	e.Freeze()
 	w.until("disconnected", func(st Status) bool { return !st.Connected })
-	// Several retries (50ms, then doubling to 400ms, each waiting 500ms).
-	st := w.until("retrying", func(st Status) bool { return st.Errors >= 4 })
+	// Several retries, each waiting Timeout.
+	st := w.until("retrying", func(st Status) bool { return st.Errors >= 3 })
 	if !strings.Contains(st.LastError, "does not answer within ") || !strings.Contains(st.LastError, e.Endpoint) {
 		t.Errorf("last error %q; want it to say that etcd at %s does not answer", st.LastError, e.Endpoint)
 	}

@@ -20,12 +20,13 @@ func count(logs *testprog.Buffer, s string) int {
 	return strings.Count(logs.String(), s)
 }
 
-// quick returns a Config with short timeouts, so that tests of outages take
-// seconds, and a logger into logs.
+// quick returns a Config with short heartbeats and backoffs, so that tests
+// of outages take seconds, and a logger into logs. Its Timeout stays ample
+// for a loaded machine running -race: the only outages are the tests'.
 func quick(logs io.Writer) Config {
 	return Config{
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Timeout:      500 * time.Millisecond,
+		Timeout:      1500 * time.Millisecond,
 		Heartbeat:    200 * time.Millisecond,
 		MinBackoff:   50 * time.Millisecond,
 		MaxBackoff:   400 * time.Millisecond,
