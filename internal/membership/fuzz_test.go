@@ -1,12 +1,8 @@
 package membership
 
 import (
-	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
-
-	"github.com/chash-dev/chash/internal/config"
 )
 
 // The seed corpora are in testdata/fuzz/FUZZNAME; crashers found by
@@ -45,19 +41,6 @@ func FuzzParseURL(f *testing.F) {
 	})
 }
 
-// render writes a server as a line that parseServer reads back.
-func render(s config.Server) string {
-	line := s.Host
-	if s.Port != 0 {
-		line += ":" + strconv.Itoa(s.Port)
-	}
-	line += ":" + strconv.Itoa(s.Weight)
-	if s.Alias != "" {
-		line += " " + s.Alias
-	}
-	return line
-}
-
 // FuzzParseFile checks that parseFile never panics, that a list it accepts
 // has distinct names and numbered lines, and that the list written back as
 // a file parses to the same servers.
@@ -79,25 +62,11 @@ func FuzzParseFile(f *testing.F) {
 				t.Fatalf("parseFile(%q) = %+v: a name twice, or no line or weight", data, servers)
 			}
 			seen[s.Name()] = true
-			b.WriteString(render(s) + "\n")
+			b.WriteString(s.String() + "\n")
 		}
 		again, err := parseFile("f", []byte(b.String()))
 		if err != nil || !sameServers(again, servers) {
 			t.Fatalf("parseFile(%q) = %+v, written back as %q, parses as %+v, %v", data, servers, b.String(), again, err)
 		}
-	})
-}
-
-// FuzzParseServerAsConfig checks that parseServer reads every line as
-// config.Parse reads it in a servers: list.
-func FuzzParseServerAsConfig(f *testing.F) {
-	f.Add("10.0.0.1:11211:2 cache-2")
-	f.Add("/tmp/mc.sock:1 local")
-	f.Fuzz(func(t *testing.T, line string) {
-		line = strings.TrimSpace(line)
-		if line == "" || !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return // parseLine refuses these before parseServer sees them
-		}
-		checkAsConfig(t, line)
 	})
 }

@@ -83,43 +83,6 @@ func TestParseFileErrors(t *testing.T) {
 	}
 }
 
-// TestParseServerAsConfig checks that parseServer, the copy of config's
-// parser of server lines, reads lines exactly as a servers: list of a
-// nutcracker.yml does.
-func TestParseServerAsConfig(t *testing.T) {
-	for _, line := range []string{
-		"10.0.0.1:11211:1", "10.0.0.1:11211:2 cache-2", "[::1]:11211:1", "/tmp/mc.sock:1 local",
-		"/tmp/a:b:1", "h:1:1 ", "h:1:1  x", "h:0:1", "h:1:0", "h:01:1", "h::1", ":1:1", "h:1", "h",
-		"h:1:2147483647", "h:1:2147483648", "h:1:-1", "h:1:+1", "a b:1:1", "h:65535:1 n:a:m:e",
-	} {
-		checkAsConfig(t, line)
-	}
-}
-
-// checkAsConfig compares parseServer with config.Parse on one line.
-func checkAsConfig(t *testing.T, line string) {
-	t.Helper()
-	got, err := parseServer(line)
-	f, cerr := config.Parse("diff.yml", []byte("p:\n  servers:\n   - "+yamlQuote(line)+"\n"))
-	if (err == nil) != (cerr == nil) {
-		t.Fatalf("parseServer(%q): error %v; config.Parse: error %v", line, err, cerr)
-	}
-	if err != nil {
-		return
-	}
-	want := f.Pools[0].Servers[0]
-	want.Line = 0
-	if got != want {
-		t.Fatalf("parseServer(%q) = %+v; config.Parse reads %+v", line, got, want)
-	}
-}
-
-// yamlQuote writes s as a YAML double-quoted scalar: Go's quoting is YAML's
-// for the printable text that parseLine lets through.
-func yamlQuote(s string) string {
-	return fmt.Sprintf("%q", s)
-}
-
 func TestStripComment(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", ""},
