@@ -83,7 +83,8 @@ type Registrar struct {
 //
 // Register returns once the key is in etcd. If etcd does not answer it
 // retries until ctx is done and then fails with an error naming the
-// endpoints: give ctx a deadline. A bad registration (no endpoints, a prefix
+// endpoints: give ctx a deadline. A Register that fails leaves no key
+// behind, even one whose put reached etcd as ctx ended. A bad registration (no endpoints, a prefix
 // not ending in "/", a server line that is not one) fails at once.
 //
 // One registrar per server: two would replace each other's key, and the
@@ -114,6 +115,10 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 	b := newBackoff(cfg)
 	lease, err := r.put(ctx)
 	for err != nil {
+		if ctx.Err() != nil {
+			r.cli.Close()
+			return nil, err
+		}
 		if r.failed(err) == 1 {
 			r.log.Warn("membership: etcd does not answer; retrying the registration", "err", err)
 		}
@@ -170,7 +175,15 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
 	defer cancel()
 	lease, err := r.cli.Grant(ctx, r.ttl)
 	if err == nil {
-		_, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID))
+		if _, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID)); err != nil {
+			// The put may have reached etcd, its answer lost or given up
+			// on (ctx done by a signal, say): revoke the lease, and the key
+			// with it, rather than leave a key to lapse after the caller
+			// was told there was none.
+			rctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+			r.cli.Revoke(rctx, lease.ID)
+			cancel()
+		}
 	}
 	if err != nil {
 		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)

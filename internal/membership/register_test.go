@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -161,6 +162,42 @@ func TestRegisterLeaseLost(t *testing.T) {
 	}
 	if v, _ := lease(t, e, r.Key()); v != "" {
 		t.Errorf("after Close the key holds %q", v)
+	}
+}
+
+// TestRegisterCanceled cancels Register as its key appears in etcd, racing
+// the put's answer: whichever wins, a Register that fails leaves no key, and
+// one that succeeds leaves the key until Close.
+func TestRegisterCanceled(t *testing.T) {
+	e := etcdtest.Start(t)
+	for i := range 20 {
+		key := fmt.Sprintf("%s%d", prefix, i)
+		ctx, cancel := context.WithCancel(context.Background())
+		wctx, stop := context.WithCancel(context.Background())
+		watch := e.Client().Watch(wctx, key)
+		go func() {
+			<-watch // the key is in etcd
+			cancel()
+		}()
+		r, err := Register(ctx, Registration{
+			Endpoints: []string{e.Endpoint},
+			Prefix:    prefix,
+			Server:    fmt.Sprintf("10.0.0.1:%d:1 %d", 1000+i, i),
+			Logger:    slog.New(slog.DiscardHandler),
+		})
+		stop()
+		v, _ := lease(t, e, key)
+		switch {
+		case err != nil && v != "":
+			t.Fatalf("Register %d failed (%v) and left its key, %q", i, err, v)
+		case err == nil && v == "":
+			t.Fatalf("Register %d succeeded and its key is gone", i)
+		case err == nil:
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
 	}
 }
 
