@@ -17,6 +17,7 @@
 //	diff       show which keys move between two configurations, as a migration plan
 //	help       show the manual of a command or a topic
 //	proxy      run a memcached sharding proxy, a drop-in for twemproxy
+//	register   keep a server in the lists of the proxies that watch an etcd prefix
 //	route      print the server each key goes to
 //	sweep      tabulate balance against points per node, and movement against cluster size
 //	version    print chash's version
@@ -674,6 +675,50 @@
 //		the TLS certificate's key FILE (PEM); a pool's tls_key_file overrides
 //	--v
 //		log debug messages
+//
+// # Keep a server in the lists of the proxies that watch an etcd prefix
+//
+// Usage:
+//
+//	chash register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D]
+//
+// Register puts a server's line under an etcd key and keeps it there, for
+// the proxies whose pools read their servers from that prefix
+// (servers_from: etcd://HOST:PORT/PREFIX/). Run it next to the memcached or
+// Redis server it names, as a sidecar or a service bound to it.
+//
+// LINE is the server as a servers: list writes it, "host:port:weight [name]".
+// The key is PREFIX followed by the server's name (its name if LINE gives one,
+// else host:port), under a lease of --ttl (5s by default, whole seconds; etcd
+// raises a TTL below its minimum, 2s with its defaults), which register keeps
+// alive. PREFIX begins and ends with "/".
+//
+// SIGTERM and SIGINT revoke the lease, which removes the key at once, and
+// register exits 0. If register dies without revoking (killed, or its machine
+// lost), the lease lapses within --ttl and etcd removes the key: the proxies
+// watching the prefix drop the server. If the lease is lost while register runs
+// (etcd was unreachable for longer than --ttl, or restored from a backup, or
+// someone revoked it), register puts the key again under a new lease as soon
+// as etcd answers.
+//
+// At start register waits --wait (10s by default) for etcd to answer, then
+// exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
+// bad flag exits 2.
+//
+// The flags are:
+//
+//	--etcd HOST:PORT[,HOST:PORT...]
+//		the etcd members' client addresses, HOST:PORT[,HOST:PORT...] (required)
+//	--log-json
+//		log in JSON
+//	--prefix PREFIX
+//		the key PREFIX of the pool, as its servers_from URL names it (required)
+//	--server LINE
+//		the server's LINE, "host:port:weight [name]" (required)
+//	--ttl D
+//		the lease's time to live D: how long the key outlives a register that dies (default 5s)
+//	--wait D
+//		wait at most D for etcd at start (default 10s)
 //
 // # Print the server each key goes to
 //

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chash-dev/chash/internal/membership"
+)
+
+func init() { register(newRegister) }
+
+type registerFlags struct {
+	etcd    string
+	prefix  string
+	server  string
+	ttl     time.Duration
+	wait    time.Duration
+	logJSON bool
+}
+
+func newRegister() *Command {
+	f := new(registerFlags)
+	c := &Command{
+		UsageLine: "register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D]",
+		Short:     "keep a server in the lists of the proxies that watch an etcd prefix",
+		Long: `Register puts a server's line under an etcd key and keeps it there, for
+the proxies whose pools read their servers from that prefix
+(servers_from: etcd://HOST:PORT/PREFIX/). Run it next to the memcached or
+Redis server it names, as a sidecar or a service bound to it.
+
+LINE is the server as a servers: list writes it, "host:port:weight [name]".
+The key is PREFIX followed by the server's name (its name if LINE gives one,
+else host:port), under a lease of --ttl (5s by default, whole seconds; etcd
+raises a TTL below its minimum, 2s with its defaults), which register keeps
+alive. PREFIX begins and ends with "/".
+
+SIGTERM and SIGINT revoke the lease, which removes the key at once, and
+register exits 0. If register dies without revoking (killed, or its machine
+lost), the lease lapses within --ttl and etcd removes the key: the proxies
+watching the prefix drop the server. If the lease is lost while register runs
+(etcd was unreachable for longer than --ttl, or restored from a backup, or
+someone revoked it), register puts the key again under a new lease as soon
+as etcd answers.
+
+At start register waits --wait (10s by default) for etcd to answer, then
+exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
+bad flag exits 2.`,
+	}
+	c.Flag.StringVar(&f.etcd, "etcd", "", "the etcd members' client addresses, `HOST:PORT[,HOST:PORT...]` (required)")
+	c.Flag.StringVar(&f.prefix, "prefix", "", "the key `PREFIX` of the pool, as its servers_from URL names it (required)")
+	c.Flag.StringVar(&f.server, "server", "", "the server's `LINE`, \"host:port:weight [name]\" (required)")
+	c.Flag.DurationVar(&f.ttl, "ttl", 5*time.Second, "the lease's time to live `D`: how long the key outlives a register that dies")
+	c.Flag.DurationVar(&f.wait, "wait", 10*time.Second, "wait at most `D` for etcd at start")
+	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
+	c.Run = f.run
+	return c
+}
+
+func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
+	if len(args) > 0 {
+		return cmd.UsageError(env.Stderr, "unexpected arguments %q", args)
+	}
+	for _, req := range []struct{ name, value string }{{"--etcd", f.etcd}, {"--prefix", f.prefix}, {"--server", f.server}} {
+		if req.value == "" {
+			return cmd.UsageError(env.Stderr, "%s is required", req.name)
+		}
+	}
+	if f.wait <= 0 {
+		return cmd.UsageError(env.Stderr, "--wait %v: want a positive duration", f.wait)
+	}
+	if f.ttl <= 0 {
+		return cmd.UsageError(env.Stderr, "--ttl %v: want at least 1s", f.ttl)
+	}
+	var h slog.Handler = slog.NewTextHandler(env.Stderr, nil)
+	if f.logJSON {
+		h = slog.NewJSONHandler(env.Stderr, nil)
+	}
+	reg := membership.Registration{
+		Endpoints: strings.Split(f.etcd, ","),
+		Prefix:    f.prefix,
+		Server:    f.server,
+		TTL:       f.ttl,
+		Logger:    slog.New(h),
+	}
+	if err := reg.Validate(); err != nil {
+		return cmd.UsageError(env.Stderr, "%v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	wctx, cancel := context.WithTimeout(ctx, f.wait)
+	r, err := membership.Register(wctx, reg)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0 // stopped before etcd answered: nothing to remove
+		}
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
+	<-ctx.Done()
+	if err := r.Close(); err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
+	reg.Logger.Info("register: key removed", "key", r.Key())
+	return 0
+}

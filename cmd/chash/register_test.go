@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/membership/etcdtest"
+	"github.com/chash-dev/chash/internal/testprog"
+)
+
+func TestRegisterUsage(t *testing.T) {
+	ok := []string{"register", "--etcd", "127.0.0.1:2379", "--prefix", "/chash/cache/", "--server", "10.0.0.1:11211:1 a"}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"register"}, "chash register: --etcd is required\nusage: chash register --etcd"},
+		{[]string{"register", "--etcd", "h:1"}, "chash register: --prefix is required"},
+		{[]string{"register", "--etcd", "h:1", "--prefix", "/p/"}, "chash register: --server is required"},
+		{append(ok, "extra"), `chash register: unexpected arguments ["extra"]`},
+		{append(ok, "--ttl", "0s"), "chash register: --ttl 0s: want at least 1s"},
+		{append(ok, "--ttl", "500ms"), "chash register: membership: register: TTL 500ms is under etcd's unit of 1s"},
+		{append(ok, "--wait", "0s"), "chash register: --wait 0s: want a positive duration"},
+		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: membership: register: endpoint "h": want HOST:PORT`},
+		{append(ok[:2:2], "a:1,b", "--prefix", "/p/", "--server", "h:1:1"), `endpoint "b": want HOST:PORT`},
+		{append(ok[:4:4], "/p", "--server", "h:1:1"), `key prefix "/p" does not end in "/"`},
+		{append(ok[:6:6], "h:1"), `membership: register: server "h:1": want "host:port:weight [name]"`},
+	}
+	for _, tt := range tests {
+		stdout, stderr, code := runChash(t, nil, tt.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tt.want) {
+			t.Errorf("chash %q: exit status %d, stdout %q, stderr\n%s\nwant status 2 and stderr containing\n%s", tt.args, code, stdout, stderr, tt.want)
+		}
+	}
+}
+
+// TestRegisterBinary runs chash register as an operator does, next to a
+// server: the key is there while it runs, SIGTERM removes it at once, and
+// after SIGKILL the lease lapses and etcd removes it within the TTL.
+func TestRegisterBinary(t *testing.T) {
+	bin := buildChash(t)
+	e := etcdtest.Start(t)
+	key := func(k string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := e.Client().Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return ""
+		}
+		return string(resp.Kvs[0].Value)
+	}
+	start := func(line string) *testprog.Proc {
+		t.Helper()
+		name := line[strings.LastIndexByte(line, ' ')+1:]
+		return testprog.Start(t, testprog.Program{
+			Name: bin,
+			Args: []string{"register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", line, "--ttl", "2s"},
+			Env:  chashEnv(),
+			Ready: func(context.Context) error {
+				if v := key("/chash/cache/" + name); v != line {
+					return fmt.Errorf("key /chash/cache/%s holds %q", name, v)
+				}
+				return nil
+			},
+		})
+	}
+
+	a := start("10.0.0.1:11211:1 a")
+	sendSignal(t, a, syscall.SIGTERM)
+	if err := a.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, a.Output())
+	}
+	if v := key("/chash/cache/a"); v != "" {
+		t.Errorf("after SIGTERM the key holds %q; want it removed", v)
+	}
+	if logs := a.Output(); !strings.Contains(logs, `msg="membership: registered"`) || !strings.Contains(logs, "key removed") {
+		t.Errorf("chash register's log lacks the registration or the removal:\n%s", logs)
+	}
+
+	b := start("10.0.0.2:11211:1 b")
+	sendSignal(t, b, syscall.SIGKILL)
+	b.Wait(5 * time.Second)
+	if !poll(3*time.Second, func() bool { return key("/chash/cache/b") == "" }) {
+		t.Errorf("3s (TTL + 1s) after chash register was killed, its key is still there")
+	}
+}
+
+// TestRegisterUnreachable: with no etcd, register gives up after --wait and
+// names the endpoint.
+func TestRegisterUnreachable(t *testing.T) {
+	addr := testprog.FreeAddr(t)
+	start := time.Now()
+	_, stderr, code := runChash(t, nil, "register", "--etcd", addr, "--prefix", "/p/", "--server", "h:1:1 x", "--wait", "1s")
+	want := "chash register: membership: register /p/x: etcd at " + addr + " does not answer"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit status %d, stderr\n%s\nwant 1 and\n%s", code, stderr, want)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("chash register --wait 1s took %v", d)
+	}
+}

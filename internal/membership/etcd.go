@@ -1,0 +1,268 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
+)
+
+// etcdKind is a source that reads the keys under an etcd prefix: a list, then
+// a watch from the revision after it.
+type etcdKind struct {
+	url  *URL
+	src  string // url as a string, for errors
+	cfg  Config
+	cli  *clientv3.Client
+	keys *keyList
+	// rev is the revision keys are as of. Run's goroutine sets it; the
+	// heartbeat reads it.
+	rev atomic.Int64
+}
+
+func newEtcdKind(u *URL, cfg Config) (*etcdKind, error) {
+	cli, err := newClient(u.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("membership: %s: %w", u, err)
+	}
+	return &etcdKind{url: u, src: u.String(), cfg: cfg, cli: cli, keys: newKeyList()}, nil
+}
+
+// newClient returns an etcd client of the endpoints. It does not connect:
+// requests do, and wait for a connection until their context is done.
+func newClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints: endpoints,
+		// The client's own logs repeat on every retry; the source logs
+		// each change of state once instead.
+		Logger: zap.NewNop(),
+		// No AutoSyncInterval: the endpoints stay the ones the URL names.
+	})
+}
+
+func (e *etcdKind) close() error { return e.cli.Close() }
+
+// get reads the whole prefix, waiting at most cfg.Timeout.
+func (e *etcdKind) get(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	resp, err := e.cli.Get(ctx, e.url.Prefix, append(opts, clientv3.WithPrefix())...)
+	if err != nil {
+		return nil, etcdError(e.src, e.url.Endpoints, start, err)
+	}
+	return resp, nil
+}
+
+// failed wraps an error of the watch.
+func (e *etcdKind) failed(err error) error {
+	return etcdError(e.src, e.url.Endpoints, time.Time{}, err)
+}
+
+// etcdError describes a failed request to etcd that began at start (zero if
+// it is no single request) for what, a source or a registration: "etcd at
+// ENDPOINTS does not answer within D" if it timed out.
+func etcdError(what string, endpoints []string, start time.Time, err error) error {
+	eps := strings.Join(endpoints, ",")
+	if errors.Is(err, context.DeadlineExceeded) && !start.IsZero() {
+		return fmt.Errorf("membership: %s: etcd at %s does not answer within %v: %w", what, eps, time.Since(start).Round(100*time.Millisecond), err)
+	}
+	return fmt.Errorf("membership: %s: etcd at %s: %w", what, eps, err)
+}
+
+// load replaces the keys with those of a list.
+func (e *etcdKind) load(resp *clientv3.GetResponse) {
+	e.keys = newKeyList()
+	for _, kv := range resp.Kvs {
+		e.keys.put(string(kv.Key), kv.Value)
+	}
+	e.rev.Store(resp.Header.Revision)
+}
+
+func (e *etcdKind) first(ctx context.Context, s *Source) (List, error) {
+	b := newBackoff(e.cfg)
+	for {
+		resp, err := e.get(ctx)
+		if err == nil {
+			s.reachable()
+			e.load(resp)
+			servers, err := e.keys.servers(e.src)
+			return List{Servers: servers, Revision: e.rev.Load()}, err
+		}
+		s.unreachable(err)
+		if !b.wait(ctx) {
+			return List{}, err
+		}
+	}
+}
+
+func (e *etcdKind) watch(ctx context.Context, s *Source, apply func(List) error) {
+	b := newBackoff(e.cfg)
+	for {
+		healthy, err := e.follow(ctx, s, apply)
+		if ctx.Err() != nil {
+			return
+		}
+		if healthy {
+			b.reset()
+		}
+		if errors.Is(err, errCompacted) {
+			s.log.Info("membership: etcd compacted revisions the watch needs; reading the whole prefix again", "after", e.rev.Load())
+		} else {
+			s.unreachable(err)
+			if !b.wait(ctx) {
+				return
+			}
+		}
+		// Read the whole prefix again: after a compaction the watch cannot
+		// resume, and after an outage etcd may be another (restored or new)
+		// cluster whose revisions a resumed watch would misread.
+		var resp *clientv3.GetResponse
+		for {
+			if resp, err = e.get(ctx); err == nil {
+				break
+			}
+			s.unreachable(err)
+			if !b.wait(ctx) {
+				return
+			}
+		}
+		s.relisted()
+		s.reachable()
+		if old := e.rev.Load(); resp.Header.Revision < old {
+			s.log.Warn("membership: etcd's revision went back: a new or restored etcd cluster", "from", old, "to", resp.Header.Revision)
+		}
+		e.load(resp)
+		servers, err := e.keys.servers(e.src)
+		s.offer(List{Servers: servers, Revision: e.rev.Load()}, err, apply)
+	}
+}
+
+// errCompacted is why follow returns when etcd has compacted the revisions
+// its watch needs.
+var errCompacted = errors.New("membership: etcd compacted the revisions to watch")
+
+// follow watches the prefix from the revision after e.rev and offers each
+// revision's list, until ctx is done, the watch fails, or the heartbeat finds
+// that etcd does not answer or has gone back in revisions. healthy says
+// whether etcd answered at least once.
+func (e *etcdKind) follow(ctx context.Context, s *Source, apply func(List) error) (healthy bool, err error) {
+	// WithRequireLeader: a member cut off from its cluster's leader ends the
+	// watch instead of keeping it open with no events.
+	wctx, cancel := context.WithCancelCause(clientv3.WithRequireLeader(ctx))
+	var answered atomic.Bool
+	beat, conn := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(beat)
+		e.heartbeat(wctx, cancel, &answered)
+	}()
+	go func() {
+		defer close(conn)
+		e.watchConnection(wctx, cancel)
+	}()
+	defer func() {
+		cancel(nil)
+		<-beat
+		<-conn
+	}()
+	// Watch waits for etcd to create the watch: the heartbeat ends the wait
+	// if etcd does not answer.
+	wch := e.cli.Watch(wctx, e.url.Prefix, clientv3.WithPrefix(), clientv3.WithRev(e.rev.Load()+1))
+	werr := errors.New("watch canceled by etcd")
+	for resp := range wch {
+		if resp.CompactRevision != 0 {
+			return true, errCompacted
+		}
+		if resp.Err() != nil || resp.Canceled {
+			if resp.Err() != nil {
+				werr = resp.Err()
+			}
+			break
+		}
+		answered.Store(true)
+		e.offerEvents(resp.Events, s, apply)
+	}
+	// The watch ended: say why.
+	switch err := context.Cause(wctx); {
+	case ctx.Err() != nil:
+		return answered.Load(), ctx.Err()
+	case err != nil:
+		return answered.Load(), err // the heartbeat's
+	}
+	return answered.Load(), e.failed(werr)
+}
+
+// heartbeat asks etcd something small every Heartbeat, since a watch on a
+// frozen or unreachable etcd stays quiet rather than fail, and cancels the
+// watch's context with the reason if etcd does not answer or its revision
+// went back (a new or restored cluster, whose revisions a watch misreads).
+// It returns when ctx is done.
+func (e *etcdKind) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, answered *atomic.Bool) {
+	t := time.NewTicker(e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		resp, err := e.get(ctx, clientv3.WithCountOnly())
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			cancel(err)
+			return
+		}
+		answered.Store(true)
+		if rev := e.rev.Load(); resp.Header.Revision < rev {
+			cancel(e.failed(fmt.Errorf("revision went back from %d to %d", rev, resp.Header.Revision)))
+			return
+		}
+	}
+}
+
+// watchConnection cancels the watch's context when the client's connection
+// to etcd, once ready, is lost: the client would resume the watch by itself
+// on its next connection, but that may be to an etcd that lost its data and
+// started again, whose revisions the watch would misread, before the
+// heartbeat notices. It returns when ctx is done.
+func (e *etcdKind) watchConnection(ctx context.Context, cancel context.CancelCauseFunc) {
+	conn := e.cli.ActiveConnection()
+	state := conn.GetState()
+	for state != connectivity.Ready {
+		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+		state = conn.GetState()
+	}
+	if conn.WaitForStateChange(ctx, connectivity.Ready) {
+		cancel(e.failed(fmt.Errorf("connection lost (%v)", conn.GetState())))
+	}
+}
+
+// offerEvents applies a watch response's events to the keys and offers the
+// list as of each revision among them.
+func (e *etcdKind) offerEvents(events []*clientv3.Event, s *Source, apply func(List) error) {
+	for i := 0; i < len(events); {
+		rev := events[i].Kv.ModRevision
+		for ; i < len(events) && events[i].Kv.ModRevision == rev; i++ {
+			ev := events[i]
+			switch ev.Type {
+			case clientv3.EventTypePut:
+				e.keys.put(string(ev.Kv.Key), ev.Kv.Value)
+			case clientv3.EventTypeDelete:
+				e.keys.del(string(ev.Kv.Key))
+			}
+		}
+		e.rev.Store(rev)
+		servers, err := e.keys.servers(e.src)
+		s.offer(List{Servers: servers, Revision: rev}, err, apply)
+	}
+}

@@ -1,0 +1,271 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A Registration describes a server's key for Register to keep in etcd.
+type Registration struct {
+	// Endpoints are the etcd members' client addresses, "host:port" each.
+	Endpoints []string
+	// Prefix is the key prefix that the proxies' servers_from URLs name;
+	// it begins and ends with "/".
+	Prefix string
+	// Server is the server's line, "host:port:weight [name]", as in a
+	// servers: list. The key is Prefix followed by the server's name (its
+	// name if the line gives one, else host:port), so registering the same
+	// server again replaces its key.
+	Server string
+	// TTL is the lease's time to live: how long the key outlives a
+	// registrar that stops without Close, such as one killed with its
+	// server. It is rounded up to whole seconds, and etcd raises it to its
+	// minimum (1.5 election timeouts, 2s with etcd's defaults). If zero, it
+	// is 5s.
+	TTL time.Duration
+	// Timeout bounds each request to etcd. If zero, it is 2s.
+	Timeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between attempts to register
+	// again, as in Config. If zero, they are 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// Logger receives the registrar's logs: each loss of the lease and each
+	// registration after one. If nil, slog.Default() is used.
+	Logger *slog.Logger
+}
+
+// RegistrarStatus is a registrar's state.
+type RegistrarStatus struct {
+	// Registered says whether the key is known to be under a live lease.
+	Registered bool
+	// Lease is the ID of the lease of the latest registration.
+	Lease int64
+	// Registrations counts the times the key was put under a new lease, the
+	// first time included.
+	Registrations uint64
+	// Errors counts the failed attempts to register.
+	Errors uint64
+	// LastError is the latest failure, or empty if none.
+	LastError string
+}
+
+// A Registrar keeps one server's key alive in etcd; Register starts it and
+// Close removes the key. Its methods are safe for concurrent use.
+type Registrar struct {
+	reg   Registration
+	cfg   Config // the timeouts and backoff of reg, as a source's
+	key   string
+	value string
+	ttl   int64 // seconds
+	cli   *clientv3.Client
+	log   *slog.Logger
+
+	stop   context.CancelFunc
+	done   chan struct{} // closed when keep has returned
+	closed sync.Once
+
+	mu     sync.Mutex
+	status RegistrarStatus
+}
+
+// Register puts the registration's server line under its key with a lease of
+// TTL, and keeps the lease alive until Close, which revokes it and so
+// removes the key at once. If the lease is lost (etcd was unreachable for a
+// TTL, was restored, or the lease was revoked), the registrar puts the key
+// again under a new lease, retrying with backoff until etcd answers.
+//
+// Register returns once the key is in etcd. If etcd does not answer it
+// retries until ctx is done and then fails with an error naming the
+// endpoints: give ctx a deadline. A Register that fails leaves no key
+// behind, even one whose put reached etcd as ctx ended. A bad registration (no endpoints, a prefix
+// not ending in "/", a server line that is not one) fails at once.
+//
+// One registrar per server: two would replace each other's key, and the
+// first to stop would remove it.
+func Register(ctx context.Context, reg Registration) (*Registrar, error) {
+	if err := reg.Validate(); err != nil {
+		return nil, err
+	}
+	line := strings.TrimSpace(reg.Server)
+	s, _ := parseLine(line)
+	if reg.TTL == 0 {
+		reg.TTL = 5 * time.Second
+	}
+	cfg := Config{Logger: reg.Logger, Timeout: reg.Timeout, MinBackoff: reg.MinBackoff, MaxBackoff: reg.MaxBackoff}.withDefaults()
+	r := &Registrar{
+		reg:   reg,
+		cfg:   cfg,
+		key:   reg.Prefix + s.Name(),
+		value: line,
+		ttl:   int64((reg.TTL + time.Second - 1) / time.Second),
+		done:  make(chan struct{}),
+	}
+	r.log = cfg.Logger.With("key", r.key)
+	var err error
+	if r.cli, err = newClient(reg.Endpoints); err != nil {
+		return nil, fmt.Errorf("membership: register: %w", err)
+	}
+	b := newBackoff(cfg)
+	lease, err := r.put(ctx)
+	for err != nil {
+		if ctx.Err() != nil {
+			r.cli.Close()
+			return nil, err
+		}
+		if r.failed(err) == 1 {
+			r.log.Warn("membership: etcd does not answer; retrying the registration", "err", err)
+		}
+		if !b.wait(ctx) {
+			r.cli.Close()
+			return nil, err
+		}
+		lease, err = r.put(ctx)
+	}
+	kctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	go r.keep(kctx, lease)
+	return r, nil
+}
+
+// Validate checks the registration as Register does before it speaks to
+// etcd: endpoints "host:port", a prefix that begins and ends with "/", a
+// server line, and a TTL of zero (the default) or at least 1s.
+func (reg Registration) Validate() error {
+	if len(reg.Endpoints) == 0 {
+		return errors.New("membership: register: no etcd endpoint")
+	}
+	for _, h := range reg.Endpoints {
+		if err := checkEndpoint(h); err != nil {
+			return fmt.Errorf("membership: register: %w", err)
+		}
+	}
+	if err := checkPrefix(reg.Prefix); err != nil {
+		return fmt.Errorf("membership: register: %w", err)
+	}
+	if _, err := parseLine(strings.TrimSpace(reg.Server)); err != nil {
+		return fmt.Errorf("membership: register: %w", err)
+	}
+	if reg.TTL != 0 && reg.TTL < time.Second {
+		return fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
+	}
+	return nil
+}
+
+// Key returns the registration's etcd key.
+func (r *Registrar) Key() string { return r.key }
+
+// Status returns the registrar's state.
+func (r *Registrar) Status() RegistrarStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+// put grants a lease and puts the key under it.
+func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	lease, err := r.cli.Grant(ctx, r.ttl)
+	if err == nil {
+		if _, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID)); err != nil {
+			// The put may have reached etcd, its answer lost or given up
+			// on (ctx done by a signal, say): revoke the lease, and the key
+			// with it, rather than leave a key to lapse after the caller
+			// was told there was none.
+			rctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+			r.cli.Revoke(rctx, lease.ID)
+			cancel()
+		}
+	}
+	if err != nil {
+		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status.Registrations > 0 {
+		r.log.Info("membership: registered again", "lease", fmt.Sprintf("%x", int64(lease.ID)))
+	} else {
+		r.log.Info("membership: registered", "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl", time.Duration(r.ttl)*time.Second)
+	}
+	r.status.Registered, r.status.Lease = true, int64(lease.ID)
+	r.status.Registrations++
+	return lease.ID, nil
+}
+
+// failed records a failed attempt to register and returns the number of
+// failures so far.
+func (r *Registrar) failed(err error) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.Errors++
+	r.status.LastError = err.Error()
+	return r.status.Errors
+}
+
+// keep keeps the lease alive and registers again when it is lost, until ctx
+// is done (by Close).
+func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
+	defer close(r.done)
+	b := newBackoff(r.cfg)
+	for {
+		// The channel closes when the lease is gone or has had no answer
+		// for its TTL, or when ctx is done.
+		kept := false
+		if ka, err := r.cli.KeepAlive(ctx, lease); err == nil {
+			for range ka {
+				kept = true
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		r.status.Registered = false
+		r.mu.Unlock()
+		r.log.Warn("membership: lease lost; registering again", "lease", fmt.Sprintf("%x", int64(lease)))
+		if kept {
+			b.reset()
+		} else if !b.wait(ctx) {
+			// A lease that no keep-alive reached: do not spin on
+			// registrations that cannot be kept.
+			return
+		}
+		var err error
+		for lease, err = r.put(ctx); err != nil; lease, err = r.put(ctx) {
+			r.failed(err)
+			if !b.wait(ctx) {
+				return
+			}
+		}
+	}
+}
+
+// Close stops keeping the lease and revokes it, which removes the key at
+// once. A lease that has already lapsed is no error. Close may be called
+// more than once; later calls return nil.
+func (r *Registrar) Close() error {
+	var err error
+	r.closed.Do(func() {
+		r.stop()
+		<-r.done
+		r.mu.Lock()
+		lease := clientv3.LeaseID(r.status.Lease)
+		r.status.Registered = false
+		r.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+		defer cancel()
+		if _, rerr := r.cli.Revoke(ctx, lease); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+			err = fmt.Errorf("membership: unregister %s: revoke lease %x: %w", r.key, int64(lease), rerr)
+		}
+		r.cli.Close()
+	})
+	return err
+}

@@ -1,0 +1,249 @@
+package membership
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/chash-dev/chash/internal/membership/etcdtest"
+	"github.com/chash-dev/chash/internal/testprog"
+)
+
+// abandon stops keeping the lease without revoking it, as when a registrar
+// is killed with its server: the key stays until the lease lapses.
+func (r *Registrar) abandon() {
+	r.closed.Do(func() {
+		r.stop()
+		<-r.done
+		r.cli.Close()
+	})
+}
+
+// register registers line with quick settings, closed when the test ends.
+func register(t *testing.T, e *etcdtest.Server, line string, ttl time.Duration, logs *testprog.Buffer) *Registrar {
+	t.Helper()
+	r, err := Register(ctxFor(t, wait), Registration{
+		Endpoints:  []string{e.Endpoint},
+		Prefix:     prefix,
+		Server:     line,
+		TTL:        ttl,
+		Timeout:    1500 * time.Millisecond,
+		MinBackoff: 50 * time.Millisecond,
+		MaxBackoff: 400 * time.Millisecond,
+		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatalf("Register(%q): %v", line, err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// lease returns the value of key and the ID of its lease, or "" if there is
+// no key.
+func lease(t *testing.T, e *etcdtest.Server, key string) (string, clientv3.LeaseID) {
+	t.Helper()
+	resp, err := e.Client().Get(ctxFor(t, wait), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", 0
+	}
+	return string(resp.Kvs[0].Value), clientv3.LeaseID(resp.Kvs[0].Lease)
+}
+
+// TestRegister registers two servers next to a source: the source lists them;
+// Close removes a key at once.
+func TestRegister(t *testing.T) {
+	e := etcdtest.Start(t)
+	w := open(t, etcdURL(e.Endpoint))
+	logs := new(testprog.Buffer)
+	a := register(t, e, " 10.0.0.1:11211:1 a ", 5*time.Second, logs)
+	w.expect("a/1", 0)
+	b := register(t, e, "10.0.0.2:11211:2", 5*time.Second, logs)
+	w.expect("10.0.0.2:11211/2 a/1", 0) // "/chash/cache/10..." sorts before "/chash/cache/a"
+
+	if got := a.Key(); got != prefix+"a" {
+		t.Errorf("Key() = %q; want %q", got, prefix+"a")
+	}
+	v, id := lease(t, e, prefix+"a")
+	if st := a.Status(); v != "10.0.0.1:11211:1 a" || id == 0 || int64(id) != st.Lease || !st.Registered || st.Registrations != 1 {
+		t.Errorf("key %q under lease %x; status %+v; want the line under the status's lease, registered once", v, id, st)
+	}
+	ttl, err := e.Client().TimeToLive(ctxFor(t, wait), id)
+	if err != nil || ttl.GrantedTTL != 5 {
+		t.Errorf("lease %x: granted TTL %d, %v; want 5", id, ttl.GrantedTTL, err)
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "" {
+		t.Errorf("after Close the key holds %q; want no key", v)
+	}
+	w.expect("a/1", 0)
+	if err := b.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+}
+
+// TestRegisterLeaseLapses abandons a registrar, as a kill does: its lease
+// lapses, etcd removes the key within TTL + 1s, and the source applies the
+// shorter list.
+func TestRegisterLeaseLapses(t *testing.T) {
+	e := etcdtest.Start(t)
+	w := open(t, etcdURL(e.Endpoint))
+	const ttl = 2 * time.Second
+	register(t, e, "10.0.0.1:11211:1 a", ttl, new(testprog.Buffer))
+	r := register(t, e, "10.0.0.2:11211:1 b", ttl, new(testprog.Buffer))
+	w.expect("a/1", 0)
+	w.expect("a/1 b/1", 0)
+
+	// Let a few keep-alives pass, so that the lease is not fresh.
+	time.Sleep(ttl)
+	r.abandon()
+	start := time.Now()
+	w.expect("a/1", 0)
+	if d := time.Since(start); d > ttl+time.Second {
+		t.Errorf("the abandoned server left the list %v after its registrar stopped; want at most TTL + 1s = %v", d.Round(time.Millisecond), ttl+time.Second)
+	}
+	// The other registrar's key stays.
+	w.none(ttl + time.Second)
+}
+
+// TestRegisterLeaseLost revokes the registrar's lease behind its back, and
+// wipes etcd: each time the registrar puts the key again under a new lease.
+func TestRegisterLeaseLost(t *testing.T) {
+	e := etcdtest.Start(t)
+	w := open(t, etcdURL(e.Endpoint))
+	logs := new(testprog.Buffer)
+	r := register(t, e, "10.0.0.1:11211:1 a", 2*time.Second, logs)
+	w.expect("a/1", 0)
+
+	_, first := lease(t, e, r.Key())
+	if _, err := e.Client().Revoke(ctxFor(t, wait), first); err != nil {
+		t.Fatal(err)
+	}
+	w.expect("", 0)
+	w.expect("a/1", 0)
+	_, second := lease(t, e, r.Key())
+	// The source may see the key before the registrar sees etcd's answer.
+	deadline := time.Now().Add(wait)
+	for r.Status().Registrations < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := r.Status(); second == first || second == 0 || st.Lease != int64(second) || st.Registrations != 2 || !st.Registered {
+		t.Errorf("after the revoke: lease %x (was %x), status %+v; want a new lease, registered twice", second, first, st)
+	}
+	if lost, again := strings.Count(logs.String(), "lease lost"), strings.Count(logs.String(), "registered again"); lost != 1 || again != 1 {
+		t.Errorf("logged %d lost leases and %d registrations; want 1 each:\n%s", lost, again, logs)
+	}
+
+	// A new etcd, without the lease: the key comes back in it.
+	e.Wipe()
+	deadline = time.Now().Add(wait)
+	for {
+		if v, id := lease(t, e, r.Key()); v == "10.0.0.1:11211:1 a" && id != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is not back %v after etcd was wiped; status %+v; logs:\n%s", wait, r.Status(), logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if v, _ := lease(t, e, r.Key()); v != "" {
+		t.Errorf("after Close the key holds %q", v)
+	}
+}
+
+// TestRegisterCanceled cancels Register as its key appears in etcd, racing
+// the put's answer: whichever wins, a Register that fails leaves no key, and
+// one that succeeds leaves the key until Close.
+func TestRegisterCanceled(t *testing.T) {
+	e := etcdtest.Start(t)
+	for i := range 20 {
+		key := fmt.Sprintf("%s%d", prefix, i)
+		ctx, cancel := context.WithCancel(context.Background())
+		wctx, stop := context.WithCancel(context.Background())
+		watch := e.Client().Watch(wctx, key)
+		go func() {
+			<-watch // the key is in etcd
+			cancel()
+		}()
+		r, err := Register(ctx, Registration{
+			Endpoints: []string{e.Endpoint},
+			Prefix:    prefix,
+			Server:    fmt.Sprintf("10.0.0.1:%d:1 %d", 1000+i, i),
+			Logger:    slog.New(slog.DiscardHandler),
+		})
+		stop()
+		v, _ := lease(t, e, key)
+		switch {
+		case err != nil && v != "":
+			t.Fatalf("Register %d failed (%v) and left its key, %q", i, err, v)
+		case err == nil && v == "":
+			t.Fatalf("Register %d succeeded and its key is gone", i)
+		case err == nil:
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+	}
+}
+
+func TestRegisterErrors(t *testing.T) {
+	f := newForwarder(t, "127.0.0.1:1")
+	f.cut() // refuses connections
+	tests := []struct {
+		reg  Registration
+		want string
+	}{
+		{Registration{Prefix: "/p/", Server: "h:1:1"}, "membership: register: no etcd endpoint"},
+		{Registration{Endpoints: []string{"h"}, Prefix: "/p/", Server: "h:1:1"}, `membership: register: endpoint "h": want HOST:PORT`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p", Server: "h:1:1"}, `key prefix "/p" does not end in "/"`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "p/", Server: "h:1:1"}, `key prefix "p/" does not begin with "/"`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: "h:1"}, `membership: register: server "h:1": want "host:port:weight [name]"`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: ""}, `membership: register: server "": want`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: "h:1:1", TTL: 500 * time.Millisecond}, "TTL 500ms is under etcd's unit of 1s"},
+		{Registration{Endpoints: []string{f.addr}, Prefix: "/p/", Server: "h:1:1 x", Timeout: 200 * time.Millisecond},
+			"membership: register /p/x: etcd at " + f.addr + " does not answer within "},
+	}
+	for _, tt := range tests {
+		r, err := Register(ctxFor(t, time.Second), tt.reg)
+		if err == nil {
+			r.Close()
+			t.Errorf("Register(%+v) succeeded; want an error containing %q", tt.reg, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Register(%+v): %v; want an error containing %q", tt.reg, err, tt.want)
+		}
+	}
+}
+
+// ExampleRegister is how chash register keeps a server in the lists of the
+// proxies that watch its prefix.
+func ExampleRegister() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := Register(ctx, Registration{
+		Endpoints: []string{"127.0.0.1:2379"},
+		Prefix:    "/chash/cache/",
+		Server:    "10.0.0.1:11211:1 cache-1",
+	})
+	if err != nil {
+		return // etcd did not answer within 10s
+	}
+	defer r.Close() // removes the key
+	// ... until the server stops.
+}
