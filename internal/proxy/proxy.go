@@ -185,8 +185,11 @@ func (p *Proxy) Start(f *config.File) error {
 }
 
 // Validate checks that f can be served: every pool is a memcached pool with a
-// listen address, its router builds, and its TLS certificate and key, if it
-// names them, load.
+// listen address, its servers are valid (as UpdateServers checks them: f may be
+// built in code) and its router builds over them, and its TLS certificate and
+// key, if it names them, load. A pool without servers is valid, if its
+// distribution is known: its requests are answered "SERVER_ERROR no live
+// servers" until UpdateServers gives it some.
 func Validate(f *config.File) error {
 	if len(f.Pools) == 0 {
 		return fmt.Errorf("proxy: %s: no pools", f.Path)
@@ -198,7 +201,14 @@ func Validate(f *config.File) error {
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
-		if _, err := dist.Build(cfg, cfg.Servers); err != nil {
+		if err := checkServers(cfg.Servers); err != nil {
+			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.Line, cfg.Name, err)
+		}
+		if len(cfg.Servers) == 0 {
+			if _, err := dist.EntryOf(cfg); err != nil {
+				return err
+			}
+		} else if _, err := dist.Build(cfg, cfg.Servers); err != nil {
 			return err
 		}
 		if cfg.TLSCertFile != "" {

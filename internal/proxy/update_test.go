@@ -157,3 +157,37 @@ func TestUpdateKeepsLatencySeries(t *testing.T) {
 		}
 	}
 }
+
+// TestStartWithoutServers starts a pool built in code with no servers, as one
+// whose servers come from a membership service that has none yet: its
+// requests get an error at once, until UpdateServers gives it a server.
+func TestStartWithoutServers(t *testing.T) {
+	s := memcachedtest.Start(t)
+	pool := config.NewPool("alpha")
+	pool.Listen = "127.0.0.1:0"
+	f := &config.File{Path: "(in code)", Pools: []*config.Pool{pool}}
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(f); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo("get a b\r\nset a 0 0 1\r\nx\r\n"); got != "SERVER_ERROR no live servers\r\nSERVER_ERROR no live servers\r\n" {
+		t.Errorf("a pool without servers answers %q", got)
+	}
+	if err := p.UpdateServers("alpha", []config.Server{serverOf(t, s)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.mustDo("set a 0 0 1\r\nx\r\nget a\r\n"); got != "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n" {
+		t.Errorf("once it has a server: %q", got)
+	}
+	// Servers built in code are checked as a file's are.
+	pool.Servers = []config.Server{{Host: "127.0.0.1", Port: 1, Weight: 0}}
+	if err := Validate(f); err == nil || !strings.Contains(err.Error(), "weight 0") {
+		t.Errorf("Validate of a server of weight 0 = %v", err)
+	}
+	pool.Servers, pool.Distribution = nil, "nosuch"
+	if err := Validate(f); err == nil {
+		t.Error("Validate of a pool without servers of an unknown distribution = nil")
+	}
+}
