@@ -27,6 +27,7 @@ type proxyFlags struct {
 	ejectErrors bool
 	idle        time.Duration
 	maxValue    int
+	maxMemory   int64
 	tlsCert     string
 	tlsKey      string
 	logJSON     bool
@@ -37,7 +38,7 @@ type proxyFlags struct {
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F] [--procs N]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]",
 		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -45,6 +46,15 @@ memcached request to the server its distribution names for the key, exactly
 where nutcracker would. Clients speak the memcached text protocol, classic
 and meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
 server, sent in parallel and merged in the order of the keys.
+
+Every request is read whole, checked and written anew for its server, never
+passed on as the client sent it: a request memcached could read otherwise
+than the proxy (a control byte or space in a key, a key over 250 bytes as
+sent, a line too long for a server connection that other clients share) is
+refused with memcached's own error and reaches no server. A server reply
+that does not fit its request resets that server connection, whose waiting
+requests are answered SERVER_ERROR; it never reaches a client. The binary
+protocol is not served: such a connection is closed.
 
 With auto_eject_hosts, a server that fails server_failure_limit times in a
 row leaves the ring and its keys go to the next server; unlike nutcracker, it
@@ -66,9 +76,19 @@ changed restarts on its new listener, closing its clients; a pool keeping
 its TLS files reads them again for new clients, so a renewed certificate
 needs no restart. eject_errors and client_idle_timeout apply at once.
 
-SIGTERM and SIGINT stop accepting clients, answer what clients have sent
-(each client's connection closes once it has sent nothing for 50ms), let
-requests in flight finish (at most 10s in all), and exit 0.
+SIGTERM and SIGINT stop accepting clients and reading requests: every
+request the proxy has read is answered (none is run and left unanswered),
+then each client's connection is closed for writing, so the client reads
+its last reply and the end of the stream; the proxy exits 0 once all are
+done, cutting what is still in flight after 10s.
+
+--max-memory bounds the bytes of requests read and not yet answered and of
+replies read from servers and not yet written, over all clients (1 GiB by
+default): past it, clients are not read until replies are written, so a
+client that sends faster than its replies are read cannot make the proxy
+hold ever more. Replies to requests already sent may take it past the bound
+(at most 256 requests per client are in flight). An idle client holds no
+buffer.
 
 --procs sets how many threads run Go code. By default (0) it adapts to the
 load: one thread while the proxy uses less than most of a core, where
@@ -78,7 +98,14 @@ environment variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-/reload and /healthz.
+/reload and /healthz. POST /reload must carry the header Chash-Admin, with
+any value, and a Host that is the listener's, localhost or an IP address, so
+that no web page can make a browser reload the proxy:
+
+    curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+
+Reloads through it are at least a second apart (429 Too Many Requests
+otherwise).
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
@@ -95,6 +122,7 @@ memcached servers for that.`,
 	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
 	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
+	c.Flag.Int64Var(&f.maxMemory, "max-memory", proxy.DefaultMaxMemory, "bytes of requests and replies in flight past which clients are not read")
 	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
 	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
 	c.Flag.IntVar(&f.procs, "procs", 0, "threads running Go code; 0 adapts between 1 and the CPUs to the load")
@@ -112,6 +140,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
+	}
+	if f.maxMemory < 1 {
+		return c.UsageError(env.Stderr, "--max-memory %d: want a positive number of bytes", f.maxMemory)
 	}
 	if f.procs < 0 {
 		return c.UsageError(env.Stderr, "--procs %d: want 0 (adapt to the load) or more", f.procs)
@@ -156,6 +187,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		Limits:      memcache.Limits{MaxValue: f.maxValue},
 		EjectErrors: f.ejectErrors,
 		IdleTimeout: f.idle,
+		MaxMemory:   f.maxMemory,
 		ConfigPath:  f.config,
 		Admin:       f.admin,
 	}
@@ -212,12 +244,15 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 // returns the configuration of a pool in front of them, listening on
 // 127.0.0.1:22121.
 func embeddedDefault() (*config.File, []*memstore.Store, error) {
+	pool := config.NewPool("embedded")
+	pool.Listen = "127.0.0.1:22121"
+	// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama
+	// common in nutcracker.yml files: twemproxy's fnv1a_64 sends keys that
+	// differ only at their end, as a newcomer's "key1", "key2", ... do, to one
+	// server two times in three.
+	pool.Distribution = "chash"
+	pool.Timeout = 400 * time.Millisecond
 	var stores []*memstore.Store
-	// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama common
-	// in nutcracker.yml files: twemproxy's fnv1a_64 sends keys that differ only
-	// at their end, as a newcomer's "key1", "key2", ... do, to one server two
-	// times in three.
-	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  timeout: 400\n  servers:\n"
 	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -229,8 +264,10 @@ func embeddedDefault() (*config.File, []*memstore.Store, error) {
 		s := &memstore.Store{}
 		stores = append(stores, s)
 		go s.Serve(ln) // returns when the store is closed
-		yaml += fmt.Sprintf("   - %s:1 embedded-%d\n", ln.Addr(), i+1)
+		addr := ln.Addr().(*net.TCPAddr)
+		pool.Servers = append(pool.Servers, config.Server{
+			Host: addr.IP.String(), Port: addr.Port, Weight: 1, Alias: fmt.Sprintf("embedded-%d", i+1),
+		})
 	}
-	f, err := config.Parse("(embedded default)", []byte(yaml))
-	return f, stores, err
+	return &config.File{Path: "(embedded default)", Pools: []*config.Pool{pool}}, stores, nil
 }

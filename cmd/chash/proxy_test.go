@@ -34,6 +34,7 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
+		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"proxy"}, tt.args...)

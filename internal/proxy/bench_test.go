@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // BenchmarkRoundTrip times request round trips from clients on loopback: straight
@@ -25,7 +25,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		{"direct", servers[0].Addr},
 		{"chash", startProxy(b, yaml).Addr("alpha").String()},
 	}
-	if _, err := exec.LookPath("nutcracker"); err == nil {
+	if _, err := testprog.Find("nutcracker"); err == nil {
 		targets = append(targets, struct{ name, addr string }{"nutcracker", startNutcracker(b, yaml)})
 	}
 	value := strings.Repeat("v", 100)

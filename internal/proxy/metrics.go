@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/chash-dev/chash/internal/analyze"
-	"github.com/chash-dev/chash/internal/memcache"
 )
 
 // poolStats are a pool's counters, named as in nutcracker's stats.
@@ -33,6 +32,7 @@ type serverStats struct {
 	requestBytes  atomic.Uint64
 	responses     atomic.Uint64
 	responseBytes atomic.Uint64
+	badReplies    atomic.Uint64 // replies out of the protocol, each resetting its connection
 }
 
 type counter struct{ c prometheus.Counter }
@@ -95,18 +95,26 @@ func newMetrics(p *Proxy) *metrics {
 	return m
 }
 
-// poolCounters resolves the pool's per-command metrics once, off the request path.
-func (m *metrics) poolMetrics(pool string) (cmds [memcache.CmdMetaNoop + 1]counter, lat [memcache.CmdMetaNoop + 1]observer) {
-	for _, c := range memcache.Commands() {
-		cmds[c] = counter{m.requests.WithLabelValues(pool, c.String())}
-		lat[c] = observer{m.latency.WithLabelValues(pool, c.String())}
+// poolMetrics resolves the pool's metrics of each of the commands once, off
+// the request path; commands with no name have none.
+func (m *metrics) poolMetrics(pool string, commands []string) (cmds []counter, lat []observer) {
+	cmds, lat = make([]counter, len(commands)), make([]observer, len(commands))
+	for i, c := range commands {
+		if c != "" {
+			cmds[i] = counter{m.requests.WithLabelValues(pool, c)}
+			lat[i] = observer{m.latency.WithLabelValues(pool, c)}
+		}
 	}
 	return cmds, lat
 }
 
-func (m *metrics) serverObservers(pool, server string) (obs [memcache.CmdMetaNoop + 1]observer) {
-	for _, c := range memcache.Commands() {
-		obs[c] = observer{m.server.WithLabelValues(pool, server, c.String())}
+// serverObservers resolves a server's latency histogram of each command.
+func (m *metrics) serverObservers(pool, server string, commands []string) []observer {
+	obs := make([]observer, len(commands))
+	for i, c := range commands {
+		if c != "" {
+			obs[i] = observer{m.server.WithLabelValues(pool, server, c)}
+		}
 	}
 	return obs
 }
@@ -118,8 +126,8 @@ func (m *metrics) forgetServer(pool, server string) {
 
 // observeRequest records a finished client request.
 func (pl *pool) observeRequest(r *clientReq) {
-	if r.req.Command != memcache.CmdUnknown {
-		pl.lat[r.req.Command].observe(time.Since(r.start))
+	if cmd := r.req.command(); cmd > 0 {
+		pl.lat[cmd].observe(time.Since(r.start))
 	}
 }
 
@@ -159,21 +167,26 @@ var (
 	descEjects      = prometheus.NewDesc("chash_proxy_ejections_total", "Server ejections.", []string{"pool"}, nil)
 	descSrvReqs     = prometheus.NewDesc("chash_proxy_server_requests_total", "Requests sent to the server.", []string{"pool", "server"}, nil)
 	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server.", []string{"pool", "server"}, nil)
+	descSrvBadReply = prometheus.NewDesc("chash_proxy_server_protocol_errors_total", "Replies of the server out of the protocol's grammar; each reset its connection and failed the requests waiting on it.", []string{"pool", "server"}, nil)
 	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
 	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)
 	descSrvEjected  = prometheus.NewDesc("chash_proxy_server_ejected", "1 if the server is ejected.", []string{"pool", "server"}, nil)
+	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
+	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
-		descEjects, descSrvReqs, descSrvErrs, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare} {
+		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(c)
+	ch <- prometheus.MustNewConstMetric(descMemHeld, prometheus.GaugeValue, float64(m.p.mem.held.Load()))
+	ch <- prometheus.MustNewConstMetric(descMemWaits, prometheus.CounterValue, float64(m.p.mem.waits.Load()))
 	for _, pl := range m.p.poolList() {
 		st := pl.state.Load()
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -193,6 +206,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
+			count(descSrvBadReply, s.stats.badReplies.Load(), pl.name, s.name)
 			gauge(descSrvConns, float64(s.stats.connections.Load()), pl.name, s.name)
 			ej := 0.0
 			if s.ejected.Load() {
@@ -246,24 +260,26 @@ func (p *Proxy) Stats() map[string]any {
 			if s.ejected.Load() {
 				ejectedAt = s.ejectedAt.Load() * 1e6 // nutcracker reports microseconds
 			}
-			queued := 0
+			var in, inBytes, out, outBytes int
 			for _, c := range s.conns {
-				queued += int(c.queued.Load())
+				i, ib, o, ob := c.queues()
+				in, inBytes, out, outBytes = in+i, inBytes+ib, out+o, outBytes+ob
 			}
 			ps[s.name] = map[string]any{
-				"server_eof":         s.stats.eof.Load(),
-				"server_err":         s.stats.errors.Load(),
-				"server_timedout":    s.stats.timedout.Load(),
-				"server_connections": s.stats.connections.Load(),
-				"server_ejected_at":  ejectedAt,
-				"requests":           s.stats.requests.Load(),
-				"request_bytes":      s.stats.requestBytes.Load(),
-				"responses":          s.stats.responses.Load(),
-				"response_bytes":     s.stats.responseBytes.Load(),
-				"in_queue":           queued,
-				"in_queue_bytes":     0,
-				"out_queue":          0,
-				"out_queue_bytes":    0,
+				"server_eof":             s.stats.eof.Load(),
+				"server_err":             s.stats.errors.Load(),
+				"server_timedout":        s.stats.timedout.Load(),
+				"server_protocol_errors": s.stats.badReplies.Load(),
+				"server_connections":     s.stats.connections.Load(),
+				"server_ejected_at":      ejectedAt,
+				"requests":               s.stats.requests.Load(),
+				"request_bytes":          s.stats.requestBytes.Load(),
+				"responses":              s.stats.responses.Load(),
+				"response_bytes":         s.stats.responseBytes.Load(),
+				"in_queue":               in,
+				"in_queue_bytes":         inBytes,
+				"out_queue":              out,
+				"out_queue_bytes":        outBytes,
 			}
 		}
 		out[pl.name] = ps

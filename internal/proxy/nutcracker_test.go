@@ -2,17 +2,15 @@ package proxy
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // startNutcracker runs twemproxy with the configuration yaml, its pool listening
@@ -20,43 +18,20 @@ import (
 // the test ends. It returns the pool's address.
 func startNutcracker(t testing.TB, yaml string) string {
 	t.Helper()
-	bin := memcachedtest.LookPath(t, "nutcracker")
-	port := memcachedtest.FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := testprog.FreeAddr(t)
 	yaml = strings.Replace(yaml, "listen: 127.0.0.1:22121", "listen: "+addr, 1)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "nutcracker.yml")
 	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-c", conf, "-s", strconv.Itoa(memcachedtest.FreePort(t)), "-a", "127.0.0.1",
-		"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+	testprog.Start(t, testprog.Program{
+		Name: "nutcracker",
+		Args: []string{"-c", conf, "-s", strconv.Itoa(testprog.FreePort(t)), "-a", "127.0.0.1",
+			"-o", filepath.Join(dir, "nutcracker.log"), "-p", filepath.Join(dir, "nutcracker.pid")},
+		Ready: testprog.Listening(addr),
 	})
-	for i := 0; ; i++ {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if i == 200 {
-			log, _ := os.ReadFile(filepath.Join(dir, "nutcracker.log"))
-			t.Fatalf("nutcracker on %s does not answer: %v\n%s", addr, err, log)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return addr
 }
 
 // TestPlacementMatchesNutcracker stores keys through chash proxy and reads them

@@ -39,7 +39,25 @@
 // eject_errors, client_idle_timeout or tls_cert_file and tls_key_file uses its
 // own.
 //
+// Nothing a client sends reaches a server as the client sent it: requests are
+// written anew from what the proxy parsed, and only those a server reads as
+// the proxy did (so none can run a command the proxy did not see, on a server
+// connection shared with other clients). Replies are checked against their
+// request's grammar; a server that answers out of it is reset, and the
+// requests waiting on it get "SERVER_ERROR Protocol error". The memory held
+// for requests in flight is bounded (MaxMemory), and an idle client holds no
+// buffer.
+//
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
+// UpdateServers replaces one pool's servers, for sources other than the file.
+// Shutdown answers every request read, then closes each client gracefully.
+//
+// What is memcached's in all this sits behind one interface, codec (codec.go):
+// reading a request and its keys, splitting it by server, encoding it for a
+// server, reading and checking a reply, merging replies, error replies and
+// the health probe. The rest — the client loop (client.go), routing (route.go),
+// the pipelined server connections (serverconn.go), ejection and probes
+// (health.go), reloads, metrics, TLS and shutdown — knows no protocol.
 //
 // Every goroutine the proxy starts ends when Close returns.
 package proxy
@@ -58,11 +76,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
@@ -88,6 +103,13 @@ type Proxy struct {
 	// in pools that do not set client_idle_timeout. If zero, idle clients are
 	// kept, as in twemproxy.
 	IdleTimeout time.Duration
+	// MaxMemory bounds, in bytes, what the proxy holds for requests in flight
+	// over all its clients: requests read and not yet answered, and replies
+	// read and not yet written. Past it, clients read no new request until
+	// replies are written. If zero, it is DefaultMaxMemory (1 GiB). The replies
+	// to requests already sent, and one request being read per client (within
+	// Limits), may take the proxy past it.
+	MaxMemory int64
 	// TLS, if not nil, makes the listener of every pool without tls_cert_file
 	// accept TLS clients. A pool with its own certificate serves it with a copy
 	// of TLS (or, if nil, of a config that requires TLS 1.2) in which it
@@ -108,14 +130,18 @@ type Proxy struct {
 	cancel  context.CancelFunc
 	log     *slog.Logger
 	metrics *metrics
+	mem     *memory
 
-	wg       sync.WaitGroup // goroutines retiring servers
-	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
-	mu       sync.Mutex     // serializes Start, Reload and Close
-	pools    map[string]*pool
-	admin    *http.Server
-	adminL   net.Listener
-	closed   bool
+	wg     sync.WaitGroup // goroutines retiring servers and pools, trimming memory
+	mu     sync.Mutex     // serializes Start, Reload and Close
+	pools  map[string]*pool
+	admin  *http.Server
+	adminL net.Listener
+	// reloadMu guards nextReload, before which the admin listener refuses
+	// reloads.
+	reloadMu   sync.Mutex
+	nextReload time.Time
+	closed     bool
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -133,6 +159,7 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.metrics = newMetrics(p)
+	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
 	if err := Validate(f); err != nil {
 		return err
@@ -143,6 +170,11 @@ func (p *Proxy) Start(f *config.File) error {
 			return err
 		}
 	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		trimMemory(p.ctx, p.log)
+	}()
 	if p.Admin != "" {
 		if err := p.startAdmin(); err != nil {
 			p.closeLocked()
@@ -153,8 +185,11 @@ func (p *Proxy) Start(f *config.File) error {
 }
 
 // Validate checks that f can be served: every pool is a memcached pool with a
-// listen address, its router builds, and its TLS certificate and key, if it
-// names them, load.
+// listen address, its servers are valid (as UpdateServers checks them: f may be
+// built in code) and its router builds over them, and its TLS certificate and
+// key, if it names them, load. A pool without servers is valid, if its
+// distribution is known: its requests are answered "SERVER_ERROR no live
+// servers" until UpdateServers gives it some.
 func Validate(f *config.File) error {
 	if len(f.Pools) == 0 {
 		return fmt.Errorf("proxy: %s: no pools", f.Path)
@@ -166,7 +201,14 @@ func Validate(f *config.File) error {
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
-		if _, err := dist.Build(cfg, cfg.Servers); err != nil {
+		if err := checkServers(cfg.Servers); err != nil {
+			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.Line, cfg.Name, err)
+		}
+		if len(cfg.Servers) == 0 {
+			if _, err := dist.EntryOf(cfg); err != nil {
+				return err
+			}
+		} else if _, err := dist.Build(cfg, cfg.Servers); err != nil {
 			return err
 		}
 		if cfg.TLSCertFile != "" {
@@ -238,7 +280,8 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{})}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}), codec: p.newCodec(cfg)}
+	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
 		if ln != nil {
@@ -255,7 +298,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 		ln = tls.NewListener(ln, tc)
 	}
 	pl.ln = ln
-	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name)
+	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name, pl.codec.commands())
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
@@ -295,21 +338,6 @@ func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	return ln, nil
 }
 
-// preconnect dials every connection of the server, in the background.
-func (s *server) preconnect() {
-	for _, c := range s.conns {
-		s.spawn(func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if c.ss == nil && !c.closed {
-				if ss, err := c.dial(time.Now().Add(max(s.pool.state.Load().timeout(), time.Second))); err == nil {
-					c.ss = ss
-				}
-			}
-		})
-	}
-}
-
 // Addr returns the address of the named pool's listener, or nil.
 func (p *Proxy) Addr(pool string) net.Addr {
 	p.mu.Lock()
@@ -323,19 +351,21 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // Reload makes f the proxy's configuration. It validates f first, reading every
 // pool's TLS files, and changes nothing if f is invalid. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
-// closed, and a pool whose listen address or TLS files (tls_cert_file,
-// tls_key_file, added, removed or renamed) changed stops, closing its clients,
-// and starts anew on its new listener (if that fails, Reload stops the pools it
-// started and returns the error). In the other pools, servers that keep their
-// name, address, weight and connection count keep their connections and
-// health, and the routing state is swapped atomically; requests already routed
-// finish on the servers they were sent to, and servers that left are closed
-// once those requests are done (after twice the pool's timeout, at least a
-// second). The other settings take effect at once: eject_errors for the next
-// request, client_idle_timeout when each client next waits for a request, and
-// a pool's TLS files, read again, for the next client to connect, so a renewed
-// certificate needs no restart. For each pool, Reload logs the fraction of the
-// key space that moved, per pair of servers.
+// closed, and a pool whose listen address, protocol (redis) or TLS files
+// (tls_cert_file, tls_key_file, added, removed or renamed) changed stops,
+// closing its clients, and starts anew on its new listener (if that fails,
+// Reload stops the pools it started and returns the error). In the other
+// pools, servers that keep their name, address, weight and connection count
+// keep their connections and health, and the routing state is swapped
+// atomically, as by UpdateServers; a pool whose settings and servers did not
+// change is left as it is. Requests already routed finish on the servers they
+// were sent to, and servers that left are closed once those requests are done
+// (after twice the pool's timeout, at least a second). The other settings take
+// effect at once: eject_errors for the next request, client_idle_timeout when
+// each client next waits for a request, and a pool's TLS files, read again,
+// for the next client to connect, so a renewed certificate needs no restart.
+// For each pool, Reload logs the fraction of the key space that moved, per
+// pair of servers.
 func (p *Proxy) Reload(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -373,8 +403,17 @@ func (p *Proxy) Reload(f *config.File) error {
 	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {
-			// The pool moves: its old address stops serving now.
-			old.stop()
+			// The pool moves: its old address stops serving now, and its
+			// clients once they are answered. The new pool takes over the
+			// metrics of the servers it keeps.
+			old.drain()
+			var gone []string
+			for _, s := range old.state.Load().list {
+				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
+					gone = append(gone, s.name)
+				}
+			}
+			p.retirePool(old, gone)
 			delete(p.pools, cfg.Name)
 		}
 		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
@@ -385,7 +424,12 @@ func (p *Proxy) Reload(f *config.File) error {
 	for name, pl := range p.pools {
 		if !keep[name] {
 			p.log.Info("pool removed", "pool", name)
-			pl.stop()
+			pl.drain()
+			var gone []string
+			for _, s := range pl.state.Load().list {
+				gone = append(gone, s.name)
+			}
+			p.retirePool(pl, gone)
 			delete(p.pools, name)
 		}
 	}
@@ -398,11 +442,103 @@ func (p *Proxy) Reload(f *config.File) error {
 	return nil
 }
 
-// sameListener says whether the pool can serve cfg on its listener: the address
-// and TLS files are the same.
+// UpdateServers replaces the server list of the named pool, for sources of
+// server lists other than the configuration file (a membership service, a
+// test). It is safe for concurrent use with requests, Reload and itself. The
+// list is checked first (every server has a host, a port from 1 to 65535 or 0
+// for a Unix socket path, a weight of at least 1, and a name no other server
+// of the list has) and the pool's router must build over it; if not, nothing
+// changes and the error says why. Otherwise the pool's routing state is
+// swapped atomically as by Reload: servers that keep their name, address and
+// weight keep their connections and health, requests already routed finish
+// where they were sent, servers that left are closed once those requests are
+// done, and the fraction of the key space that moved is logged. An empty list
+// is valid: the pool's requests are then answered "SERVER_ERROR no live
+// servers". The pool keeps the list until the next UpdateServers, or a
+// Reload, which applies the servers of its file. servers is not retained.
+func (p *Proxy) UpdateServers(pool string, servers []config.Server) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.pools == nil {
+		return errors.New("proxy: not running")
+	}
+	pl := p.pools[pool]
+	if pl == nil {
+		return fmt.Errorf("proxy: no pool %q", pool)
+	}
+	if err := checkServers(servers); err != nil {
+		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+	}
+	cfg := *pl.state.Load().cfg
+	cfg.Servers = slices.Clone(servers)
+	if err := pl.swap(&cfg, "servers updated"); err != nil {
+		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+	}
+	return nil
+}
+
+// checkServers checks a list of servers built in code, as config checks those
+// of a file.
+func checkServers(servers []config.Server) error {
+	names := make(map[string]int, len(servers))
+	for i, s := range servers {
+		what := fmt.Sprintf("server %d (%q)", i+1, s.Name())
+		switch {
+		case s.Host == "":
+			return fmt.Errorf("%s: no host", what)
+		case s.Port < 0 || s.Port > 65535:
+			return fmt.Errorf("%s: port %d is not from 1 to 65535", what, s.Port)
+		case s.Port == 0 && s.Host[0] != '/':
+			return fmt.Errorf("%s: port 0 is for a Unix socket, whose path begins with /", what)
+		case s.Weight < 1:
+			return fmt.Errorf("%s: weight %d is not a positive integer", what, s.Weight)
+		}
+		if j, dup := names[s.Name()]; dup {
+			return fmt.Errorf("%s: the name of server %d too", what, j)
+		}
+		names[s.Name()] = i + 1
+	}
+	return nil
+}
+
+// retirePool stops, in the background, a pool that a reload removed or
+// restarted elsewhere, and drained: its clients have twice the pool's timeout
+// (at least a second), and the linger of their close, to be answered; then
+// what is left is closed, and the metrics of the servers named in forget
+// dropped.
+func (p *Proxy) retirePool(pl *pool, forget []string) {
+	grace := max(2*pl.state.Load().cfg.Timeout, time.Second) + closeLinger
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		answered := make(chan struct{})
+		go func() {
+			pl.clients.Wait()
+			close(answered)
+		}()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-answered:
+		case <-t.C:
+		case <-p.ctx.Done():
+		}
+		pl.stop(forget)
+	}()
+}
+
+// sameListener says whether the pool can serve cfg on its listener: the address,
+// TLS files and protocol are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
-	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
+	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
+		old.Redis == cfg.Redis
+}
+
+// newCodec returns the codec of the pool's protocol. A pool keeps its codec
+// while it runs: a reload that changes the protocol restarts the pool.
+func (p *Proxy) newCodec(cfg *config.Pool) codec {
+	return newMemcacheCodec(p.Limits)
 }
 
 // sameAddr says whether the pool listens where cfg says.
@@ -412,120 +548,13 @@ func (p *Proxy) sameAddr(pl *pool, cfg *config.Pool) bool {
 	return oa == na
 }
 
-// update swaps in the routing state of cfg, the pool of the file at path,
-// reusing unchanged servers, and reads the pool's TLS files again.
-func (pl *pool) update(path string, cfg *config.Pool) error {
-	if cfg.TLSCertFile != "" {
-		// Validate has just read the files; if they broke since, the
-		// certificate in use stays, and the routing is updated all the same.
-		if cert, err := loadCert(path, cfg); err != nil {
-			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
-		} else {
-			pl.cert.Store(cert)
-		}
-	}
-	pl.mu.Lock()
-	cur := pl.state.Load()
-	var servers, added []*server
-	reused := map[*server]bool{}
-	for _, s := range cfg.Servers {
-		old := cur.servers[s.Name()]
-		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
-			servers = append(servers, old)
-			reused[old] = true
-			continue
-		}
-		ns := newServer(pl, s, cfg.ServerConnections)
-		servers = append(servers, ns)
-		added = append(added, ns)
-	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
-	if err != nil {
-		pl.mu.Unlock()
-		for _, s := range added {
-			s.close()
-		}
-		return err
-	}
-	pl.state.Store(st)
-	pl.mu.Unlock()
-
-	var gone []*server
-	for _, s := range cur.list {
-		if !reused[s] {
-			gone = append(gone, s)
-		}
-	}
-	pl.logMoves(cur, st)
-	if len(gone) > 0 {
-		// Let requests already routed to the leaving servers finish.
-		grace := max(2*cfg.Timeout, time.Second)
-		pl.proxy.wg.Add(1)
-		go pl.retire(gone, grace)
-	}
-	return nil
-}
-
-// retire closes servers that left the configuration after grace.
-func (pl *pool) retire(gone []*server, grace time.Duration) {
-	defer pl.proxy.wg.Done()
-	t := time.NewTimer(grace)
-	select {
-	case <-t.C:
-	case <-pl.proxy.ctx.Done():
-		t.Stop()
-	}
-	for _, s := range gone {
-		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
-	}
-}
-
-// logMoves logs the fraction of the key space each server gained or lost.
-func (pl *pool) logMoves(old, cur *state) {
-	if old.router == nil || cur.router == nil || old.dist.Random || cur.dist.Random {
-		return // nothing to measure, or keys routed at random
-	}
-	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
-	if err != nil {
-		pl.proxy.log.Warn("reload: cannot measure movement", "pool", pl.name, "err", err)
-		return
-	}
-	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
-		"added", d.Added, "removed", d.Removed}
-	for _, fl := range d.Flows {
-		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
-	}
-	pl.proxy.log.Info("reload: key space moved", attrs...)
-}
-
-func nodesOf(servers []*server) []chash.Node {
-	ns := make([]chash.Node, len(servers))
-	for i, s := range servers {
-		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
-	}
-	return ns
-}
-
-// stop closes the pool's listener and clients and, once they are done, its
-// servers.
-func (pl *pool) stop() {
-	pl.ln.Close()
-	<-pl.done
-	pl.conns.Range(func(k, _ any) bool {
-		k.(net.Conn).Close()
-		return true
-	})
-	pl.clients.Wait()
-	for _, s := range pl.state.Load().list {
-		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
-	}
-}
-
-// Shutdown stops accepting clients, serves what clients send until each has
-// sent nothing for 50ms (so requests already on their way are answered), waits
-// for the replies, or for ctx to end, then closes everything.
+// Shutdown stops accepting clients and stops reading requests: each client
+// is answered every request the proxy has read from it (those in its buffers
+// included; none is cut short by a reply never sent), then its connection is
+// closed for writing, so that it reads every reply before the end of the
+// stream, and closed once the client closes its side too, or after a moment.
+// Shutdown returns when every client is done, or when ctx ends; then it
+// closes everything, and requests still in flight fail.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	pools := make([]*pool, 0, len(p.pools))
@@ -533,16 +562,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		pools = append(pools, pl)
 	}
 	p.mu.Unlock()
-	p.stopping.Store(true)
 	for _, pl := range pools {
-		pl.ln.Close()
-		<-pl.done
-		// Wake idle clients: their reads end unless they send more within
-		// drainWait.
-		pl.conns.Range(func(k, _ any) bool {
-			k.(net.Conn).SetReadDeadline(time.Now().Add(drainWait))
-			return true
-		})
+		pl.drain()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -582,14 +603,14 @@ func (p *Proxy) closeLocked() {
 	}
 	names := slices.Sorted(maps.Keys(p.pools))
 	for _, name := range names {
-		p.pools[name].stop()
+		pl := p.pools[name]
+		var all []string
+		for _, s := range pl.state.Load().list {
+			all = append(all, s.name)
+		}
+		pl.stop(all)
 	}
 	p.wg.Wait()
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// serverLimits bound what the proxy reads from servers.
-func (p *Proxy) serverLimits() memcache.Limits {
-	return memcache.Limits{MaxLine: p.Limits.MaxLine, MaxValue: max(p.Limits.MaxValue, 128<<20)}
-}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -11,33 +12,21 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/chash-dev/chash/internal/config"
-	"github.com/chash-dev/chash/internal/memcache"
-)
-
-// Errors a call can end with; each becomes "SERVER_ERROR <text>" for the client.
-var (
-	errTimeout   = errors.New("Connection timed out")
-	errClosed    = errors.New("Connection closed")
-	errEjected   = errors.New("server ejected")
-	errNoServers = errors.New("no live servers")
-	errShutdown  = errors.New("proxy shutting down")
 )
 
 // maxInflight bounds the requests written to one server connection and not yet
 // answered.
 const maxInflight = 1024
 
-// A call is one request to one server and its response.
+// A call is one request to one server and its reply.
 type call struct {
 	srv      *server
-	cmd      memcache.Command
-	maxItems int
+	cmd      int    // the request's command, as the codec numbers them
 	out      []byte // the request as sent
 	deadline time.Time
 	start    time.Time
-	resp     memcache.Response
+	reply    reply // made by the codec, readied by request.appendRequest
+	held     int64 // the reply's bytes, accounted to the proxy's memory
 	err      error
 	done     chan struct{} // receives one value when the call completes
 }
@@ -47,186 +36,12 @@ func (c *call) complete(err error) {
 	c.done <- struct{}{}
 }
 
-// server is one memcached server of a pool: its connections, its health and its
-// counters. It is shared by the pool states of successive reloads as long as its
-// name, address and number of connections stay the same.
-type server struct {
-	pool  *pool
-	cfg   config.Server
-	name  string
-	addr  string
-	conns []*backendConn
-	next  atomic.Uint32
-
-	failures     atomic.Int32
-	ejected      atomic.Bool
-	ejectedAt    atomic.Int64 // unix seconds of the last ejection
-	ctx          context.Context
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
-	stats        serverStats
-	latency      [memcache.CmdMetaNoop + 1]observer
-	probeRunning atomic.Bool
-
-	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
-	closing bool
-}
-
-// spawn runs f in a goroutine that close waits for, unless the server is
-// closing.
-func (s *server) spawn(f func()) bool {
-	s.goMu.Lock()
-	defer s.goMu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
-}
-
-func newServer(pl *pool, s config.Server, nconns int) *server {
-	ctx, cancel := context.WithCancel(pl.proxy.ctx)
-	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
-	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name)
-	srv.conns = make([]*backendConn, max(nconns, 1))
-	for i := range srv.conns {
-		srv.conns[i] = &backendConn{srv: srv}
-	}
-	return srv
-}
-
-// serverAddr returns the address to dial: "host:port", or a socket path.
-func serverAddr(s config.Server) string {
-	if s.Port == 0 {
-		return s.Host
-	}
-	return net.JoinHostPort(s.Host, itoa(s.Port))
-}
-
-func (s *server) network() string {
-	if s.cfg.Port == 0 {
-		return "unix"
-	}
-	return "tcp"
-}
-
-// send writes c on one of the server's connections.
-func (s *server) send(c *call) {
-	c.srv = s
-	conn := s.conns[0]
-	if len(s.conns) > 1 {
-		conn = s.conns[s.next.Add(1)%uint32(len(s.conns))]
-	}
-	conn.send(c)
-}
-
-// close closes the server's connections, failing the calls in flight on them,
-// and waits for its goroutines to end.
-func (s *server) close() {
-	s.goMu.Lock()
-	s.closing = true
-	s.goMu.Unlock()
-	s.cancel()
-	for _, c := range s.conns {
-		c.close()
-	}
-	s.wg.Wait()
-}
-
-// ok records a successful exchange.
-func (s *server) ok() {
-	if s.failures.Load() != 0 {
-		s.failures.Store(0)
-	}
-}
-
-// fail records a failed connection or exchange and ejects the server when the
-// pool says so.
-func (s *server) fail() {
-	s.stats.errors.Add(1)
-	n := s.failures.Add(1)
-	st := s.pool.state.Load()
-	if st == nil || !st.cfg.AutoEjectHosts || int(n) < st.cfg.ServerFailureLimit {
-		return
-	}
-	if s.ejected.CompareAndSwap(false, true) {
-		s.ejectedAt.Store(time.Now().Unix())
-		s.pool.stats.ejects.Add(1)
-		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)
-		s.pool.reroute()
-		if s.probeRunning.CompareAndSwap(false, true) && !s.spawn(s.probeLoop) {
-			s.probeRunning.Store(false)
-		}
-	}
-}
-
-// probeLoop readmits an ejected server once it answers: every
-// server_retry_timeout it connects and asks for the version, and only a server
-// that answers in time goes back into the ring. twemproxy instead puts a server
-// back blindly when the retry timeout passes.
-func (s *server) probeLoop() {
-	defer s.probeRunning.Store(false)
-	for {
-		st := s.pool.state.Load()
-		retry := st.cfg.ServerRetryTimeout
-		if retry <= 0 {
-			retry = 30 * time.Second
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		err := s.probe(st.timeout())
-		if err == nil {
-			s.failures.Store(0)
-			s.ejected.Store(false)
-			s.pool.proxy.log.Info("server readmitted after a successful probe", "pool", s.pool.name, "server", s.name)
-			s.pool.reroute()
-			return
-		}
-		s.pool.proxy.log.Info("server still down", "pool", s.pool.name, "server", s.name, "err", err)
-	}
-}
-
-// probe connects to the server and checks that it answers "version".
-func (s *server) probe(timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.DialContext(s.ctx, s.network(), s.addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write([]byte("version\r\n")); err != nil {
-		return err
-	}
-	var resp memcache.Response
-	r := memcache.NewReaderSize(conn, memcache.Limits{}, 256)
-	if err := r.ReadResponse(&resp, memcache.CmdVersion, 0); err != nil {
-		return err
-	}
-	if string(resp.Status()) != "VERSION" {
-		return errors.New("probe: unexpected reply " + string(resp.Line))
-	}
-	return nil
-}
-
 // maxWriteBuffer bounds the requests buffered for one server connection and not
 // yet written: a sender that would grow the buffer past it waits until the
 // buffer is written (a single larger request is still buffered alone).
 const maxWriteBuffer = 256 << 10
 
-// backendConn is one persistent connection to a server, on which the requests of
+// serverConn is one persistent connection to a server, on which the requests of
 // many clients are pipelined. A sender queues its call for the reader and
 // appends its request to the session's write buffer under mu, so the two stay
 // in the same order; system calls happen outside the locks. On an idle
@@ -240,18 +55,20 @@ const maxWriteBuffer = 256 << 10
 // has a reader goroutine that reads the responses in order and completes the
 // calls. The reader waits in the network read, not on the queue of calls: a
 // request costs no wake-up of the reader; its reply wakes it.
-type backendConn struct {
+type serverConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
 	ss     *session
+	live   atomic.Pointer[session] // ss, for readers that do not hold mu
 	closed bool
 	queued atomic.Int32 // calls queued whose replies the reader has not begun to read
 }
 
-// session is one live net.Conn of a backendConn.
+// session is one live net.Conn of a serverConn.
 type session struct {
 	conn net.Conn
 	rw   io.ReadWriter // reads and writes conn; see socketIO
+	sc   serverCodec   // reads the replies
 	dead chan struct{}
 	once sync.Once
 
@@ -264,9 +81,10 @@ type session struct {
 	failed bool // the reader gave up: no call may be queued
 	slots  chan struct{}
 
-	wmu     sync.Mutex // guards the fields below; taken after backendConn.mu
+	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
 	wbuf    []byte     // requests not yet written
+	wcalls  int        // the calls whose requests wbuf holds
 	spare   []byte     // the other buffer, when no write holds it
 	writing bool       // a sender or the writer goroutine owns the next write
 	waiters int        // senders waiting for room
@@ -303,6 +121,7 @@ func (ss *session) buffer(out []byte, direct bool) []byte {
 		ss.waiters--
 	}
 	ss.wbuf = append(ss.wbuf, out...)
+	ss.wcalls++
 	if ss.writing {
 		ss.wmu.Unlock()
 		return nil
@@ -322,6 +141,7 @@ func (ss *session) buffer(out []byte, direct bool) []byte {
 func (ss *session) take() []byte {
 	buf := ss.wbuf
 	ss.wbuf, ss.spare = ss.spare[:0], nil
+	ss.wcalls = 0
 	if ss.waiters > 0 {
 		ss.room.Broadcast()
 	}
@@ -358,7 +178,7 @@ func (ss *session) write(buf []byte) {
 // clients whose requests arrived together) buffer theirs, then writes the
 // buffer, until it is empty; so requests of many clients leave in one write, as
 // from an event loop. It exits when the session dies.
-func (c *backendConn) writeLoop(ss *session) {
+func (c *serverConn) writeLoop(ss *session) {
 	defer c.srv.wg.Done()
 	for {
 		select {
@@ -387,10 +207,10 @@ func (c *backendConn) writeLoop(ss *session) {
 }
 
 // drop ends the current session; c.mu is held. Its reader fails the calls left.
-func (c *backendConn) drop() {
+func (c *serverConn) drop() {
 	if c.ss != nil {
 		c.ss.kill()
-		c.ss = nil
+		c.setSession(nil)
 	}
 }
 
@@ -462,7 +282,35 @@ func (ss *session) fail() []*call {
 	return calls
 }
 
-func (c *backendConn) close() {
+// setSession makes ss the connection's session; c.mu is held.
+func (c *serverConn) setSession(ss *session) {
+	c.ss = ss
+	c.live.Store(ss)
+}
+
+// queues returns the requests of the connection's session waiting to be
+// written (in) and written, or being written, and waiting for their replies
+// (out), with their bytes: nutcracker's in_queue and out_queue.
+func (c *serverConn) queues() (in, inBytes, out, outBytes int) {
+	ss := c.live.Load()
+	if ss == nil {
+		return 0, 0, 0, 0
+	}
+	// The two queues are read one after the other, not at one instant: a
+	// request that moves meanwhile may count in the wrong one.
+	ss.wmu.Lock()
+	in, inBytes = ss.wcalls, len(ss.wbuf)
+	ss.wmu.Unlock()
+	ss.qmu.Lock()
+	n, bytes := ss.n, 0
+	for i := range ss.n {
+		bytes += len(ss.ring[(ss.head+i)%maxInflight].out)
+	}
+	ss.qmu.Unlock()
+	return in, inBytes, max(n-in, 0), max(bytes-inBytes, 0)
+}
+
+func (c *serverConn) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.drop()
@@ -472,7 +320,7 @@ func (c *backendConn) close() {
 // send writes cl, dialing first if the connection is down. It never blocks
 // past cl's deadline but to dial, while maxInflight calls wait for replies, or
 // while maxWriteBuffer bytes wait to be written.
-func (c *backendConn) send(cl *call) {
+func (c *serverConn) send(cl *call) {
 	c.mu.Lock()
 	ss, err := c.queue(cl)
 	var buf []byte
@@ -494,7 +342,7 @@ func (c *backendConn) send(cl *call) {
 
 // queue queues cl for the session's reader, or returns why it cannot; c.mu is
 // held. The caller buffers cl's request before releasing c.mu.
-func (c *backendConn) queue(cl *call) (*session, error) {
+func (c *serverConn) queue(cl *call) (*session, error) {
 	if c.closed {
 		return nil, errShutdown
 	}
@@ -511,7 +359,7 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 			c.srv.fail()
 			return nil, dialError(err)
 		}
-		c.ss = ss
+		c.setSession(ss)
 	}
 	select {
 	case c.ss.slots <- struct{}{}:
@@ -543,7 +391,7 @@ func (c *backendConn) queue(cl *call) (*session, error) {
 	return c.ss, nil
 }
 
-func (c *backendConn) dial(deadline time.Time) (*session, error) {
+func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	d := net.Dialer{Deadline: deadline}
 	if st := c.srv.pool.state.Load(); st != nil && !st.cfg.TCPKeepalive {
 		d.KeepAlive = -1
@@ -555,10 +403,19 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	rw := socketIO(conn)
+	sc := c.srv.pool.codec.newServer(rw)
+	conn.SetDeadline(deadline)
+	if err := sc.handshake(rw); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
 	c.srv.stats.connections.Add(1)
 	ss := &session{
 		conn:  conn,
-		rw:    socketIO(conn),
+		rw:    rw,
+		sc:    sc,
 		slots: make(chan struct{}, maxInflight),
 		dead:  make(chan struct{}),
 		wbuf:  make([]byte, 0, 16<<10),
@@ -576,13 +433,12 @@ func (c *backendConn) dial(deadline time.Time) (*session, error) {
 // reads one response per queued call, in order, by the oldest call's deadline.
 // A failure kills the session and fails every call queued on it. It exits when
 // the session dies.
-func (c *backendConn) read(ss *session) {
+func (c *serverConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
-	r := memcache.NewReader(ss.rw, c.srv.pool.proxy.serverLimits())
 	var next *call // the oldest call, when the last pop found one
 	for {
-		err := r.Wait()
+		err := ss.sc.wait()
 		cl := next
 		if cl == nil {
 			cl = ss.peek()
@@ -592,9 +448,9 @@ func (c *backendConn) read(ss *session) {
 		}
 		if err == nil {
 			if cl == nil {
-				err = errors.New("data from the server with no request waiting")
+				err = fmt.Errorf("%w: data from the server with no request waiting", errBadReply)
 			} else {
-				err = r.ReadResponse(&cl.resp, cl.cmd, cl.maxItems)
+				err = ss.sc.read(cl.reply)
 			}
 		}
 		if err != nil {
@@ -604,8 +460,11 @@ func (c *backendConn) read(ss *session) {
 		next = ss.pop()
 		c.queued.Add(-1)
 		c.srv.ok()
+		n := cl.reply.size()
+		cl.held = int64(n)
+		c.srv.pool.proxy.mem.add(cl.held)
 		c.srv.stats.responses.Add(1)
-		c.srv.stats.responseBytes.Add(uint64(len(cl.resp.Line) + len(cl.resp.Value)))
+		c.srv.stats.responseBytes.Add(uint64(n))
 		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
 		cl.complete(nil)
 	}
@@ -613,21 +472,32 @@ func (c *backendConn) read(ss *session) {
 
 // readFailed kills ss after a failed read and fails its calls: the oldest with
 // the reason, the others as closed.
-func (c *backendConn) readFailed(ss *session, err error) {
+func (c *serverConn) readFailed(ss *session, err error) {
 	ss.kill()
 	calls := ss.fail()
 	c.queued.Add(-int32(len(calls)))
 	for range calls {
 		<-ss.slots
 	}
-	if len(calls) == 0 {
+	bad := errors.Is(err, errBadReply)
+	if bad {
+		c.srv.stats.badReplies.Add(1)
+		c.srv.pool.proxy.log.Warn("server reply out of protocol: connection reset", "pool", c.srv.pool.name,
+			"server", c.srv.name, "err", err, "requests_failed", len(calls))
+	}
+	if errors.Is(err, io.EOF) && c.srv.ctx.Err() == nil {
+		c.srv.stats.eof.Add(1) // the server closed the connection
+	}
+	if len(calls) == 0 && !bad {
 		return // closed while idle: nothing failed
 	}
-	if isTimeout(err) {
+	switch {
+	case isTimeout(err):
 		c.srv.stats.timedout.Add(1)
 		err = errTimeout
-	} else {
-		c.srv.stats.eof.Add(1)
+	case bad:
+		err = errBadReply
+	default:
 		err = dialError(err)
 	}
 	if c.srv.ctx.Err() == nil { // not closing
@@ -659,9 +529,8 @@ func dialError(err error) error {
 	case errors.Is(err, context.Canceled):
 		return errShutdown
 	}
-	var me *memcache.Error
-	if errors.As(err, &me) {
-		return errors.New("Protocol error")
+	if errors.Is(err, errBadReply) {
+		return errBadReply
 	}
 	return errClosed
 }

@@ -1,0 +1,378 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// closeLinger bounds how long a client's connection, closed for writing at
+// shutdown, waits for the client to close its side: closing it while the
+// client still sends would reset it, and a reset may destroy replies the
+// client has not read yet.
+const closeLinger = 500 * time.Millisecond
+
+// maxPipeline bounds the requests of a client in flight at once, and
+// maxPendingBytes the values they carry: past either, the client's replies are
+// written before more of its requests are read.
+const (
+	maxPipeline     = 256
+	maxPendingBytes = 4 << 20
+)
+
+// client is one client connection, served by one goroutine (serve): it reads
+// and dispatches every request the client has already sent, so that pipelined
+// requests go to their servers in parallel, then writes their replies in order.
+//
+// An idle client costs little: while it waits for the client's next bytes, it
+// holds no read buffer but src's few hundred bytes, and no write buffer.
+type client struct {
+	pool    *pool
+	conn    net.Conn
+	rw      io.ReadWriter // reads and writes conn; see socketIO
+	src     clientSource
+	cc      clientCodec
+	pending []*clientReq
+	pbytes  int   // bytes held by the pending requests
+	werr    error // why a write failed: nothing more is written
+	broken  bool  // the connection failed or is closing: read no more
+	idle    bool  // a read deadline for the idle timeout is set
+}
+
+// clientSource is what a client's codec reads: the bytes read while the client
+// was idle, then the connection.
+type clientSource struct {
+	rw   io.Reader
+	head []byte // the unread bytes of buf
+	buf  [512]byte
+	// stopping is set when the pool stops (the proxy shuts down, a reload
+	// removes or restarts the pool): the connection is read no further, so
+	// that the requests read are answered and no other begins.
+	stopping *atomic.Bool
+}
+
+func (s *clientSource) Read(p []byte) (int, error) {
+	if len(s.head) > 0 {
+		n := copy(p, s.head)
+		s.head = s.head[n:]
+		return n, nil
+	}
+	if s.stopping.Load() {
+		return 0, io.EOF
+	}
+	return s.rw.Read(p)
+}
+
+// wait waits for the client's next bytes and reads them into buf, so that
+// waiting takes no larger buffer; it returns an error only if it read nothing.
+func (s *clientSource) wait() error {
+	n, err := s.rw.Read(s.buf[:])
+	s.head = s.buf[:n]
+	if n > 0 {
+		return nil // a failure shows again at the next read
+	}
+	return err
+}
+
+// outBufs holds the write buffers of clients, each a *[]byte, taken while a
+// client writes its replies.
+var outBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Replies are written once flushAt bytes are ready, and write buffers grown
+// past maxOutBuf, for a large value, are left to the garbage collector.
+const (
+	flushAt   = 64 << 10
+	maxOutBuf = 256 << 10
+)
+
+// clientReq is one client request and what answers it.
+type clientReq struct {
+	req     request
+	act     action
+	calls   []*call
+	ncalls  int
+	keyCall []int // for a request split over servers: the call of each key, -1 if none
+	split   bool
+	err     error // why no server could take the request
+	start   time.Time
+}
+
+func (r *clientReq) reset() {
+	r.ncalls = 0
+	r.keyCall = r.keyCall[:0]
+	r.split = false
+	r.err = nil
+}
+
+// newCall returns the request's next call, made with a reply of cd.
+func (r *clientReq) newCall(cd codec) *call {
+	if r.ncalls == len(r.calls) {
+		r.calls = append(r.calls, &call{done: make(chan struct{}, 1), reply: cd.newReply()})
+	}
+	c := r.calls[r.ncalls]
+	r.ncalls++
+	c.err = nil
+	c.held = 0
+	c.out = c.out[:0]
+	return c
+}
+
+func (c *client) serve() {
+	pl := c.pool
+	defer func() {
+		c.conn.Close()
+		pl.conns.Delete(c.conn)
+		pl.nconns.Add(-1)
+		pl.clients.Done()
+	}()
+	c.rw = socketIO(c.conn)
+	c.src.rw, c.src.stopping = c.rw, &pl.stopping
+	c.cc = pl.codec.newClient(&c.src)
+	for {
+		more := len(c.src.head) > 0 || c.cc.buffered() > 0
+		mem := pl.proxy.mem
+		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() {
+			// Nothing more has arrived, or this client or the proxy holds
+			// much: answer what was read before reading more.
+			c.flush()
+			if c.broken {
+				return
+			}
+			if !mem.wait(pl.stopped) {
+				c.finish()
+				return
+			}
+		}
+		if !more {
+			c.cc.release()
+			c.setIdleDeadline()
+			// Checked after setting the deadline: drain sets stopping
+			// before the deadline that wakes this wait, which must not be
+			// overwritten unseen.
+			if pl.stopping.Load() {
+				c.finish()
+				return
+			}
+			if err := c.src.wait(); err != nil {
+				c.readFailed(err)
+				return
+			}
+		}
+		r := pl.reqs.Get().(*clientReq)
+		r.reset()
+		act, err := c.cc.read(r.req)
+		r.start = time.Now()
+		if err != nil {
+			pl.reqs.Put(r)
+			c.readFailed(err)
+			return
+		}
+		r.act = act
+		if cmd := r.req.command(); cmd > 0 {
+			pl.cmds[cmd].inc()
+		}
+		if act == forward {
+			c.dispatch(r)
+		}
+		c.pending = append(c.pending, r)
+		n := r.req.size()
+		c.pbytes += n
+		mem.add(int64(n))
+		if act == closeAfter {
+			c.broken = true
+			c.finish()
+			return
+		}
+	}
+}
+
+// readFailed counts why the client's connection could not be read, and
+// answers the requests read before.
+func (c *client) readFailed(err error) {
+	stopping := c.pool.stopping.Load()
+	if isEOF(err) || stopping {
+		c.pool.stats.clientEOF.Add(1)
+	} else {
+		c.pool.stats.clientErr.Add(1)
+	}
+	c.flush()
+	if stopping {
+		c.finish()
+	}
+}
+
+// finish ends the connection of a client answered at shutdown: it closes it
+// for writing, so that the client reads every reply and then the end of the
+// stream, and discards what the client still sends until it closes its side,
+// for at most closeLinger; serve then closes the connection.
+func (c *client) finish() {
+	c.flush()
+	if cw, ok := c.conn.(interface{ CloseWrite() error }); ok && c.werr == nil && cw.CloseWrite() == nil {
+		c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		for {
+			if _, err := c.rw.Read(c.src.buf[:]); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// setIdleDeadline sets the read deadline of the pool's idle timeout, which a
+// reload may have changed since the last wait.
+func (c *client) setIdleDeadline() {
+	idle := c.pool.proxy.idleTimeout(c.pool.state.Load().cfg)
+	switch {
+	case idle > 0:
+		c.conn.SetReadDeadline(time.Now().Add(idle))
+		c.idle = true
+	case c.idle:
+		c.conn.SetReadDeadline(time.Time{})
+		c.idle = false
+	}
+}
+
+// flush waits for the replies of the pending requests and writes them in order.
+func (c *client) flush() {
+	if len(c.pending) == 0 {
+		return
+	}
+	out := outBufs.Get().(*[]byte)
+	held := int64(c.pbytes)
+	for _, r := range c.pending {
+		for _, cl := range r.calls[:r.ncalls] {
+			<-cl.done
+			held += cl.held
+		}
+		if c.werr == nil {
+			*out = c.respond(*out, r)
+			if len(*out) >= flushAt {
+				c.write(*out)
+				*out = (*out)[:0]
+			}
+		}
+		c.pool.observeRequest(r)
+		c.pool.reqs.Put(r)
+	}
+	clear(c.pending)
+	c.pending = c.pending[:0]
+	c.pbytes = 0
+	c.pool.proxy.mem.release(held)
+	if len(*out) > 0 && c.werr == nil {
+		c.write(*out)
+	}
+	if cap(*out) <= maxOutBuf {
+		*out = (*out)[:0]
+		outBufs.Put(out)
+	}
+	if c.werr != nil {
+		c.broken = true
+	}
+}
+
+// write writes replies to the client, unless a write failed before.
+func (c *client) write(b []byte) {
+	if _, err := c.rw.Write(b); err != nil {
+		c.werr = err
+	}
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
+
+// dispatch routes r and sends its calls.
+func (c *client) dispatch(r *clientReq) {
+	pl := c.pool
+	st := pl.state.Load()
+	req := r.req
+	var deadline time.Time
+	if t := st.timeout(); t > 0 {
+		deadline = r.start.Add(t)
+	}
+	n := req.nkeys()
+	if n > 1 && req.splits() {
+		c.dispatchSplit(r, st, deadline)
+		return
+	}
+	var key []byte
+	if n > 0 {
+		key = req.routeKey(0)
+	}
+	srv, err := st.route(key)
+	for i := 1; i < n && err == nil && !st.dist.Random; i++ {
+		// A request that does not split goes whole to one server.
+		if s, err2 := st.route(req.routeKey(i)); err2 != nil || s != srv {
+			err = errKeysSpread
+		}
+	}
+	if err != nil {
+		pl.stats.forwardErr.Add(1)
+		r.err = err
+		return
+	}
+	cl := r.newCall(pl.codec)
+	cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
+	cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
+	srv.send(cl)
+}
+
+// dispatchSplit sends a request of many keys as one call per server, each
+// with the server's keys, in parallel.
+func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
+	req := r.req
+	r.split = true
+	for i := range req.nkeys() {
+		srv, err := st.route(req.routeKey(i))
+		if err != nil {
+			r.keyCall = append(r.keyCall, -1)
+			r.err = err
+			continue
+		}
+		j := 0
+		for j < r.ncalls && r.calls[j].srv != srv {
+			j++
+		}
+		if j == r.ncalls {
+			cl := r.newCall(c.pool.codec)
+			cl.srv = srv
+			cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
+		}
+		r.keyCall = append(r.keyCall, j)
+	}
+	if r.ncalls == 0 {
+		c.pool.stats.forwardErr.Add(1)
+		return
+	}
+	c.pool.stats.fragments.Add(uint64(r.ncalls))
+	for j, cl := range r.calls[:r.ncalls] {
+		cl.out = req.appendRequest(cl.out, r.keyCall, j, cl.reply)
+		cl.srv.send(cl)
+	}
+}
+
+// respond appends the reply to r.
+func (c *client) respond(dst []byte, r *clientReq) []byte {
+	req := r.req
+	switch {
+	case r.act != forward:
+		return req.appendLocal(dst)
+	case r.ncalls == 0:
+		return req.appendError(dst, r.err)
+	case r.split:
+		for _, cl := range r.calls[:r.ncalls] {
+			if cl.err != nil {
+				c.pool.stats.forwardErr.Add(1)
+			}
+		}
+		return req.merge(dst, r.keyCall, r.calls[:r.ncalls])
+	}
+	cl := r.calls[0]
+	if cl.err != nil {
+		c.pool.stats.forwardErr.Add(1)
+		return req.appendError(dst, cl.err)
+	}
+	return req.appendReply(dst, cl.reply)
+}

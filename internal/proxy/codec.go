@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+)
+
+// A codec is all the proxy knows of a protocol. The rest of the proxy — the
+// client loop, routing, the pipelined server connections, timeouts, ejection,
+// reloads, metrics, TLS and shutdown — moves requests and replies it never
+// looks inside. memcacheCodec is the first codec; a Redis codec is the second.
+//
+// The life of a request:
+//
+//  1. A client connection's clientCodec reads it into a request and says what
+//     to do with it (an action): forward it, answer it locally, or answer it
+//     and close the connection. Bad input is answered locally, with the
+//     protocol's own error; the codec keeps whatever state a connection has
+//     (a Redis client's AUTH, say) and answers the commands that need no
+//     server (memcached's mn; Redis's PING, ECHO, SELECT 0, AUTH, QUIT).
+//  2. To forward it, the proxy routes each of its keys (nkeys, routeKey) to a
+//     server. A request whose keys may go to different servers (splits: a get
+//     of many keys, Redis's MGET, MSET, DEL, EXISTS) becomes one call per
+//     server, each carrying its share of the keys; the others go whole to the
+//     server of their keys, and are refused when their keys belong to several.
+//  3. For each call, appendRequest writes the bytes a server receives. A codec
+//     writes them from the request's parsed and validated fields, never from
+//     the client's bytes, so that a server reads exactly what the proxy
+//     understood: nothing a client sends can reach a server connection shared
+//     by other clients in a form the server reads differently. appendRequest
+//     also readies the call's reply for the grammar of what was sent.
+//  4. A server connection's serverCodec reads the replies in order. A reply out
+//     of the grammar of its request is an error: the connection is reset, every
+//     request waiting on it is answered with an error, and the bad reply never
+//     reaches a client. A new connection first goes through handshake (Redis's
+//     AUTH and SELECT), and ejected servers are probed with probe.
+//  5. The client's reply is appendReply of the call's reply, merge of the
+//     calls' replies in the order of the request's keys (a get's VALUE items,
+//     MGET's array, MSET's +OK, DEL's sum), appendError for a request no server
+//     answered, or appendLocal. The codec applies noreply and quiet modes
+//     there: servers are always asked for a reply, so a server connection
+//     never loses step.
+//
+// Later features plug in here without changing the rest of the proxy. Replicas
+// ask a request whether it reads or writes (a write goes to every replica, a
+// read fails over to the next) and a reply whether it is a miss; warm-up after a
+// ring change turns a miss at a key's new owner into a read from its previous
+// owner of the key with its flags and remaining time to live, then into a write
+// of that value to the new owner: both are requests a codec builds from a key
+// and a reply, sent and read like any other.
+//
+// A codec and its requests and replies are used from many goroutines, but each
+// request, reply, clientCodec and serverCodec by one at a time. Requests and
+// replies are reused: nothing on the path of a request allocates once the
+// proxy has warmed up.
+type codec interface {
+	// commands names the protocol's commands, indexed as request.command
+	// returns them; an empty name (index 0, bad input) has no metrics.
+	commands() []string
+	// newRequest and newReply return an empty request and reply to reuse.
+	newRequest() request
+	newReply() reply
+	// newClient returns the codec of a new client connection that reads r.
+	newClient(r io.Reader) clientCodec
+	// newServer returns the codec of a new server connection that reads r.
+	newServer(r io.Reader) serverCodec
+	// probe asks a server, over a connection of its own with a deadline set,
+	// whether it serves requests, and returns nil if it does.
+	probe(rw io.ReadWriter) error
+}
+
+// action is what the proxy does with a request a clientCodec has read.
+type action uint8
+
+const (
+	// forward sends the request to the servers of its keys.
+	forward action = iota
+	// local answers it with appendLocal, without a server.
+	local
+	// closeAfter answers it with appendLocal, then closes the connection once
+	// every earlier request is answered: quit, or bad input after which the
+	// rest of the stream cannot be read.
+	closeAfter
+)
+
+// clientCodec reads the requests of one client connection and keeps the
+// protocol's state of that connection.
+type clientCodec interface {
+	// read reads the next request into req and says what to do with it. It
+	// returns an error only when the connection cannot be read: io.EOF at its
+	// end, or what the read failed with; bad input is a request answered
+	// locally.
+	read(req request) (action, error)
+	// buffered returns the number of bytes read from the connection and not
+	// yet consumed by read: the proxy answers what it has read before it
+	// waits for more, and releases the codec's buffers while it waits.
+	buffered() int
+	// release gives up the read buffer, so that an idle connection holds
+	// none; it is called only when buffered is zero, and the next read takes
+	// a buffer again.
+	release()
+}
+
+// request is one client request. The proxy calls its methods only after a
+// clientCodec's read filled it, and reuses it once its reply is written.
+type request interface {
+	// command returns the index of the request's command in the codec's
+	// commands, for metrics: 0 for bad input.
+	command() int
+	// nkeys returns the number of keys the request names; a request without
+	// keys (memcached's version) goes to the server of the empty key.
+	nkeys() int
+	// routeKey returns key i as the distribution hashes it (before the pool's
+	// hash tag): a base64 meta key decoded, say.
+	routeKey(i int) []byte
+	// splits says whether the keys may belong to different servers, each
+	// server getting its share; if not, all must belong to one.
+	splits() bool
+	// appendRequest appends what the server of a call receives: the whole
+	// request if keyCall is nil, else the request for the keys i with
+	// keyCall[i] == part, in order. It readies rep to read the reply to what
+	// it appended.
+	appendRequest(dst []byte, keyCall []int, part int, rep reply) []byte
+	// appendReply appends the client's reply to the request sent whole, from
+	// the server's reply rep.
+	appendReply(dst []byte, rep reply) []byte
+	// merge appends the client's reply to a request split over calls, from
+	// their replies (call.reply, or call.err for a call that failed);
+	// keyCall[i] is the call of key i, -1 for a key no server could take.
+	merge(dst []byte, keyCall []int, calls []*call) []byte
+	// appendError appends the client's reply to a request no server
+	// answered, err saying why ("Connection timed out", "no live servers").
+	appendError(dst []byte, err error) []byte
+	// appendLocal appends the reply to a request read with the action local or
+	// closeAfter.
+	appendLocal(dst []byte) []byte
+	// size returns the bytes the request holds (its value), for the memory
+	// the proxy accounts to a client.
+	size() int
+}
+
+// reply is a server's reply to one call.
+type reply interface {
+	// size returns the bytes read for it.
+	size() int
+}
+
+// serverCodec reads the replies of one server connection.
+type serverCodec interface {
+	// handshake runs on a new connection before any request: it writes to w
+	// what the server must receive first and reads the replies, all within
+	// the deadline set on the connection. A codec that needs none returns nil.
+	handshake(w io.Writer) error
+	// wait waits until the next reply begins to arrive, or the read fails; a
+	// failed wait may be retried (after a read deadline, say).
+	wait() error
+	// read reads the next reply into rep, which appendRequest readied. A
+	// reply out of its request's grammar is an error wrapping errBadReply:
+	// the connection is out of step and is reset.
+	read(rep reply) error
+}
+
+// errBadReply is the error, wrapped, of a reply out of its request's grammar.
+var errBadReply = errors.New("Protocol error")

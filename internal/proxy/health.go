@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// ok records a successful exchange.
+func (s *server) ok() {
+	if s.failures.Load() != 0 {
+		s.failures.Store(0)
+	}
+}
+
+// fail records a failed connection or exchange and ejects the server when the
+// pool says so.
+func (s *server) fail() {
+	s.stats.errors.Add(1)
+	n := s.failures.Add(1)
+	st := s.pool.state.Load()
+	if st == nil || !st.cfg.AutoEjectHosts || int(n) < st.cfg.ServerFailureLimit {
+		return
+	}
+	if s.ejected.CompareAndSwap(false, true) {
+		s.ejectedAt.Store(time.Now().Unix())
+		s.pool.stats.ejects.Add(1)
+		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)
+		s.pool.reroute()
+		if s.probeRunning.CompareAndSwap(false, true) && !s.spawn(s.probeLoop) {
+			s.probeRunning.Store(false)
+		}
+	}
+}
+
+// probeLoop readmits an ejected server once it answers: every
+// server_retry_timeout it connects and sends the codec's probe (memcached's
+// version), and only a server that answers in time goes back into the ring.
+// twemproxy instead puts a server back blindly when the retry timeout passes.
+func (s *server) probeLoop() {
+	defer s.probeRunning.Store(false)
+	for {
+		st := s.pool.state.Load()
+		retry := st.cfg.ServerRetryTimeout
+		if retry <= 0 {
+			retry = 30 * time.Second
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := s.probe(st.timeout())
+		if err == nil {
+			s.failures.Store(0)
+			s.ejected.Store(false)
+			s.pool.proxy.log.Info("server readmitted after a successful probe", "pool", s.pool.name, "server", s.name)
+			s.pool.reroute()
+			return
+		}
+		s.pool.proxy.log.Info("server still down", "pool", s.pool.name, "server", s.name, "err", err)
+	}
+}
+
+// probe connects to the server and asks the codec's probe whether it serves.
+func (s *server) probe(timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(s.ctx, s.network(), s.addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if err := s.pool.codec.probe(conn); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestMemoryWait checks the accounting under the budget: a wait ends when
+// releases bring the bytes held down to the budget, not before, or when done
+// is closed.
+func TestMemoryWait(t *testing.T) {
+	m := newMemory(100)
+	m.add(150)
+	woke := make(chan bool, 1)
+	go func() { woke <- m.wait(nil) }()
+	m.release(30) // 120: still over
+	select {
+	case <-woke:
+		t.Fatal("wait ended while over the budget")
+	case <-time.After(20 * time.Millisecond):
+	}
+	m.release(20) // 100: at the budget
+	if ok := <-woke; !ok {
+		t.Error("wait = false; want true")
+	}
+	m.add(1)
+	done := make(chan struct{})
+	close(done)
+	if m.wait(done) {
+		t.Error("wait over the budget with done closed = true; want false")
+	}
+	if got := m.peak.Load(); got != 150 {
+		t.Errorf("peak = %d; want 150", got)
+	}
+}
+
+// TestTrim makes 256 MiB of garbage, as a burst of connections leaves: the
+// trimmer leaves it while collections run, returns it to the system at its
+// first quiet tick, and then finds nothing more to return.
+func TestTrim(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's memory would count")
+	}
+	var tr trimmer
+	tr.tick()
+	garbage := make([][]byte, 256)
+	for i := range garbage {
+		garbage[i] = make([]byte, 1<<20)
+		garbage[i][0] = 1
+	}
+	runtime.KeepAlive(garbage)
+	garbage = nil
+	runtime.GC() // the burst's last collection, while it ends
+	if before, _ := tr.tick(); before != 0 {
+		t.Errorf("the trimmer trimmed after a collection (%d kept)", before)
+	}
+	before, after := tr.tick()
+	t.Logf("kept %d bytes before the trim, %d after", before, after)
+	if before < after+200<<20 {
+		t.Errorf("a quiet tick after 256 MiB of garbage: kept %d bytes before, %d after; want the garbage returned", before, after)
+	}
+	if before, _ := tr.tick(); before != 0 {
+		t.Errorf("a third tick trimmed again (%d kept)", before)
+	}
+}

@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
+)
+
+// state is an immutable snapshot of a pool's routing: its configuration, its
+// servers and the router over those that are not ejected.
+type state struct {
+	cfg     *config.Pool
+	dist    dist.Entry // the pool's distribution, for its capabilities
+	servers map[string]*server
+	list    []*server // in configuration order
+	// router routes keys over the live servers (all servers when ejected ones
+	// answer errors rather than move) to their index in live; nil when none is
+	// live.
+	router dist.Router
+	live   []*server
+	eject  bool // ejected servers answer errors instead of moving their keys
+}
+
+func (st *state) timeout() time.Duration { return st.cfg.Timeout }
+
+// route returns the server that owns key.
+func (st *state) route(key []byte) (*server, error) {
+	if st.router == nil {
+		return nil, errNoServers
+	}
+	i, err := st.router.Lookup(st.cfg.HashKey(key))
+	if err != nil {
+		return nil, err
+	}
+	srv := st.live[i]
+	if st.eject && srv.ejected.Load() {
+		return nil, errEjected
+	}
+	return srv, nil
+}
+
+// newState builds the routing state of cfg over servers.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+	e, err := dist.EntryOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
+	var live []config.Server
+	for _, s := range servers {
+		st.servers[s.name] = s
+		if ejectErrors || !s.ejected.Load() {
+			live = append(live, s.cfg)
+			st.live = append(st.live, s)
+		}
+	}
+	if len(live) == 0 {
+		return st, nil
+	}
+	r, err := dist.Build(cfg, live)
+	if err != nil {
+		return nil, err
+	}
+	st.router = r
+	return st, nil
+}
+
+// reroute rebuilds the router after a server was ejected or readmitted. Keys of
+// an ejected server go where the distribution puts them without it, as in
+// twemproxy: for the chash distribution, and ketama with equal weights, that is
+// the next server clockwise, and no other key moves.
+func (pl *pool) reroute() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	cur := pl.state.Load()
+	st, err := newState(cur.cfg, cur.list, cur.eject)
+	if err != nil {
+		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
+		return
+	}
+	pl.state.Store(st)
+}
+
+// update swaps in the routing state of cfg, the pool of the file at path,
+// reusing unchanged servers, and reads the pool's TLS files again. A pool
+// whose settings and servers are those it has keeps its state.
+func (pl *pool) update(path string, cfg *config.Pool) error {
+	if cfg.TLSCertFile != "" {
+		// Validate has just read the files; if they broke since, the
+		// certificate in use stays, and the routing is updated all the same.
+		if cert, err := loadCert(path, cfg); err != nil {
+			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
+		} else {
+			pl.cert.Store(cert)
+		}
+	}
+	if samePool(pl.state.Load().cfg, cfg) {
+		return nil
+	}
+	return pl.swap(cfg, "reload")
+}
+
+// samePool reports whether a and b have the same settings and servers: the
+// same exported fields, but for the lines where a file has them.
+func samePool(a, b *config.Pool) bool {
+	if len(a.Servers) != len(b.Servers) {
+		return false
+	}
+	for i, s := range a.Servers {
+		t := b.Servers[i]
+		s.Line, t.Line = 0, 0
+		if s != t {
+			return false
+		}
+	}
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := range av.NumField() {
+		f := av.Type().Field(i)
+		if f.IsExported() && f.Name != "Line" && f.Name != "Servers" &&
+			!reflect.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+			return false
+		}
+	}
+	return true
+}
+
+// swap makes cfg the pool's configuration, reusing the servers that keep their
+// name, address, weight and number of connections, with their connections and
+// health, and logs the fraction of the key space that moved, saying why.
+// Servers that left are closed once the requests already routed to them are
+// done. It changes nothing if the router of cfg does not build.
+func (pl *pool) swap(cfg *config.Pool, why string) error {
+	pl.mu.Lock()
+	cur := pl.state.Load()
+	var servers, added []*server
+	reused := map[*server]bool{}
+	for _, s := range cfg.Servers {
+		old := cur.servers[s.Name()]
+		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
+			servers = append(servers, old)
+			reused[old] = true
+			continue
+		}
+		ns := newServer(pl, s, cfg.ServerConnections)
+		servers = append(servers, ns)
+		added = append(added, ns)
+	}
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
+	if err != nil {
+		pl.mu.Unlock()
+		for _, s := range added {
+			s.close()
+		}
+		return err
+	}
+	pl.state.Store(st)
+	pl.mu.Unlock()
+
+	var gone []*server
+	for _, s := range cur.list {
+		if !reused[s] {
+			gone = append(gone, s)
+		}
+	}
+	pl.logMoves(cur, st, why)
+	if len(gone) > 0 {
+		// Let requests already routed to the leaving servers finish.
+		grace := max(2*cfg.Timeout, time.Second)
+		pl.proxy.wg.Add(1)
+		go pl.retire(gone, grace)
+	}
+	return nil
+}
+
+// retire closes servers that left the configuration after grace, and drops
+// the metrics of those whose name has not come back meanwhile: a server
+// removed and added again keeps its latency series.
+func (pl *pool) retire(gone []*server, grace time.Duration) {
+	defer pl.proxy.wg.Done()
+	t := time.NewTimer(grace)
+	select {
+	case <-t.C:
+	case <-pl.proxy.ctx.Done():
+		t.Stop()
+	}
+	for _, s := range gone {
+		s.close()
+	}
+	// pl.mu orders this with swap, which makes the series of a server added.
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	st := pl.state.Load()
+	for _, s := range gone {
+		if st.servers[s.name] == nil {
+			pl.proxy.metrics.forgetServer(pl.name, s.name)
+		}
+	}
+}
+
+// logMoves logs the fraction of the key space each server gained or lost, and
+// why it moved ("reload", ...).
+func (pl *pool) logMoves(old, cur *state, why string) {
+	switch {
+	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
+		return // nothing to measure, or keys routed at random
+	case old.router == nil || cur.router == nil:
+		// To or from no live server: every key moves.
+		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",
+			"servers_before", len(old.live), "servers_after", len(cur.live))
+		return
+	}
+	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
+	if err != nil {
+		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
+		return
+	}
+	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
+		"added", d.Added, "removed", d.Removed}
+	for _, fl := range d.Flows {
+		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
+	}
+	pl.proxy.log.Info(why+": key space moved", attrs...)
+}
+
+func nodesOf(servers []*server) []chash.Node {
+	ns := make([]chash.Node, len(servers))
+	for i, s := range servers {
+		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
+	}
+	return ns
+}

@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+)
+
+// Errors a call can end with; each becomes "SERVER_ERROR <text>" for the client.
+var (
+	errTimeout   = errors.New("Connection timed out")
+	errClosed    = errors.New("Connection closed")
+	errEjected   = errors.New("server ejected")
+	errNoServers = errors.New("no live servers")
+	errShutdown  = errors.New("proxy shutting down")
+	// errKeysSpread refuses a request whose keys must all go to one server but
+	// belong to several.
+	errKeysSpread = errors.New("keys on different servers")
+)
+
+// server is one server of a pool: its connections, its health and its
+// counters. It is shared by the pool states of successive reloads as long as its
+// name, address and number of connections stay the same.
+type server struct {
+	pool  *pool
+	cfg   config.Server
+	name  string
+	addr  string
+	conns []*serverConn
+	next  atomic.Uint32
+
+	failures     atomic.Int32
+	ejected      atomic.Bool
+	ejectedAt    atomic.Int64 // unix seconds of the last ejection
+	ctx          context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	stats        serverStats
+	latency      []observer // by command
+	probeRunning atomic.Bool
+
+	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
+	closing bool
+}
+
+// spawn runs f in a goroutine that close waits for, unless the server is
+// closing.
+func (s *server) spawn(f func()) bool {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func newServer(pl *pool, s config.Server, nconns int) *server {
+	ctx, cancel := context.WithCancel(pl.proxy.ctx)
+	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
+	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name, pl.codec.commands())
+	srv.conns = make([]*serverConn, max(nconns, 1))
+	for i := range srv.conns {
+		srv.conns[i] = &serverConn{srv: srv}
+	}
+	return srv
+}
+
+// serverAddr returns the address to dial: "host:port", or a socket path.
+func serverAddr(s config.Server) string {
+	if s.Port == 0 {
+		return s.Host
+	}
+	return net.JoinHostPort(s.Host, itoa(s.Port))
+}
+
+func (s *server) network() string {
+	if s.cfg.Port == 0 {
+		return "unix"
+	}
+	return "tcp"
+}
+
+// send writes c on one of the server's connections.
+func (s *server) send(c *call) {
+	c.srv = s
+	conn := s.conns[0]
+	if len(s.conns) > 1 {
+		conn = s.conns[s.next.Add(1)%uint32(len(s.conns))]
+	}
+	conn.send(c)
+}
+
+// close closes the server's connections, failing the calls in flight on them,
+// and waits for its goroutines to end.
+func (s *server) close() {
+	s.goMu.Lock()
+	s.closing = true
+	s.goMu.Unlock()
+	s.cancel()
+	for _, c := range s.conns {
+		c.close()
+	}
+	s.wg.Wait()
+}
+
+// preconnect dials every connection of the server, in the background.
+func (s *server) preconnect() {
+	for _, c := range s.conns {
+		s.spawn(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.ss == nil && !c.closed {
+				if ss, err := c.dial(time.Now().Add(max(s.pool.state.Load().timeout(), time.Second))); err == nil {
+					c.setSession(ss)
+				}
+			}
+		})
+	}
+}
