@@ -110,13 +110,13 @@ func TestMemcacheCodecSplit(t *testing.T) {
 		{reply: cd.newReply(), err: errTimeout},
 	}
 	want := "VALUE a 1 1 10\r\nA\r\nVALUE b 2 2 11\r\nBB\r\nVALUE a 1 1 10\r\nA\r\nEND\r\n"
-	if got := string(req.merge(nil, keyCall, calls)); got != want {
+	if got := string(req.merge(nil, keyCall, calls, nil)); got != want {
 		t.Errorf("merge = %q; want %q", got, want)
 	}
 	// Every server failed: the first failure is the reply.
 	calls[0] = serverReply(t, cd, req, keyCall, 0, "SERVER_ERROR out of memory\r\n")
 	calls[1].err = errClosed
-	if got, want := string(req.merge(nil, keyCall, calls)), "SERVER_ERROR out of memory\r\n"; got != want {
+	if got, want := string(req.merge(nil, keyCall, calls, nil)), "SERVER_ERROR out of memory\r\n"; got != want {
 		t.Errorf("merge of failures = %q; want %q", got, want)
 	}
 }
@@ -199,7 +199,7 @@ func TestMemcacheCodecAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out = req.merge(out[:0], keyCall, calls)
+		out = req.merge(out[:0], keyCall, calls, nil)
 	})
 	if n > 0 {
 		t.Errorf("a split get allocates %v times; want 0", n)

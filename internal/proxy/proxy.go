@@ -70,6 +70,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/resp"
 )
 
 // Proxy serves the pools of a configuration. Set its fields, then call Start;
@@ -83,6 +84,12 @@ type Proxy struct {
 	// items stored straight into a memcached with a large -I still read through
 	// the proxy.
 	Limits memcache.Limits
+	// RedisLimits bound the requests the proxy accepts from the clients of
+	// Redis pools. The zero value means Redis's own defaults (see
+	// resp.Limits): bulk strings of up to 512 MiB (proto-max-bulk-len), inline
+	// requests of 64 KiB, requests of 1 GiB. Replies from servers may be as
+	// large (or as RedisLimits, if larger).
+	RedisLimits resp.Limits
 	// EjectErrors makes an ejected server's keys answer "SERVER_ERROR server
 	// ejected" instead of moving to other servers, so clients never read data
 	// that another server held while this one was out, in pools that do not set
@@ -165,16 +172,16 @@ func (p *Proxy) Start(f *config.File) error {
 	return nil
 }
 
-// Validate checks that f can be served: every pool is a memcached pool with a
-// listen address, its router builds, and its TLS certificate and key, if it
-// names them, load.
+// Validate checks that f can be served: every pool has a listen address, its
+// router builds, its redis_db is not negative, and its TLS certificate and
+// key, if it names them, load.
 func Validate(f *config.File) error {
 	if len(f.Pools) == 0 {
 		return fmt.Errorf("proxy: %s: no pools", f.Path)
 	}
 	for _, cfg := range f.Pools {
-		if cfg.Redis {
-			return fmt.Errorf("proxy: %s:%d: pool %q: redis: true is not supported yet; chash proxy speaks only the memcached protocol", f.Path, cfg.KeyLine("redis"), cfg.Name)
+		if cfg.RedisDB < 0 {
+			return fmt.Errorf("proxy: %s:%d: pool %q: redis_db %d is not a database number (0 or more)", f.Path, cfg.KeyLine("redis_db"), cfg.Name, cfg.RedisDB)
 		}
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
@@ -251,7 +258,7 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: newMemcacheCodec(p.Limits)}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: p.newCodec(cfg)}
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
@@ -295,6 +302,20 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	return pl, nil
 }
 
+// newCodec returns the codec of the pool cfg's protocol.
+func (p *Proxy) newCodec(cfg *config.Pool) codec {
+	if cfg.Redis {
+		return newRedisCodec(p.RedisLimits, cfg)
+	}
+	return newMemcacheCodec(p.Limits)
+}
+
+// sameProtocol says whether the pool speaks cfg's protocol with cfg's
+// settings: the codec of a Redis pool holds its password and database.
+func sameProtocol(old, cfg *config.Pool) bool {
+	return old.Redis == cfg.Redis && old.RedisAuth == cfg.RedisAuth && old.RedisDB == cfg.RedisDB
+}
+
 // listen opens the listener of cfg.
 func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	network, addr := p.listenAddr(cfg)
@@ -322,9 +343,10 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // Reload makes f the proxy's configuration. It validates f first, reading every
 // pool's TLS files, and changes nothing if f is invalid. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
-// closed, and a pool whose listen address or TLS files (tls_cert_file,
-// tls_key_file, added, removed or renamed) changed stops, closing its clients,
-// and starts anew on its new listener (if that fails, Reload stops the pools it
+// closed, and a pool whose listen address, TLS files (tls_cert_file,
+// tls_key_file, added, removed or renamed) or protocol (redis, redis_auth,
+// redis_db) changed stops, closing its clients and server connections, and
+// starts anew on its new listener (if that fails, Reload stops the pools it
 // started and returns the error). In the other pools, servers that keep their
 // name, address, weight and connection count keep their connections and
 // health, and the routing state is swapped atomically; requests already routed
@@ -456,11 +478,12 @@ func checkServers(servers []config.Server) error {
 	return nil
 }
 
-// sameListener says whether the pool can serve cfg on its listener: the address
-// and TLS files are the same.
+// sameListener says whether the pool can serve cfg on its listener and
+// connections: the address, TLS files and protocol settings are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
-	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile
+	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
+		sameProtocol(old, cfg)
 }
 
 // sameAddr says whether the pool listens where cfg says.

@@ -545,9 +545,9 @@ func TestReload(t *testing.T) {
 		t.Errorf("reloads: %d errors, %d successes for keys that did not move", n, get(&l.ok, "stable"))
 	}
 	// Invalid configurations are refused; the old one keeps serving.
-	bad := parseConfig(t, poolYAML("redis: true", servers[0]))
+	bad := parseConfig(t, strings.Replace(y3, "  listen: 127.0.0.1:22121\n", "", 1))
 	if err := p.Reload(bad); err == nil {
-		t.Error("reload of a redis pool accepted")
+		t.Error("reload of a pool without a listen address accepted")
 	}
 	c := dial(t, p.Addr("alpha").String())
 	if got := c.mustDo("set z 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
@@ -635,16 +635,24 @@ func TestPoolEjectErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, y := range []string{
-		"a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",
-		"a:\n  servers:\n   - 127.0.0.1:2:1\n",
+	for _, tt := range []struct {
+		yaml string
+		edit func(*config.Pool) // a change made in code, past what a file can say
+		want string
+	}{
+		{yaml: "a:\n  servers:\n   - 127.0.0.1:2:1\n", want: `pool "a": no listen address`},
+		{yaml: "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",
+			edit: func(p *config.Pool) { p.RedisDB = -1 }, want: `pool "a": redis_db -1 is not a database number`},
 	} {
-		f, err := config.Parse("t.yml", []byte(y))
+		f, err := config.Parse("t.yml", []byte(tt.yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Validate(f); err == nil {
-			t.Errorf("Validate(%q) = nil; want an error", y)
+		if tt.edit != nil {
+			tt.edit(f.Pools[0])
+		}
+		if err := Validate(f); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Validate(%q) = %v; want an error with %q", tt.yaml, err, tt.want)
 		}
 	}
 }
