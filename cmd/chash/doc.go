@@ -267,7 +267,7 @@
 //
 // Usage:
 //
-//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--tls-cert F --tls-key F] [--procs N]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
@@ -295,9 +295,19 @@
 // its TLS files reads them again for new clients, so a renewed certificate
 // needs no restart. eject_errors and client_idle_timeout apply at once.
 //
-// SIGTERM and SIGINT stop accepting clients, answer what clients have sent
-// (each client's connection closes once it has sent nothing for 50ms), let
-// requests in flight finish (at most 10s in all), and exit 0.
+// SIGTERM and SIGINT stop accepting clients and reading requests: every
+// request the proxy has read is answered (none is run and left unanswered),
+// then each client's connection is closed for writing, so the client reads
+// its last reply and the end of the stream; the proxy exits 0 once all are
+// done, cutting what is still in flight after 10s.
+//
+// --max-memory bounds the bytes of requests read and not yet answered and of
+// replies read from servers and not yet written, over all clients (1 GiB by
+// default): past it, clients are not read until replies are written, so a
+// client that sends faster than its replies are read cannot make the proxy
+// hold ever more. Replies to requests already sent may take it past the bound
+// (at most 256 requests per client are in flight). An idle client holds no
+// buffer.
 //
 // --procs sets how many threads run Go code. By default (0) it adapts to the
 // load: one thread while the proxy uses less than most of a core, where
@@ -307,7 +317,14 @@
 //
 // The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 // /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-// /reload and /healthz.
+// /reload and /healthz. POST /reload must carry the header Chash-Admin, with
+// any value, and a Host that is the listener's, localhost or an IP address, so
+// that no web page can make a browser reload the proxy:
+//
+//	curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+//
+// Reloads through it are at least a second apart (429 Too Many Requests
+// otherwise).
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 // 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
@@ -330,6 +347,8 @@
 //		close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
 //	--log-json
 //		log in JSON
+//	--max-memory int
+//		bytes of requests and replies in flight past which clients are not read (default 1073741824)
 //	--max-value int
 //		largest value in bytes a client may store (default 1048576)
 //	--procs int

@@ -66,9 +66,11 @@ changed restarts on its new listener, closing its clients; a pool keeping
 its TLS files reads them again for new clients, so a renewed certificate
 needs no restart. eject_errors and client_idle_timeout apply at once.
 
-SIGTERM and SIGINT stop accepting clients, answer what clients have sent
-(each client's connection closes once it has sent nothing for 50ms), let
-requests in flight finish (at most 10s in all), and exit 0.
+SIGTERM and SIGINT stop accepting clients and reading requests: every
+request the proxy has read is answered (none is run and left unanswered),
+then each client's connection is closed for writing, so the client reads
+its last reply and the end of the stream; the proxy exits 0 once all are
+done, cutting what is still in flight after 10s.
 
 --max-memory bounds the bytes of requests read and not yet answered and of
 replies read from servers and not yet written, over all clients (1 GiB by
@@ -86,7 +88,14 @@ environment variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-/reload and /healthz.
+/reload and /healthz. POST /reload must carry the header Chash-Admin, with
+any value, and a Host that is the listener's, localhost or an IP address, so
+that no web page can make a browser reload the proxy:
+
+    curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+
+Reloads through it are at least a second apart (429 Too Many Requests
+otherwise).
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.

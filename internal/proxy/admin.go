@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +31,17 @@ func (p *Proxy) ReloadFile() error {
 	return nil
 }
 
+// AdminHeader is the header a request to a state-changing admin endpoint (POST
+// /reload) must carry, with any value: a web page can make a browser send a
+// simple cross-site POST to the admin listener, but not one with this header,
+// which needs a CORS preflight that the proxy never grants.
+const AdminHeader = "Chash-Admin"
+
+// reloadEvery is the least time between two reloads through the admin
+// listener: a reload reads and checks files and measures the moved key space,
+// and a flood of them must not take the proxy's CPU from requests.
+const reloadEvery = time.Second
+
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
@@ -37,6 +49,12 @@ func (p *Proxy) ReloadFile() error {
 //	GET  /stats    counters as JSON, shaped like nutcracker's stats port
 //	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
 //	GET  /healthz  200 "ok"
+//
+// POST /reload must carry the header AdminHeader (Chash-Admin: 1) and name in
+// its Host header the admin listener's host, localhost or an IP address, so
+// that neither a cross-site request nor a DNS name rebound to the listener's
+// address reaches it (403 otherwise); and it answers 429 within a second of
+// the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.metrics.reg, promhttp.HandlerOpts{}))
@@ -45,6 +63,15 @@ func (p *Proxy) Handler() http.Handler {
 		json.NewEncoder(w).Encode(p.Stats())
 	})
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.adminRequest(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		if !p.reloadAllowed(time.Now()) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "proxy: a reload ran less than a second ago", http.StatusTooManyRequests)
+			return
+		}
 		if err := p.ReloadFile(); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -55,6 +82,38 @@ func (p *Proxy) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// adminRequest checks that r, a request to a state-changing endpoint, comes
+// from a client that is not a browser tricked by another site: it carries
+// AdminHeader, and its Host is the admin listener's host, localhost or an IP
+// address.
+func (p *Proxy) adminRequest(r *http.Request) error {
+	if r.Header.Get(AdminHeader) == "" {
+		return fmt.Errorf("proxy: %s %s needs the header %q (curl -X POST -H '%s: 1' ...)", r.Method, r.URL.Path, AdminHeader, AdminHeader)
+	}
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	listen, _, _ := net.SplitHostPort(p.Admin)
+	if host == "localhost" || host == listen || net.ParseIP(host) != nil {
+		return nil
+	}
+	return fmt.Errorf("proxy: %s %s for host %q: only the admin listener's host, localhost or an IP address", r.Method, r.URL.Path, r.Host)
+}
+
+// reloadAllowed reports whether a reload may start at now, reloadEvery after
+// the last one allowed, and if so counts it as the last.
+func (p *Proxy) reloadAllowed(now time.Time) bool {
+	p.reloadMu.Lock()
+	defer p.reloadMu.Unlock()
+	if now.Before(p.nextReload) {
+		return false
+	}
+	p.nextReload = now.Add(reloadEvery)
+	return true
 }
 
 // startAdmin opens the admin listener; Close closes it.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"testing"
 
@@ -16,10 +17,18 @@ func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	s := memcachedtest.Start(t)
-	p := startProxy(t, poolYAML("timeout: 1000", s))
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("timeout: 1000\nhash: md5", servers...))
 	c := dial(t, p.Addr("alpha").String())
-	c.mustDo("set k 0 0 5\r\nhello\r\n")
+	c.mustDo("set k 0 0 5\r\nhello\r\nset n 0 0 1\r\n0\r\n")
+	// Keys on both servers: a get of them is split in two.
+	split := "get k"
+	owner := ownerFunc(t, poolYAML("hash: md5", servers...))
+	for i := 0; split == "get k"; i++ {
+		if k := fmt.Sprint("other", i); owner(k) != owner("k") {
+			split += " " + k
+		}
+	}
 	for _, tt := range []struct {
 		req, reply string
 		max        float64
@@ -27,6 +36,10 @@ func TestAllocs(t *testing.T) {
 		{"get k\r\n", "VALUE k 0 5\r\nhello\r\nEND\r\n", 0},
 		{"set k 0 0 5\r\nhello\r\n", "STORED\r\n", 0},
 		{"mg k v\r\n", "VA 5\r\nhello\r\n", 0},
+		{split + "\r\n", "VALUE k 0 5\r\nhello\r\nEND\r\n", 0},
+		{"ms k 5 T0\r\nhello\r\n", "HD\r\n", 0},
+		{"incr n 0\r\n", "0\r\n", 0},
+		{"set q 0 0 1 noreply\r\nq\r\nmn\r\n", "MN\r\n", 0},
 	} {
 		req := []byte(tt.req)
 		buf := make([]byte, len(tt.reply))

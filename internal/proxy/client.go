@@ -5,12 +5,15 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// drainWait is how long a client may pause while the proxy shuts down: the
-// requests it sends until then are served.
-const drainWait = 50 * time.Millisecond
+// closeLinger bounds how long a client's connection, closed for writing at
+// shutdown, waits for the client to close its side: closing it while the
+// client still sends would reset it, and a reset may destroy replies the
+// client has not read yet.
+const closeLinger = 500 * time.Millisecond
 
 // maxPipeline bounds the requests of a client in flight at once, and
 // maxPendingBytes the values they carry: past either, the client's replies are
@@ -45,6 +48,9 @@ type clientSource struct {
 	rw   io.Reader
 	head []byte // the unread bytes of buf
 	buf  [512]byte
+	// stopping is set when the proxy shuts down: the connection is read no
+	// further, so that the requests read are answered and no other begins.
+	stopping *atomic.Bool
 }
 
 func (s *clientSource) Read(p []byte) (int, error) {
@@ -52,6 +58,9 @@ func (s *clientSource) Read(p []byte) (int, error) {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
 		return n, nil
+	}
+	if s.stopping.Load() {
+		return 0, io.EOF
 	}
 	return s.rw.Read(p)
 }
@@ -119,7 +128,7 @@ func (c *client) serve() {
 		pl.clients.Done()
 	}()
 	c.rw = socketIO(c.conn)
-	c.src.rw = c.rw
+	c.src.rw, c.src.stopping = c.rw, &pl.proxy.stopping
 	c.cc = pl.codec.newClient(&c.src)
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
@@ -128,7 +137,11 @@ func (c *client) serve() {
 			// Nothing more has arrived, or this client or the proxy holds
 			// much: answer what was read before reading more.
 			c.flush()
-			if c.broken || !mem.wait(pl.proxy.ctx.Done()) {
+			if c.broken {
+				return
+			}
+			if !mem.wait(pl.proxy.stopped) {
+				c.finish()
 				return
 			}
 		}
@@ -136,13 +149,11 @@ func (c *client) serve() {
 			c.cc.release()
 			c.setIdleDeadline()
 			// Checked after setting the deadline: Shutdown sets stopping
-			// before the deadline that wakes this read, which must not be
-			// overwritten unseen. While stopping, requests the client has
-			// sent are still served: the connection closes once it has
-			// sent nothing for drainWait.
+			// before the deadline that wakes this wait, which must not be
+			// overwritten unseen.
 			if pl.proxy.stopping.Load() {
-				c.conn.SetReadDeadline(time.Now().Add(drainWait))
-				c.idle = true
+				c.finish()
+				return
 			}
 			if err := c.src.wait(); err != nil {
 				c.readFailed(err)
@@ -171,7 +182,7 @@ func (c *client) serve() {
 		mem.add(int64(n))
 		if act == closeAfter {
 			c.broken = true
-			c.flush()
+			c.finish()
 			return
 		}
 	}
@@ -180,12 +191,32 @@ func (c *client) serve() {
 // readFailed counts why the client's connection could not be read, and
 // answers the requests read before.
 func (c *client) readFailed(err error) {
-	if isEOF(err) || isTimeout(err) && c.pool.proxy.stopping.Load() {
+	stopping := c.pool.proxy.stopping.Load()
+	if isEOF(err) || stopping {
 		c.pool.stats.clientEOF.Add(1)
 	} else {
 		c.pool.stats.clientErr.Add(1)
 	}
 	c.flush()
+	if stopping {
+		c.finish()
+	}
+}
+
+// finish ends the connection of a client answered at shutdown: it closes it
+// for writing, so that the client reads every reply and then the end of the
+// stream, and discards what the client still sends until it closes its side,
+// for at most closeLinger; serve then closes the connection.
+func (c *client) finish() {
+	c.flush()
+	if cw, ok := c.conn.(interface{ CloseWrite() error }); ok && c.werr == nil && cw.CloseWrite() == nil {
+		c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		for {
+			if _, err := c.rw.Read(c.src.buf[:]); err != nil {
+				return
+			}
+		}
+	}
 }
 
 // setIdleDeadline sets the read deadline of the pool's idle timeout, which a

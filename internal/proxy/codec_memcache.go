@@ -57,7 +57,30 @@ func (c *memcacheCodec) newRequest() request { return new(mcRequest) }
 func (c *memcacheCodec) newReply() reply     { return new(mcReply) }
 
 func (c *memcacheCodec) newClient(r io.Reader) clientCodec {
-	return &mcClient{codec: c, src: r}
+	return &mcClient{codec: c, src: &textOnly{r: r}}
+}
+
+// errBinary ends a client connection that speaks memcached's binary protocol,
+// which the proxy does not: memcached tells the protocols apart by the first
+// byte of a connection, 0x80 for binary, and so does the proxy, rather than
+// wait for a text line that never comes.
+var errBinary = errors.New("memcached's binary protocol is not served")
+
+// textOnly reads r, and fails with errBinary if its first byte is 0x80.
+type textOnly struct {
+	r    io.Reader
+	seen bool // the first byte was read
+}
+
+func (t *textOnly) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if !t.seen && n > 0 {
+		t.seen = true
+		if p[0] == 0x80 {
+			return 0, errBinary
+		}
+	}
+	return n, err
 }
 
 func (c *memcacheCodec) newServer(r io.Reader) serverCodec {

@@ -5,8 +5,10 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
 // readOne reads the first request of in with a memcache client codec.
@@ -261,5 +263,32 @@ func TestValidReply(t *testing.T) {
 		if got := validReply(tt.cmd, []byte(tt.line)); got != tt.valid {
 			t.Errorf("validReply(%s, %q) = %v; want %v", tt.cmd, tt.line, got, tt.valid)
 		}
+	}
+}
+
+// TestBinaryProtocol sends memcached's binary protocol: memcached answers it
+// in kind, the proxy, which speaks text only, closes the connection at once
+// rather than wait for a line; a text client beside it is served.
+func TestBinaryProtocol(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("", s))
+	// A binary get of "k": magic, opcode, key length, ..., total body length.
+	get := []byte{0x80, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'k'}
+	for _, addr := range []string{s.Addr, p.Addr("alpha").String()} {
+		c := dial(t, addr)
+		c.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.c.Write(get); err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.br.ReadByte()
+		switch {
+		case addr == s.Addr && (err != nil || b != 0x81):
+			t.Errorf("memcached answers a binary get with %#x, %v; want a binary reply (0x81)", b, err)
+		case addr != s.Addr && err != io.EOF:
+			t.Errorf("the proxy answers a binary get with %#x, %v; want the connection closed", b, err)
+		}
+	}
+	if got := dial(t, p.Addr("alpha").String()).mustDo("get k\r\n"); got != "END\r\n" {
+		t.Errorf("a text client after a binary one: %q", got)
 	}
 }

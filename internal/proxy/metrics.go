@@ -259,9 +259,10 @@ func (p *Proxy) Stats() map[string]any {
 			if s.ejected.Load() {
 				ejectedAt = s.ejectedAt.Load() * 1e6 // nutcracker reports microseconds
 			}
-			queued := 0
+			var in, inBytes, out, outBytes int
 			for _, c := range s.conns {
-				queued += int(c.queued.Load())
+				i, ib, o, ob := c.queues()
+				in, inBytes, out, outBytes = in+i, inBytes+ib, out+o, outBytes+ob
 			}
 			ps[s.name] = map[string]any{
 				"server_eof":             s.stats.eof.Load(),
@@ -274,10 +275,10 @@ func (p *Proxy) Stats() map[string]any {
 				"request_bytes":          s.stats.requestBytes.Load(),
 				"responses":              s.stats.responses.Load(),
 				"response_bytes":         s.stats.responseBytes.Load(),
-				"in_queue":               queued,
-				"in_queue_bytes":         0,
-				"out_queue":              0,
-				"out_queue_bytes":        0,
+				"in_queue":               in,
+				"in_queue_bytes":         inBytes,
+				"out_queue":              out,
+				"out_queue_bytes":        outBytes,
 			}
 		}
 		out[pl.name] = ps

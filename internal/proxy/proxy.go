@@ -130,11 +130,17 @@ type Proxy struct {
 
 	wg       sync.WaitGroup // goroutines retiring servers
 	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
-	mu       sync.Mutex     // serializes Start, Reload and Close
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when Shutdown or Close begins
+	mu       sync.Mutex    // serializes Start, Reload and Close
 	pools    map[string]*pool
 	admin    *http.Server
 	adminL   net.Listener
-	closed   bool
+	// reloadMu guards nextReload, before which the admin listener refuses
+	// reloads.
+	reloadMu   sync.Mutex
+	nextReload time.Time
+	closed     bool
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -151,6 +157,7 @@ func (p *Proxy) Start(f *config.File) error {
 		p.log = slog.Default()
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.stopped = make(chan struct{})
 	p.metrics = newMetrics(p)
 	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
@@ -493,9 +500,13 @@ func (p *Proxy) sameAddr(pl *pool, cfg *config.Pool) bool {
 	return oa == na
 }
 
-// Shutdown stops accepting clients, serves what clients send until each has
-// sent nothing for 50ms (so requests already on their way are answered), waits
-// for the replies, or for ctx to end, then closes everything.
+// Shutdown stops accepting clients and stops reading requests: each client
+// is answered every request the proxy has read from it (those in its buffers
+// included; none is cut short by a reply never sent), then its connection is
+// closed for writing, so that it reads every reply before the end of the
+// stream, and closed once the client closes its side too, or after a moment.
+// Shutdown returns when every client is done, or when ctx ends; then it
+// closes everything, and requests still in flight fail.
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	pools := make([]*pool, 0, len(p.pools))
@@ -504,13 +515,14 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.stopping.Store(true)
+	p.stop()
 	for _, pl := range pools {
 		pl.ln.Close()
 		<-pl.done
-		// Wake idle clients: their reads end unless they send more within
-		// drainWait.
+		// Wake the clients waiting for their next bytes; each checked
+		// stopping after setting its own deadline, so this one is the last.
 		pl.conns.Range(func(k, _ any) bool {
-			k.(net.Conn).SetReadDeadline(time.Now().Add(drainWait))
+			k.(net.Conn).SetReadDeadline(time.Now())
 			return true
 		})
 	}
@@ -546,6 +558,7 @@ func (p *Proxy) closeLocked() {
 		return
 	}
 	p.closed = true
+	p.stop()
 	p.cancel()
 	if p.admin != nil {
 		p.admin.Close()
@@ -555,6 +568,11 @@ func (p *Proxy) closeLocked() {
 		p.pools[name].stop()
 	}
 	p.wg.Wait()
+}
+
+// stop closes stopped, once.
+func (p *Proxy) stop() {
+	p.stopOnce.Do(func() { close(p.stopped) })
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -711,55 +711,6 @@ func TestShutdown(t *testing.T) {
 	}
 }
 
-// TestShutdownServesSentRequests checks that a shutdown answers every request a
-// client sent before it, even those the proxy had not read yet.
-func TestShutdownServesSentRequests(t *testing.T) {
-	s := memcachedtest.Start(t)
-	p := startProxy(t, poolYAML("timeout: 5000", s))
-	conn, err := net.DialTimeout("tcp", p.Addr("alpha").String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	const n = 5000 // far more than the proxy reads before answering
-	var burst []byte
-	for i := range n {
-		burst = fmt.Appendf(burst, "set drain:%d 0 0 1\r\nx\r\n", i)
-	}
-	wrote := make(chan error, 1)
-	go func() {
-		_, err := conn.Write(burst)
-		wrote <- err
-	}()
-	// Shut down as soon as the first reply shows the burst is arriving.
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(conn)
-	line, err := br.ReadString('\n')
-	if err != nil || line != "STORED\r\n" {
-		t.Fatalf("first reply = %q, %v", line, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Shutdown(context.Background()) }()
-	got := 1
-	for ; got < n; got++ {
-		if line, err = br.ReadString('\n'); err != nil || line != "STORED\r\n" {
-			break
-		}
-	}
-	if got != n {
-		t.Errorf("%d of %d pipelined sets answered across a shutdown; then %q, %v", got, n, line, err)
-	}
-	if err := <-wrote; err != nil {
-		t.Errorf("writing the burst: %v", err)
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("after the last reply: %v; want EOF", err)
-	}
-	if err := <-done; err != nil {
-		t.Errorf("Shutdown = %v", err)
-	}
-}
-
 // TestReloadMoveRefused checks that a reload moving a pool to an address that
 // cannot be opened is refused whole, the pool serving on where it was; and that
 // the move works once the address is free.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -91,7 +92,8 @@ func (pl *pool) reroute() {
 }
 
 // update swaps in the routing state of cfg, the pool of the file at path,
-// reusing unchanged servers, and reads the pool's TLS files again.
+// reusing unchanged servers, and reads the pool's TLS files again. A pool
+// whose settings and servers are those it has keeps its state.
 func (pl *pool) update(path string, cfg *config.Pool) error {
 	if cfg.TLSCertFile != "" {
 		// Validate has just read the files; if they broke since, the
@@ -102,7 +104,34 @@ func (pl *pool) update(path string, cfg *config.Pool) error {
 			pl.cert.Store(cert)
 		}
 	}
+	if samePool(pl.state.Load().cfg, cfg) {
+		return nil
+	}
 	return pl.swap(cfg, "reload")
+}
+
+// samePool reports whether a and b have the same settings and servers: the
+// same exported fields, but for the lines where a file has them.
+func samePool(a, b *config.Pool) bool {
+	if len(a.Servers) != len(b.Servers) {
+		return false
+	}
+	for i, s := range a.Servers {
+		t := b.Servers[i]
+		s.Line, t.Line = 0, 0
+		if s != t {
+			return false
+		}
+	}
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i := range av.NumField() {
+		f := av.Type().Field(i)
+		if f.IsExported() && f.Name != "Line" && f.Name != "Servers" &&
+			!reflect.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+			return false
+		}
+	}
+	return true
 }
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their

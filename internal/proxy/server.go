@@ -140,7 +140,7 @@ func (s *server) preconnect() {
 			defer c.mu.Unlock()
 			if c.ss == nil && !c.closed {
 				if ss, err := c.dial(time.Now().Add(max(s.pool.state.Load().timeout(), time.Second))); err == nil {
-					c.ss = ss
+					c.setSession(ss)
 				}
 			}
 		})

@@ -59,6 +59,7 @@ type serverConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
 	ss     *session
+	live   atomic.Pointer[session] // ss, for readers that do not hold mu
 	closed bool
 	queued atomic.Int32 // calls queued whose replies the reader has not begun to read
 }
@@ -83,6 +84,7 @@ type session struct {
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
 	wbuf    []byte     // requests not yet written
+	wcalls  int        // the calls whose requests wbuf holds
 	spare   []byte     // the other buffer, when no write holds it
 	writing bool       // a sender or the writer goroutine owns the next write
 	waiters int        // senders waiting for room
@@ -119,6 +121,7 @@ func (ss *session) buffer(out []byte, direct bool) []byte {
 		ss.waiters--
 	}
 	ss.wbuf = append(ss.wbuf, out...)
+	ss.wcalls++
 	if ss.writing {
 		ss.wmu.Unlock()
 		return nil
@@ -138,6 +141,7 @@ func (ss *session) buffer(out []byte, direct bool) []byte {
 func (ss *session) take() []byte {
 	buf := ss.wbuf
 	ss.wbuf, ss.spare = ss.spare[:0], nil
+	ss.wcalls = 0
 	if ss.waiters > 0 {
 		ss.room.Broadcast()
 	}
@@ -206,7 +210,7 @@ func (c *serverConn) writeLoop(ss *session) {
 func (c *serverConn) drop() {
 	if c.ss != nil {
 		c.ss.kill()
-		c.ss = nil
+		c.setSession(nil)
 	}
 }
 
@@ -278,6 +282,34 @@ func (ss *session) fail() []*call {
 	return calls
 }
 
+// setSession makes ss the connection's session; c.mu is held.
+func (c *serverConn) setSession(ss *session) {
+	c.ss = ss
+	c.live.Store(ss)
+}
+
+// queues returns the requests of the connection's session waiting to be
+// written (in) and written, or being written, and waiting for their replies
+// (out), with their bytes: nutcracker's in_queue and out_queue.
+func (c *serverConn) queues() (in, inBytes, out, outBytes int) {
+	ss := c.live.Load()
+	if ss == nil {
+		return 0, 0, 0, 0
+	}
+	// The two queues are read one after the other, not at one instant: a
+	// request that moves meanwhile may count in the wrong one.
+	ss.wmu.Lock()
+	in, inBytes = ss.wcalls, len(ss.wbuf)
+	ss.wmu.Unlock()
+	ss.qmu.Lock()
+	n, bytes := ss.n, 0
+	for i := range ss.n {
+		bytes += len(ss.ring[(ss.head+i)%maxInflight].out)
+	}
+	ss.qmu.Unlock()
+	return in, inBytes, max(n-in, 0), max(bytes-inBytes, 0)
+}
+
 func (c *serverConn) close() {
 	c.mu.Lock()
 	c.closed = true
@@ -327,7 +359,7 @@ func (c *serverConn) queue(cl *call) (*session, error) {
 			c.srv.fail()
 			return nil, dialError(err)
 		}
-		c.ss = ss
+		c.setSession(ss)
 	}
 	select {
 	case c.ss.slots <- struct{}{}:
@@ -455,6 +487,9 @@ func (c *serverConn) readFailed(ss *session, err error) {
 		c.srv.pool.proxy.log.Warn("server reply out of protocol: connection reset", "pool", c.srv.pool.name,
 			"server", c.srv.name, "err", err, "requests_failed", len(calls))
 	}
+	if errors.Is(err, io.EOF) && c.srv.ctx.Err() == nil {
+		c.srv.stats.eof.Add(1) // the server closed the connection
+	}
 	if len(calls) == 0 && !bad {
 		return // closed while idle: nothing failed
 	}
@@ -465,7 +500,6 @@ func (c *serverConn) readFailed(ss *session, err error) {
 	case bad:
 		err = errBadReply
 	default:
-		c.srv.stats.eof.Add(1)
 		err = dialError(err)
 	}
 	if c.srv.ctx.Err() == nil { // not closing

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+)
+
+// TestStatsQueues checks /stats's queues of a server against what waits for
+// a frozen memcached: gets written and waiting for replies (out_queue), then
+// large sets that fill the connection's socket and wait to be written
+// (in_queue), each with its bytes; all empty once memcached thaws and answers.
+func TestStatsQueues(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("timeout: 30000", s), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	addr := p.Addr("alpha").String()
+	dial(t, addr).mustDo("get warm\r\n") // open the server connection
+	queues := func() (in, inBytes, out, outBytes float64) {
+		st := adminServerStats(t, p, "alpha", s.Addr)
+		in, _ = st["in_queue"].(float64)
+		inBytes, _ = st["in_queue_bytes"].(float64)
+		out, _ = st["out_queue"].(float64)
+		outBytes, _ = st["out_queue_bytes"].(float64)
+		return
+	}
+	s.Signal(syscall.SIGSTOP)
+	var wg sync.WaitGroup
+	send := func(req, want string) {
+		c := dial(t, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := io.WriteString(c.c, req); err != nil {
+				t.Error(err)
+				return
+			}
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(c.br, got); err != nil || string(got) != want {
+				t.Errorf("%.30q: %.30q, %v; want %.30q", req, got, err, want)
+			}
+		}()
+	}
+	gets, getBytes := 10, 0
+	for i := range gets {
+		req := fmt.Sprintf("get k%d\r\n", i)
+		getBytes += len(req)
+		send(req, "END\r\n")
+	}
+	if !waitFor(10*time.Second, func() bool { _, _, out, _ := queues(); return out == float64(gets) }) {
+		in, inBytes, out, outBytes := queues()
+		t.Fatalf("%d gets waiting on a frozen server: in_queue %v (%v bytes), out_queue %v (%v bytes)", gets, in, inBytes, out, outBytes)
+	}
+	if in, inBytes, _, outBytes := queues(); in != 0 || inBytes != 0 || outBytes != float64(getBytes) {
+		t.Errorf("%d gets written: in_queue %v (%v bytes), out_queue_bytes %v; want 0, 0, %d", gets, in, inBytes, outBytes, getBytes)
+	}
+	const size = 512 << 10
+	value := strings.Repeat("v", size)
+	for i := range 16 {
+		send(fmt.Sprintf("set big%d 0 0 %d\r\n%s\r\n", i, size, value), "STORED\r\n")
+	}
+	if !waitFor(10*time.Second, func() bool { in, inBytes, _, _ := queues(); return in > 0 && inBytes > size }) {
+		in, inBytes, out, outBytes := queues()
+		t.Errorf("16 sets of 512 KiB to a frozen server: in_queue %v (%v bytes), out_queue %v (%v bytes); want some waiting to be written", in, inBytes, out, outBytes)
+	}
+	s.Signal(syscall.SIGCONT)
+	wg.Wait()
+	if !waitFor(5*time.Second, func() bool { in, inBytes, out, outBytes := queues(); return in+inBytes+out+outBytes == 0 }) {
+		in, inBytes, out, outBytes := queues()
+		t.Errorf("all answered: in_queue %v (%v bytes), out_queue %v (%v bytes); want 0", in, inBytes, out, outBytes)
+	}
+}
