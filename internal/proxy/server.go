@@ -41,7 +41,7 @@ type server struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	stats        serverStats
-	latency      []observer // by command
+	latency      []*observer // by command
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
