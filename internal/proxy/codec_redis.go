@@ -537,6 +537,9 @@ func (s *redisServer) read(rp reply) error {
 // badRedisReply wraps a *resp.Error, a reply out of the protocol, in
 // errBadReply.
 func badRedisReply(err error) error {
+	if err == nil {
+		return nil
+	}
 	var e *resp.Error
 	if errors.As(err, &e) {
 		return fmt.Errorf("%w: %v", errBadReply, err)
