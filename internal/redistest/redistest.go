@@ -30,6 +30,9 @@ type Server struct {
 	// Addr is the server's "127.0.0.1:port"; it stays the same across
 	// Restart.
 	Addr string
+	// Password is the password of Start's "--requirepass" argument, which
+	// the Server's own requests (Do, Keys) give; empty if none.
+	Password string
 
 	t    testing.TB
 	proc *testprog.Proc
@@ -49,7 +52,23 @@ func Start(t testing.TB, args ...string) *Server {
 			"--dir", t.TempDir(), "--loglevel", "warning"}, args...),
 		Ready: testprog.Listening(addr),
 	})
-	return &Server{Addr: addr, t: t, proc: proc}
+	srv := &Server{Addr: addr, t: t, proc: proc}
+	if i := slices.Index(args, "--requirepass"); i >= 0 && i+1 < len(args) {
+		srv.Password = args[i+1]
+	}
+	return srv
+}
+
+// dial connects to the server and authenticates with its Password.
+func (s *Server) dial() *Conn {
+	s.t.Helper()
+	c := Dial(s.t, s.Addr)
+	if s.Password != "" {
+		if got := c.Do("AUTH", s.Password); got != "+OK\r\n" {
+			s.t.Fatalf("redistest: AUTH: %q", got)
+		}
+	}
+	return c
 }
 
 // Pid returns the server's process ID.
@@ -78,11 +97,12 @@ func (s *Server) check(err error) {
 	}
 }
 
-// Do sends one request to the server on a connection of its own and returns
-// the reply as it came; see Conn.Do.
+// Do sends one request to the server on a connection of its own, which has
+// given the server's Password, and returns the reply as it came; see
+// Conn.Do.
 func (s *Server) Do(args ...string) string {
 	s.t.Helper()
-	c := Dial(s.t, s.Addr)
+	c := s.dial()
 	defer c.Close()
 	return c.Do(args...)
 }
@@ -196,7 +216,7 @@ func (s *Server) Keys() []string {
 // KeysOf returns the keys of the server's database db, sorted.
 func (s *Server) KeysOf(db int) []string {
 	s.t.Helper()
-	c := Dial(s.t, s.Addr)
+	c := s.dial()
 	defer c.Close()
 	if db != 0 {
 		if got := c.Do("SELECT", strconv.Itoa(db)); got != "+OK\r\n" {
