@@ -176,17 +176,6 @@ func TestRedisCodecAuth(t *testing.T) {
 	}
 }
 
-// redisServerReply reads in as the reply to what req sends in part.
-func redisServerReply(t testing.TB, cd *redisCodec, req *redisRequest, keyCall []int, part int, in string) *call {
-	t.Helper()
-	cl := &call{reply: cd.newReply()}
-	req.appendRequest(nil, keyCall, part, cl.reply)
-	if err := cd.newServer(strings.NewReader(in)).read(cl.reply); err != nil {
-		t.Fatalf("reply %q: %v", in, err)
-	}
-	return cl
-}
-
 // TestRedisCodecSplit checks an MGET split over three servers: each receives
 // its keys, the merged reply has the values in the order of the request's
 // keys, and a failed call, or keys no server took, fail the request with the
@@ -207,9 +196,9 @@ func TestRedisCodecSplit(t *testing.T) {
 		}
 	}
 	calls := []*call{
-		redisServerReply(t, cd, req, keyCall, 0, "*3\r\n$1\r\nA\r\n$-1\r\n$1\r\nA\r\n"),
-		redisServerReply(t, cd, req, keyCall, 1, "*1\r\n$2\r\nBB\r\n"),
-		redisServerReply(t, cd, req, keyCall, 2, "*1\r\n$-1\r\n"),
+		serverReply(t, cd, req, keyCall, 0, "*3\r\n$1\r\nA\r\n$-1\r\n$1\r\nA\r\n"),
+		serverReply(t, cd, req, keyCall, 1, "*1\r\n$2\r\nBB\r\n"),
+		serverReply(t, cd, req, keyCall, 2, "*1\r\n$-1\r\n"),
 	}
 	want := "*5\r\n$1\r\nA\r\n$2\r\nBB\r\n$-1\r\n$1\r\nA\r\n$-1\r\n"
 	if got := string(req.merge(nil, keyCall, calls, nil)); got != want {
@@ -219,7 +208,7 @@ func TestRedisCodecSplit(t *testing.T) {
 	if got, want := string(req.merge(nil, keyCall, calls, nil)), "-ERR Connection timed out\r\n"; got != want {
 		t.Errorf("merge with a call timed out = %q; want %q", got, want)
 	}
-	calls[1] = redisServerReply(t, cd, req, keyCall, 1, "*1\r\n$2\r\nBB\r\n")
+	calls[1] = serverReply(t, cd, req, keyCall, 1, "*1\r\n$2\r\nBB\r\n")
 	if got, want := string(req.merge(nil, []int{0, 1, 0, 0, -1}, calls[:2], errEjected)), "-ERR server ejected\r\n"; got != want {
 		t.Errorf("merge with a key no server took = %q; want %q", got, want)
 	}
@@ -242,36 +231,16 @@ func TestRedisCodecBadReply(t *testing.T) {
 	}
 }
 
-// BenchmarkRedisCodec times what the codec does for one request on its way
-// through the proxy: read it, encode it for its server, read the reply and
-// write the client's.
+// BenchmarkRedisCodec times the Redis codec's work for one request on its
+// way through the proxy (see benchmarkCodec).
 func BenchmarkRedisCodec(b *testing.B) {
-	cd := testRedisCodec("")
-	for _, bc := range []struct{ name, req, reply string }{
+	benchmarkCodec(b, testRedisCodec(""), []codecCase{
 		{"get", "*2\r\n$3\r\nGET\r\n$9\r\nuser:1234\r\n", "$10\r\n0123456789\r\n"},
 		{"set", "*3\r\n$3\r\nSET\r\n$9\r\nuser:1234\r\n$100\r\n" + strings.Repeat("v", 100) + "\r\n", "+OK\r\n"},
 		{"incr", "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n", ":42\r\n"},
 		{"lpush", "*3\r\n$5\r\nLPUSH\r\n$6\r\nmylist\r\n$3\r\nxxx\r\n", ":7\r\n"},
 		{"inline", "GET user:1234\r\n", "$10\r\n0123456789\r\n"},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			reqs, replies := &repeatReader{s: bc.req}, &repeatReader{s: bc.reply}
-			cc, sc := cd.newClient(reqs), cd.newServer(replies)
-			req, rep := cd.newRequest(), cd.newReply()
-			var out, back []byte
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := cc.read(req); err != nil {
-					b.Fatal(err)
-				}
-				out = req.appendRequest(out[:0], nil, 0, rep)
-				if err := sc.read(rep); err != nil {
-					b.Fatal(err)
-				}
-				back = req.appendReply(back[:0], rep)
-			}
-		})
-	}
+	})
 }
 
 func TestRedisCodecAllocs(t *testing.T) {

@@ -325,9 +325,24 @@ func get(m *sync.Map, k string) int64 {
 }
 
 func startLoad(t *testing.T, addr string, owner func(key string) string, workers int) *load {
+	return runLoad(t, workers, func() func(w, i int) (string, bool, error) {
+		c := dial(t, addr)
+		return func(w, i int) (string, bool, error) {
+			key := fmt.Sprintf("w%d-%d", w, i%500)
+			got, err := c.do(fmt.Sprintf("set %s 0 0 1\r\nx\r\nget %s\r\n", key, key))
+			return owner(key), got == "STORED\r\nVALUE "+key+" 0 1\r\nx\r\nEND\r\n", err
+		}
+	})
+}
+
+// runLoad runs workers, each with its own op made by newOp, until finish:
+// op(w, i) does worker w's request i and returns the owner of its key,
+// whether it succeeded, and an error that ends the worker (the connection
+// failed).
+func runLoad(t *testing.T, workers int, newOp func() func(w, i int) (string, bool, error)) *load {
 	l := &load{stop: make(chan struct{})}
 	for w := range workers {
-		c := dial(t, addr)
+		op := newOp()
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -337,17 +352,15 @@ func startLoad(t *testing.T, addr string, owner func(key string) string, workers
 					return
 				default:
 				}
-				key := fmt.Sprintf("w%d-%d", w, i%500)
-				got, err := c.do(fmt.Sprintf("set %s 0 0 1\r\nx\r\nget %s\r\n", key, key))
-				o := owner(key)
+				o, ok, err := op(w, i)
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 					return
 				}
-				if got != "STORED\r\nVALUE "+key+" 0 1\r\nx\r\nEND\r\n" {
-					count(&l.errs, o)
-				} else {
+				if ok {
 					count(&l.ok, o)
+				} else {
+					count(&l.errs, o)
 				}
 				time.Sleep(time.Millisecond)
 			}

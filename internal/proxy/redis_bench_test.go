@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/internal/redistest"
-	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // TestRedisAllocs counts allocations per request through the proxy, the
@@ -71,13 +71,7 @@ func TestRedisAllocs(t *testing.T) {
 func BenchmarkRedisRoundTrip(b *testing.B) {
 	servers := startRedisServers(b, 2)
 	yaml := redisPoolYAML("timeout: 1000", servers...)
-	targets := []struct{ name, addr string }{
-		{"direct", servers[0].Addr},
-		{"chash", startProxy(b, yaml).Addr("alpha").String()},
-	}
-	if _, err := testprog.Find("nutcracker"); err == nil {
-		targets = append(targets, struct{ name, addr string }{"nutcracker", startNutcracker(b, yaml)})
-	}
+	targets := benchTargets(b, servers[0].Addr, yaml)
 	value := strings.Repeat("v", 100)
 	mset := []string{"MSET"}
 	for i := range 10 {
@@ -88,46 +82,34 @@ func BenchmarkRedisRoundTrip(b *testing.B) {
 		{"set", redistest.Request("SET", "bench:key:0", value)},
 		{"mset10", redistest.Request(mset...)},
 	}
-	for _, t := range targets {
-		for _, op := range ops {
-			for _, conns := range []int{1, 8} {
-				b.Run(fmt.Sprintf("%s/%s/conns=%d", t.name, op.name, conns), func(b *testing.B) {
-					if conns == 1 {
-						c := dialBench(b, t.addr)
-						for b.Loop() {
-							c.roundTripRedis(b, op.req)
-						}
-						return
-					}
-					b.SetParallelism((conns + 1) / 2) // GOMAXPROCS is 2 here
-					b.RunParallel(func(pb *testing.PB) {
-						c := dialBench(b, t.addr)
-						for pb.Next() {
-							c.roundTripRedis(b, op.req)
-						}
-					})
-				})
-			}
-		}
+	names := make([]string, len(ops))
+	for i, op := range ops {
+		names[i] = op.name
 	}
+	benchRoundTrips(b, targets, names, func(b *testing.B, c *benchConn, op int) {
+		c.roundTripRedis(b, ops[op].req)
+	})
 }
 
-// roundTripRedis sends req and reads a one-line reply, or a bulk.
+// roundTripRedis sends req and reads its reply: a line, or a bulk; an error
+// reply fails the benchmark.
 func (c *benchConn) roundTripRedis(b *testing.B, req string) {
 	if _, err := io.WriteString(c.c, req); err != nil {
 		b.Fatal(err)
 	}
 	line, err := c.br.ReadSlice('\n')
-	if err != nil {
+	switch {
+	case err != nil:
 		b.Fatal(err)
-	}
-	if line[0] == '$' && line[1] != '-' {
-		var n int
-		fmt.Sscanf(string(line[1:]), "%d", &n)
+	case line[0] == '-':
+		b.Fatalf("%q: %q", req, line)
+	case line[0] == '$' && line[1] != '-':
+		n, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		if err != nil {
+			b.Fatalf("%q: %q", req, line)
+		}
 		if _, err := c.br.Discard(n + 2); err != nil {
 			b.Fatal(err)
 		}
-	} else if line[0] != '+' {
-		b.Fatalf("%q: %q", req, line)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -113,53 +112,25 @@ func TestRedisSetupRefused(t *testing.T) {
 	}
 }
 
-// redisLoad runs workers that set and get keys through the proxy until
-// finish, counting errors and successes per key owner.
-type redisLoad struct {
-	errs, ok sync.Map // owner -> *atomic.Int64
-	stop     chan struct{}
-	wg       sync.WaitGroup
-}
-
-func startRedisLoad(t *testing.T, addr, auth string, owner func(string) string, workers int) *redisLoad {
-	l := &redisLoad{stop: make(chan struct{})}
-	for w := range workers {
+// startRedisLoad runs workers that set and get keys through the proxy, each
+// on a connection that gave auth (if not empty), until finish.
+func startRedisLoad(t *testing.T, addr, auth string, owner func(string) string, workers int) *load {
+	return runLoad(t, workers, func() func(w, i int) (string, bool, error) {
 		c := redistest.Dial(t, addr)
 		if auth != "" {
 			c.Do("AUTH", auth)
 		}
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				key := fmt.Sprintf("w%d-%d", w, i%500)
-				c.Send(redistest.Request("SET", key, "x") + redistest.Request("GET", key))
-				got, err := c.ReadErr()
-				got2, err2 := c.ReadErr()
-				if err != nil || err2 != nil {
-					t.Errorf("worker %d: %v, %v", w, err, err2)
-					return
-				}
-				if got+got2 == "+OK\r\n$1\r\nx\r\n" {
-					count(&l.ok, owner(key))
-				} else {
-					count(&l.errs, owner(key))
-				}
-				time.Sleep(time.Millisecond)
+		return func(w, i int) (string, bool, error) {
+			key := fmt.Sprintf("w%d-%d", w, i%500)
+			c.Send(redistest.Request("SET", key, "x") + redistest.Request("GET", key))
+			got, err := c.ReadErr()
+			if err != nil {
+				return "", false, err
 			}
-		}()
-	}
-	return l
-}
-
-func (l *redisLoad) finish() {
-	close(l.stop)
-	l.wg.Wait()
+			got2, err := c.ReadErr()
+			return owner(key), got+got2 == "+OK\r\n$1\r\nx\r\n", err
+		}
+	})
 }
 
 // TestRedisFaults freezes a server (SIGSTOP) of a pool with a password, then
@@ -210,8 +181,7 @@ func TestRedisFaults(t *testing.T) {
 	if !waitEjected(false, 3*time.Second) {
 		t.Fatal("restarted server not readmitted")
 	}
-	l.errs.Clear()
-	l.ok.Clear()
+	l.reset()
 	waitFor(3*time.Second, func() bool { return get(&l.ok, "s2") >= 20 })
 	if get(&l.ok, "s2") == 0 || get(&l.errs, "s2") != 0 {
 		t.Errorf("after restart: %d ok, %d errors for its keys", get(&l.ok, "s2"), get(&l.errs, "s2"))
