@@ -8,6 +8,7 @@ import (
 
 	"github.com/chash-dev/chash/compat/internal/live"
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // This file holds what the golden tests and the interop tests share: cases written
@@ -59,15 +60,17 @@ func routeConfig(file, conf string, keys [][]byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.Router()
+	r, err := dist.Build(p, p.Servers)
 	if err != nil {
 		return nil, err
 	}
 	got := make([]string, len(keys))
 	for i, k := range keys {
-		if got[i], err = r.Lookup(p.HashKey(k)); err != nil {
+		s, err := r.Lookup(p.HashKey(k))
+		if err != nil {
 			return nil, fmt.Errorf("Lookup(%q): %w", k, err)
 		}
+		got[i] = p.Servers[s].Name()
 	}
 	return got, nil
 }

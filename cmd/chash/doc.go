@@ -11,7 +11,7 @@
 // The commands are:
 //
 //	analyze    show how evenly a pool spreads keys over its servers
-//	compare    compare the distribution algorithms side by side
+//	compare    compare the distributions side by side
 //	demo       show what consistent hashing buys, on the seed articles' servers
 //	diff       show which keys move between two configurations, as a migration plan
 //	help       show the manual of a command
@@ -37,12 +37,15 @@
 // the load (std/mean, the root mean square of share/fair - 1).
 //
 // The shares are exact wherever the distribution allows: from arc lengths for a
-// ring (chash and seed pools; the twemproxy-compatible rings once the config
-// package exposes their rings), from table entries for a lookup table. Other
-// distributions are measured by routing --sample generated keys (1000000 by
-// default) and counting; the output says which. Given --sample for an exact
+// ring (chash, seed, balanced and the rings of deployed programs: ketama,
+// libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
+// entries for maglev's lookup table. A load-aware distribution (bounded) places
+// --sample generated keys (1000000 by default) in turn, each counting as load, as
+// chash route places the keys it reads; the others are measured by routing that
+// many keys and counting. The output says which. Given --sample for an exact
 // distribution, analyze also routes that many sample keys and prints the sampled
-// shares next to the exact ones, as a cross-check.
+// shares next to the exact ones, as a cross-check. A pool whose distribution is
+// random has no shares to measure: each request goes to a server at random.
 //
 // With --keys, analyze also routes every key of FILE (one per line, as chash
 // route reads them; "-" for standard input) and prints how many went to each
@@ -58,7 +61,7 @@
 // --format json prints one JSON object, a stable interface:
 //
 //	{"config": FILE, "pool": NAME, "distribution": NAME,
-//	 "method": "arcs"|"table"|"sample", "total": N,
+//	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 //	 "nodes": [{"name", "weight", "share", "expected", "ratio", "count"}, ...],
 //	 "max_over_mean", "min_over_mean", "std_over_mean", "most", "least",
 //	 "sample": {...}, "keys": {...},
@@ -96,56 +99,81 @@
 //	--sample N
 //		route N sample keys where shares cannot be computed exactly (default 1000000)
 //
-// # Compare the distribution algorithms side by side
+// # Compare the distributions side by side
 //
 // Usage:
 //
-//	chash compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--plot FILE]
+//	chash compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--format text|json|csv] [--plot FILE]
 //
-// Compare builds every distribution algorithm over the same N nodes and
-// keys and prints, one row each: the lookup time, the memory the router
-// holds, the most and least loaded node's share over its fair share, the keys
-// that move when a node joins and when one leaves, as a multiple of the least
-// that must move, and which of weights, removal of any node and replica sets
-// the algorithm supports.
+// Compare builds every distribution (chash's ring, those of the deployed
+// programs and the alternative algorithms) over the same N servers and keys and
+// prints, one row each: the lookup time, the memory the router holds, the most
+// and least loaded server's share over its fair share, the keys that move when a
+// server joins and when one leaves, as a multiple of the least that must move,
+// and which of weights, removal of any server and replica sets the
+// distribution supports.
 //
-// The nodes are named node0 to node(N-1); --weights gives their weights as a
-// comma-separated list, repeated over the nodes (default: all 1). An
-// algorithm that cannot be built, as those without weights when some weight
-// is not 1, shows "-" and the reason under the table. The joining node is
-// called "joining", of weight 1; the leaving one is node(N/2), or the last
-// node for jump hashing, which can remove no other.
+// Server i is 10.0.x.y:11211 (x.y spelling i in base 256) with the name node<i>,
+// which the distributions that hash names (chash's ring, twemproxy's, the
+// algorithms) hash; the others hash the address, as their programs would.
+// --weights gives the weights as a comma-separated list, repeated over the
+// servers (default: all 1). A distribution that cannot be built, as those
+// without weights when some weight is not 1, shows "-" and the reason under the
+// table, as does random, which sends each request to a server at random. The
+// joining server is called "joining", of weight 1; the leaving one is node(N/2),
+// or the last server for jump hashing, which can remove no other.
 //
-// Balance and movement are exact where the router allows (arc lengths of the
-// rings chash and balanced, entries of maglev's table) and otherwise counted
-// over the keys: --keys sample keys (default 100000), or the lines of
-// --keyfile. Bounded loads places the keys in turn, as chash route does, so
-// its balance and movement are those of that placement. Lookup times are
-// wall-clock means over the keys on this machine, and memory is the growth of
-// the live heap while the router is built: both are indications, not
-// benchmarks.
+// Balance and movement are exact where the distribution allows (arc lengths of
+// the rings, entries of maglev's table) and otherwise counted over the keys:
+// --keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+// places the keys in turn, as chash route does, so its balance and movement are
+// those of that placement. Lookup times are wall-clock means over the keys on
+// this machine, and memory is the growth of the live heap while the router is
+// built: both are indications, not benchmarks. A long comparison shows a
+// progress bar on standard error when it is a terminal.
 //
-// --algorithms limits the rows to a comma-separated list of names, those of
-// the configuration's distribution key plus chash (the default ring). --plot
-// also draws the balance and movement columns as grouped bars to FILE, a .png
-// or .svg.
+// --algorithms limits the rows to a comma-separated list of distribution names.
+// --points sets the points per unit of weight of those that take it (0: each
+// one's default). --plot also draws the balance and movement columns as grouped
+// bars to FILE, a .png or .svg.
+//
+// --format json prints one JSON object, a stable interface:
+//
+//	{"nodes": N, "weights": [W, ...], "keys": N, "points": P,
+//	 "distributions": [{"name", "method", "lookup_ns", "memory_bytes",
+//	   "max_over_mean", "min_over_mean", "std_over_mean",
+//	   "add": {"moved", "ideal", "modulo_moved"},
+//	   "remove": {"moved", "ideal", "modulo_moved"},
+//	   "weights": true|false, "removal": "any"|"last", "replicas": true|false,
+//	   "error": "..."}, ...]}
+//
+// "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
+// "add" and "remove" have chash diff's fields: the fraction of the key space that
+// moves, the least any scheme must move and what modulo hashing over the same
+// servers moves. A distribution without figures has only its name, its
+// capabilities and "error". --format csv prints the same, one row per
+// distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
+// std_over_mean,add_moved,add_ideal,add_modulo_moved,remove_moved,remove_ideal,
+// remove_modulo_moved,weights,removal,replicas,error.
 //
 // The flags are:
 //
 //	--algorithms LIST
-//		compare only the algorithms in LIST
+//		compare only the distributions in LIST
+//	--format FORMAT
+//		print FORMAT: text, json or csv (default text)
 //	--keyfile FILE
 //		measure with the keys of FILE, one per line
 //	--keys N
 //		measure with N sample keys (default 100000)
 //	--nodes N
-//		compare over N nodes (default 100)
+//		compare over N servers (default 100)
 //	--plot FILE
 //		draw the balance and movement to FILE (.png or .svg)
 //	--points P
-//		points per unit of weight for chash, bounded, balanced and multiprobe (P; 0: each one's default)
+//		points per unit of weight of the distributions that take them (P; 0: each one's default)
 //	--weights LIST
-//		node weights, a comma-separated LIST repeated over the nodes (default 1)
+//		server weights, a comma-separated LIST repeated over the servers (default 1)
 //
 // # Show what consistent hashing buys, on the seed articles' servers
 //
@@ -201,12 +229,14 @@
 // (its alias, else host:port). Both may be repeated, and apply to NEW when it is
 // given. --pool names the pool in both files (--new-pool, if given, in NEW).
 //
-// Between two rings that hash keys alike (chash and seed pools, and the
-// twemproxy-compatible rings once the config package exposes their rings) the
-// figures are exact: the two sorted point arrays are merged into hash ranges,
-// and each range whose owner changes is counted whole. Two lookup tables of the
-// same size are compared entry by entry. Anything else is measured by routing
-// --sample generated keys (1000000 by default) through both, and lists no ranges.
+// Between two rings that hash keys alike (chash, seed, balanced and the rings of
+// deployed programs, as chash analyze lists them) the figures are exact: the two
+// sorted point arrays are merged into hash ranges, and each range whose owner
+// changes is counted whole. Two lookup tables of the same size (maglev) are
+// compared entry by entry. A load-aware distribution (bounded) places --sample
+// generated keys (1000000 by default) in turn on both, each counting as load;
+// anything else is measured by routing that many keys through both. Neither
+// lists ranges.
 //
 // Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
 // hashes keys: a key moves from "from" to "to" when its position is in the
@@ -215,7 +245,7 @@
 // --format json prints one JSON object, a stable interface:
 //
 //	{"old": {"config", "pool", "distribution"}, "new": {...},
-//	 "method": "arcs"|"table"|"sample", "total": N,
+//	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 //	 "moved", "ideal", "modulo_moved",
 //	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 //	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
@@ -376,11 +406,13 @@
 // line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 // stripped, so an empty line is the empty key. Lines may be of any length.
 //
-// FILE is in twemproxy's nutcracker.yml format, to which chash adds the key
-// points and distributions of its own (chash, seed) and of other programs
-// (see 'go doc ./internal/config'). --pool names the pool and may be left
+// FILE is in twemproxy's nutcracker.yml format, to which chash adds the keys
+// points and label and distributions of its own (chash, seed), of other
+// programs and of other algorithms. --pool names the pool and may be left
 // out when the file has only one. Keys pass through the pool's hash_tag
-// before they are hashed, as in twemproxy.
+// before they are hashed, as in twemproxy. A pool whose distribution is
+// random cannot be routed offline: twemproxy sends each request to a server
+// chosen at random.
 //
 // With distribution: bounded, the keys read are the load: each key in turn goes
 // to the first server clockwise whose load is below the bound ceil(c*m/n), m
@@ -421,12 +453,12 @@
 // that moves, exactly, next to the ideal (the joining server's fair share; the
 // leaving server's share) and to modulo hashing over the same servers.
 //
-// --scheme is a distribution name: chash (the default), seed, ketama,
-// libketama, libmemcached, nginx, groupcache or stathat. Each node gets the
-// first V points of the scheme's own sequence of points for it, and keys are
-// hashed with the scheme's default hash; ketama-style schemes, which normally
-// fix 160 points per server, are swept over V as well. Servers are named
-// 10.T.X.Y:11211 for ring T of a cell.
+// --scheme is the name of a distribution that places points on a ring: chash
+// (the default), seed, ketama, libketama, spymemcached, libmemcached, nginx,
+// groupcache or stathat. Each node gets the first V points of the scheme's own
+// sequence of points for it, and keys are hashed with the scheme's default
+// hash; ketama-style schemes, which normally fix 160 points per server, are
+// swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell.
 //
 // A LIST is numbers separated by commas (5,10,50), a range A..B of roughly
 // evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
@@ -437,11 +469,18 @@
 //	{"scheme": NAME, "trials": N, "churn_points": N,
 //	 "balance": [{"nodes", "points", "std_over_mean", "random_std_over_mean",
 //	              "max_over_mean", "min_over_mean"}, ...],
-//	 "churn": [{"nodes", "points", "add_moved", "add_ideal", "add_modulo",
-//	            "remove_moved", "remove_ideal", "remove_modulo"}, ...]}
+//	 "churn": [{"nodes", "points",
+//	            "add": {"moved", "ideal", "modulo_moved"},
+//	            "remove": {"moved", "ideal", "modulo_moved"}}, ...]}
+//
+// The movement's three fields are chash diff's: the fraction of the key space
+// that moves, the least any scheme must move (the joining server's fair share;
+// the leaving server's share) and what modulo hashing would move. A ring of one
+// server has no "remove".
 //
 // --format csv prints both tables as rows of one table, whose first column,
-// record, is "balance" or "churn"; the columns of the other kind are empty.
+// record, is "balance" or "churn"; the columns of the other kind are empty, and
+// the churn columns are add_ and remove_ followed by the movement's fields.
 //
 // --plot writes the seed articles' chart: std/mean (log scale, with the
 // closed form dashed) and max/mean against points per node, one line per

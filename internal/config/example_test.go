@@ -27,21 +27,30 @@ articles:
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := pool.Router()
+	fmt.Println(pool.Name, pool.Distribution, pool.Points, "points per unit of weight")
+	for _, s := range pool.Servers {
+		fmt.Printf("line %d: %s, weight %d\n", s.Line, s.Name(), s.Weight)
+	}
+	// Output:
+	// articles seed 5 points per unit of weight
+	// line 6: 192.168.0.0:111, weight 1
+	// line 7: 192.168.0.1:111, weight 1
+	// line 8: 192.168.0.2:111, weight 1
+	// line 9: 192.168.0.3:111, weight 1
+	// line 10: 192.168.0.4:111, weight 1
+}
+
+func ExampleParseServer() {
+	s, err := config.ParseServer("10.0.0.1:11211:2 cache1")
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, key := range []string{"127.0.0.1:1111", "221.226.0.1:2222", "10.211.0.1:3333"} {
-		server, err := r.Lookup(pool.HashKey([]byte(key)))
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(key, server)
-	}
+	fmt.Println(s.Host, s.Port, s.Weight, s.Alias, s.Name())
+	_, err = config.ParseServer("10.0.0.1:11211")
+	fmt.Println(err)
 	// Output:
-	// 127.0.0.1:1111 192.168.0.0:111
-	// 221.226.0.1:2222 192.168.0.0:111
-	// 10.211.0.1:3333 192.168.0.2:111
+	// 10.0.0.1 11211 2 cache1 cache1
+	// want "host:port:weight [name]" or "/path/to/socket:weight [name]"
 }
 
 func ExampleParse_error() {

@@ -14,15 +14,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
 )
 
 // Parse parses data, the contents of the configuration file called name (which
 // only errors use), and checks it as twemproxy does, and more: each pool has at
 // least one server; no two servers of a pool have the same name; hash names are
-// known to hashfn.Lookup and distribution names are registered; weights are
-// positive and ports in 1..65535; no key is unknown or given twice. YAML aliases
-// are errors, as in twemproxy.
+// known to hashfn.Lookup; weights are positive and ports in 1..65535; no key is
+// unknown or given twice. YAML aliases are errors, as in twemproxy. Distribution
+// names and the settings only some distributions take (points, label) are
+// checked by package dist, which builds the pools' routers.
 //
 // The error, if any, is an *Error naming the file, the line and the pool.
 func Parse(name string, data []byte) (*File, error) {
@@ -232,13 +234,6 @@ func (p *Pool) parse(v *yaml.Node) error {
 	if p.EjectErrors != nil && *p.EjectErrors && !p.AutoEjectHosts {
 		return &lineError{p.line("eject_errors"), errors.New("eject_errors: true needs auto_eject_hosts: true; without it no server is ejected")}
 	}
-	if err := checkLabel(p); err != nil {
-		return &lineError{p.line("label"), err}
-	}
-	if _, ok := distributions[p.Distribution]; !ok {
-		// Only the default can get here: setDistribution checks given names.
-		return &lineError{p.Line, fmt.Errorf("distribution %q (the default) is unknown (known: %s); set one", p.Distribution, strings.Join(Distributions(), ", "))}
-	}
 	return nil
 }
 
@@ -395,10 +390,27 @@ func setDistribution(p *Pool, key string, v *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := distributions[s]; !ok {
-		return atf(v, "%s %q is unknown (known: %s)", key, s, strings.Join(Distributions(), ", "))
+	if s == "" {
+		return atf(v, "%s is empty; leave it out for the default, %s", key, DefaultDistribution)
 	}
 	p.Distribution = s
+	return nil
+}
+
+// setLabel takes the seed distribution's label template, which package dist
+// checks against the rest of the pool.
+func setLabel(p *Pool, key string, v *yaml.Node) error {
+	if v.Kind == yaml.MappingNode {
+		return atf(v, "%s: a mapping; quote the template, as in %s: \"{name}#{i}\"", key, key)
+	}
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if s == "" {
+		return atf(v, "%s is empty; leave it out for the default, %q", key, compat.DefaultSeedLabel)
+	}
+	p.Label = s
 	return nil
 }
 
@@ -447,7 +459,7 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 		if item.Kind != yaml.ScalarNode || isNull(item) {
 			return atf(item, "server: want a \"host:port:weight [name]\" line, not a %s", kindName(item))
 		}
-		s, err := parseServer(item.Value)
+		s, err := ParseServer(item.Value)
 		if err != nil {
 			return atf(item, "server %q: %v", item.Value, err)
 		}
@@ -462,11 +474,12 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 	return nil
 }
 
-// parseServer parses "host:port:weight [alias]" or "/path/to/socket:weight
-// [alias]" from the end as twemproxy's conf_add_server does: the last space
-// starts the alias, the last ':' before it the weight, and the ':' before that
-// the port.
-func parseServer(line string) (Server, error) {
+// ParseServer parses a line of a pool's servers list, "host:port:weight
+// [alias]" or "/path/to/socket:weight [alias]", from the end as twemproxy's
+// conf_add_server does: the last space starts the alias, the last ':' before it
+// the weight, and the ':' before that the port. The Server's Line is zero. The
+// error says what is wrong, without the line, which callers quote.
+func ParseServer(line string) (Server, error) {
 	var s Server
 	rest := line
 	if r, alias, ok := cutLast(rest, ' '); ok {

@@ -48,8 +48,9 @@ type clientSource struct {
 	rw   io.Reader
 	head []byte // the unread bytes of buf
 	buf  [512]byte
-	// stopping is set when the proxy shuts down: the connection is read no
-	// further, so that the requests read are answered and no other begins.
+	// stopping is set when the pool stops (the proxy shuts down, a reload
+	// removes or restarts the pool): the connection is read no further, so
+	// that the requests read are answered and no other begins.
 	stopping *atomic.Bool
 }
 
@@ -128,7 +129,7 @@ func (c *client) serve() {
 		pl.clients.Done()
 	}()
 	c.rw = socketIO(c.conn)
-	c.src.rw, c.src.stopping = c.rw, &pl.proxy.stopping
+	c.src.rw, c.src.stopping = c.rw, &pl.stopping
 	c.cc = pl.codec.newClient(&c.src)
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
@@ -140,7 +141,7 @@ func (c *client) serve() {
 			if c.broken {
 				return
 			}
-			if !mem.wait(pl.proxy.stopped) {
+			if !mem.wait(pl.stopped) {
 				c.finish()
 				return
 			}
@@ -148,10 +149,10 @@ func (c *client) serve() {
 		if !more {
 			c.cc.release()
 			c.setIdleDeadline()
-			// Checked after setting the deadline: Shutdown sets stopping
+			// Checked after setting the deadline: drain sets stopping
 			// before the deadline that wakes this wait, which must not be
 			// overwritten unseen.
-			if pl.proxy.stopping.Load() {
+			if pl.stopping.Load() {
 				c.finish()
 				return
 			}
@@ -191,7 +192,7 @@ func (c *client) serve() {
 // readFailed counts why the client's connection could not be read, and
 // answers the requests read before.
 func (c *client) readFailed(err error) {
-	stopping := c.pool.proxy.stopping.Load()
+	stopping := c.pool.stopping.Load()
 	if isEOF(err) || stopping {
 		c.pool.stats.clientEOF.Add(1)
 	} else {
@@ -301,7 +302,7 @@ func (c *client) dispatch(r *clientReq) {
 		key = req.routeKey(0)
 	}
 	srv, err := st.route(key)
-	for i := 1; i < n && err == nil && !st.random; i++ {
+	for i := 1; i < n && err == nil && !st.dist.Random; i++ {
 		// A request that does not split goes whole to one server.
 		if s, err2 := st.route(req.routeKey(i)); err2 != nil || s != srv {
 			err = errKeysSpread

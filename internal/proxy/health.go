@@ -34,9 +34,9 @@ func (s *server) fail() {
 }
 
 // probeLoop readmits an ejected server once it answers: every
-// server_retry_timeout it connects and asks for the version, and only a server
-// that answers in time goes back into the ring. twemproxy instead puts a server
-// back blindly when the retry timeout passes.
+// server_retry_timeout it connects and sends the codec's probe (memcached's
+// version), and only a server that answers in time goes back into the ring.
+// twemproxy instead puts a server back blindly when the retry timeout passes.
 func (s *server) probeLoop() {
 	defer s.probeRunning.Store(false)
 	for {

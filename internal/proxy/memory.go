@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"context"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultMaxMemory is the proxy's memory budget when Proxy.MaxMemory is zero.
@@ -83,4 +89,69 @@ func (m *memory) wait(done <-chan struct{}) bool {
 			return false
 		}
 	}
+}
+
+// How the proxy gives memory back to the system after a burst: Go returns
+// free memory by itself only slowly, and a proxy idle after a burst of
+// connections collects no garbage for minutes, so it does not know that the
+// memory is free. Every trimEvery, if no collection ran since the last look
+// (the proxy is quiet: under load the runtime collects, and returns memory, on
+// its own) and the memory kept from the system grew by over trimSlack (16 MiB) since
+// the last trim, the proxy collects twice and returns the free memory at once
+// (debug.FreeOSMemory). So an idle proxy trims once after each burst, and a
+// busy one never.
+const (
+	trimEvery = 10 * time.Second
+	trimSlack = 16 << 20
+)
+
+// trimMemory trims every trimEvery until ctx is done.
+func trimMemory(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(trimEvery)
+	defer t.Stop()
+	var tr trimmer
+	tr.tick()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if before, after := tr.tick(); before > 0 {
+				log.Debug("memory returned to the system", "kept_before", before, "kept_after", after)
+			}
+		}
+	}
+}
+
+// trimmer decides when to trim, from what it saw at its last tick.
+type trimmer struct {
+	cycles uint64 // collections so far, at the last tick
+	kept   uint64 // memory kept from the system after the last trim
+}
+
+// tick trims if the process is quiet and keeps much more memory than after
+// the last trim, and returns the memory kept before and after; zeros if it did
+// not trim.
+func (tr *trimmer) tick() (before, after uint64) {
+	s := []rtmetrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	read := func() (kept, cycles uint64) {
+		rtmetrics.Read(s)
+		return s[0].Value.Uint64() - s[1].Value.Uint64(), s[2].Value.Uint64()
+	}
+	kept, cycles := read()
+	quiet := cycles == tr.cycles
+	tr.cycles = cycles
+	if !quiet || kept <= tr.kept+trimSlack {
+		return 0, 0
+	}
+	// Two collections: the pools of buffers (sync.Pool) keep what they hold
+	// through one.
+	runtime.GC()
+	debug.FreeOSMemory()
+	tr.kept, tr.cycles = read()
+	return kept, tr.kept
 }

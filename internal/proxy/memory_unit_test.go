@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -31,5 +32,35 @@ func TestMemoryWait(t *testing.T) {
 	}
 	if got := m.peak.Load(); got != 150 {
 		t.Errorf("peak = %d; want 150", got)
+	}
+}
+
+// TestTrim makes 256 MiB of garbage, as a burst of connections leaves: the
+// trimmer leaves it while collections run, returns it to the system at its
+// first quiet tick, and then finds nothing more to return.
+func TestTrim(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's memory would count")
+	}
+	var tr trimmer
+	tr.tick()
+	garbage := make([][]byte, 256)
+	for i := range garbage {
+		garbage[i] = make([]byte, 1<<20)
+		garbage[i][0] = 1
+	}
+	runtime.KeepAlive(garbage)
+	garbage = nil
+	runtime.GC() // the burst's last collection, while it ends
+	if before, _ := tr.tick(); before != 0 {
+		t.Errorf("the trimmer trimmed after a collection (%d kept)", before)
+	}
+	before, after := tr.tick()
+	t.Logf("kept %d bytes before the trim, %d after", before, after)
+	if before < after+200<<20 {
+		t.Errorf("a quiet tick after 256 MiB of garbage: kept %d bytes before, %d after; want the garbage returned", before, after)
+	}
+	if before, _ := tr.tick(); before != 0 {
+		t.Errorf("a third tick trimmed again (%d kept)", before)
 	}
 }

@@ -161,7 +161,7 @@ func (m *metrics) ringShares(st *state) map[string]float64 {
 		return s
 	}
 	s := map[string]float64{}
-	if st.router != nil && !st.random {
+	if st.router != nil && !st.dist.Random {
 		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
 			for _, n := range b.Nodes {
 				s[n.Name] = n.Share

@@ -23,11 +23,14 @@ type pool struct {
 	cmds  []*counter  // by command
 	lat   []*observer // by command
 
-	mu      sync.Mutex // serializes state changes
-	clients sync.WaitGroup
-	conns   sync.Map // net.Conn -> struct{}, the open client connections
-	nconns  atomic.Int64
-	done    chan struct{} // closed when the accept loop has returned
+	mu       sync.Mutex // serializes state changes
+	stopping atomic.Bool
+	stopped  chan struct{} // closed when the pool stops: clients read no further requests
+	stopOnce sync.Once
+	clients  sync.WaitGroup
+	conns    sync.Map // net.Conn -> struct{}, the open client connections
+	nconns   atomic.Int64
+	done     chan struct{} // closed when the accept loop has returned
 }
 
 // certificate returns the pool's own certificate, as tls.Config.GetCertificate.
@@ -65,11 +68,28 @@ func (pl *pool) serve() {
 	}
 }
 
+// drain stops the pool taking clients and its clients reading requests: each
+// answers every request it has read and closes its connection, gracefully
+// (see Proxy.Shutdown).
+func (pl *pool) drain() {
+	pl.stopOnce.Do(func() {
+		pl.ln.Close()
+		<-pl.done
+		pl.stopping.Store(true)
+		close(pl.stopped)
+		// Wake the clients waiting for their next bytes; each checks
+		// stopping after setting its own deadline, so this one is the last.
+		pl.conns.Range(func(k, _ any) bool {
+			k.(net.Conn).SetReadDeadline(time.Now())
+			return true
+		})
+	})
+}
+
 // stop closes the pool's listener and clients and, once they are done, its
-// servers.
-func (pl *pool) stop() {
-	pl.ln.Close()
-	<-pl.done
+// servers, and drops the metrics of the servers named in forget.
+func (pl *pool) stop(forget []string) {
+	pl.drain()
 	pl.conns.Range(func(k, _ any) bool {
 		k.(net.Conn).Close()
 		return true
@@ -77,6 +97,8 @@ func (pl *pool) stop() {
 	pl.clients.Wait()
 	for _, s := range pl.state.Load().list {
 		s.close()
-		pl.proxy.metrics.forgetServer(pl.name, s.name)
+	}
+	for _, name := range forget {
+		pl.proxy.metrics.forgetServer(pl.name, name)
 	}
 }

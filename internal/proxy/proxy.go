@@ -39,7 +39,18 @@
 // eject_errors, client_idle_timeout or tls_cert_file and tls_key_file uses its
 // own.
 //
+// Nothing a client sends reaches a server as the client sent it: requests are
+// written anew from what the proxy parsed, and only those a server reads as
+// the proxy did (so none can run a command the proxy did not see, on a server
+// connection shared with other clients). Replies are checked against their
+// request's grammar; a server that answers out of it is reset, and the
+// requests waiting on it get "SERVER_ERROR Protocol error". The memory held
+// for requests in flight is bounded (MaxMemory), and an idle client holds no
+// buffer.
+//
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
+// UpdateServers replaces one pool's servers, for sources other than the file.
+// Shutdown answers every request read, then closes each client gracefully.
 //
 // What is memcached's in all this sits behind one interface, codec (codec.go):
 // reading a request and its keys, splitting it by server, encoding it for a
@@ -65,10 +76,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/resp"
 )
@@ -128,14 +139,11 @@ type Proxy struct {
 	metrics *metrics
 	mem     *memory
 
-	wg       sync.WaitGroup // goroutines retiring servers
-	stopping atomic.Bool    // Shutdown has begun: clients read no further requests
-	stopOnce sync.Once
-	stopped  chan struct{} // closed when Shutdown or Close begins
-	mu       sync.Mutex    // serializes Start, Reload and Close
-	pools    map[string]*pool
-	admin    *http.Server
-	adminL   net.Listener
+	wg     sync.WaitGroup // goroutines retiring servers and pools, trimming memory
+	mu     sync.Mutex     // serializes Start, Reload and Close
+	pools  map[string]*pool
+	admin  *http.Server
+	adminL net.Listener
 	// reloadMu guards nextReload, before which the admin listener refuses
 	// reloads.
 	reloadMu   sync.Mutex
@@ -157,7 +165,6 @@ func (p *Proxy) Start(f *config.File) error {
 		p.log = slog.Default()
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.stopped = make(chan struct{})
 	p.metrics = newMetrics(p)
 	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
@@ -170,6 +177,11 @@ func (p *Proxy) Start(f *config.File) error {
 			return err
 		}
 	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		trimMemory(p.ctx, p.log)
+	}()
 	if p.Admin != "" {
 		if err := p.startAdmin(); err != nil {
 			p.closeLocked()
@@ -193,7 +205,7 @@ func Validate(f *config.File) error {
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
-		if _, err := cfg.Router(); err != nil {
+		if _, err := dist.Build(cfg, cfg.Servers); err != nil {
 			return err
 		}
 		if cfg.TLSCertFile != "" {
@@ -265,7 +277,7 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), codec: p.newCodec(cfg)}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}), codec: p.newCodec(cfg)}
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
@@ -309,20 +321,6 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	return pl, nil
 }
 
-// newCodec returns the codec of the pool cfg's protocol.
-func (p *Proxy) newCodec(cfg *config.Pool) codec {
-	if cfg.Redis {
-		return newRedisCodec(p.RedisLimits, cfg)
-	}
-	return newMemcacheCodec(p.Limits)
-}
-
-// sameProtocol says whether the pool speaks cfg's protocol with cfg's
-// settings: the codec of a Redis pool holds its password and database.
-func sameProtocol(old, cfg *config.Pool) bool {
-	return old.Redis == cfg.Redis && old.RedisAuth == cfg.RedisAuth && old.RedisDB == cfg.RedisDB
-}
-
 // listen opens the listener of cfg.
 func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	network, addr := p.listenAddr(cfg)
@@ -350,20 +348,22 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // Reload makes f the proxy's configuration. It validates f first, reading every
 // pool's TLS files, and changes nothing if f is invalid. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
-// closed, and a pool whose listen address, TLS files (tls_cert_file,
-// tls_key_file, added, removed or renamed) or protocol (redis, redis_auth,
-// redis_db) changed stops, closing its clients and server connections, and
-// starts anew on its new listener (if that fails, Reload stops the pools it
-// started and returns the error). In the other pools, servers that keep their
-// name, address, weight and connection count keep their connections and
-// health, and the routing state is swapped atomically; requests already routed
-// finish on the servers they were sent to, and servers that left are closed
-// once those requests are done (after twice the pool's timeout, at least a
-// second). The other settings take effect at once: eject_errors for the next
-// request, client_idle_timeout when each client next waits for a request, and
-// a pool's TLS files, read again, for the next client to connect, so a renewed
-// certificate needs no restart. For each pool, Reload logs the fraction of the
-// key space that moved, per pair of servers.
+// closed, and a pool whose listen address, protocol (redis, and a Redis
+// pool's redis_auth and redis_db) or TLS files (tls_cert_file, tls_key_file,
+// added, removed or renamed) changed stops, closing its clients, and starts
+// anew on its new listener (if that fails,
+// Reload stops the pools it started and returns the error). In the other
+// pools, servers that keep their name, address, weight and connection count
+// keep their connections and health, and the routing state is swapped
+// atomically, as by UpdateServers; a pool whose settings and servers did not
+// change is left as it is. Requests already routed finish on the servers they
+// were sent to, and servers that left are closed once those requests are done
+// (after twice the pool's timeout, at least a second). The other settings take
+// effect at once: eject_errors for the next request, client_idle_timeout when
+// each client next waits for a request, and a pool's TLS files, read again,
+// for the next client to connect, so a renewed certificate needs no restart.
+// For each pool, Reload logs the fraction of the key space that moved, per
+// pair of servers.
 func (p *Proxy) Reload(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -401,8 +401,17 @@ func (p *Proxy) Reload(f *config.File) error {
 	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {
-			// The pool moves: its old address stops serving now.
-			old.stop()
+			// The pool moves: its old address stops serving now, and its
+			// clients once they are answered. The new pool takes over the
+			// metrics of the servers it keeps.
+			old.drain()
+			var gone []string
+			for _, s := range old.state.Load().list {
+				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
+					gone = append(gone, s.name)
+				}
+			}
+			p.retirePool(old, gone)
 			delete(p.pools, cfg.Name)
 		}
 		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
@@ -413,7 +422,12 @@ func (p *Proxy) Reload(f *config.File) error {
 	for name, pl := range p.pools {
 		if !keep[name] {
 			p.log.Info("pool removed", "pool", name)
-			pl.stop()
+			pl.drain()
+			var gone []string
+			for _, s := range pl.state.Load().list {
+				gone = append(gone, s.name)
+			}
+			p.retirePool(pl, gone)
 			delete(p.pools, name)
 		}
 	}
@@ -485,12 +499,53 @@ func checkServers(servers []config.Server) error {
 	return nil
 }
 
-// sameListener says whether the pool can serve cfg on its listener and
-// connections: the address, TLS files and protocol settings are the same.
+// retirePool stops, in the background, a pool that a reload removed or
+// restarted elsewhere, and drained: its clients have twice the pool's timeout
+// (at least a second), and the linger of their close, to be answered; then
+// what is left is closed, and the metrics of the servers named in forget
+// dropped.
+func (p *Proxy) retirePool(pl *pool, forget []string) {
+	grace := max(2*pl.state.Load().cfg.Timeout, time.Second) + closeLinger
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		answered := make(chan struct{})
+		go func() {
+			pl.clients.Wait()
+			close(answered)
+		}()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-answered:
+		case <-t.C:
+		case <-p.ctx.Done():
+		}
+		pl.stop(forget)
+	}()
+}
+
+// sameListener says whether the pool can serve cfg on its listener: the address,
+// TLS files and protocol are the same.
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
 	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
 		sameProtocol(old, cfg)
+}
+
+// sameProtocol says whether a pool of old speaks cfg's protocol with cfg's
+// settings: the codec of a Redis pool holds its password and database.
+func sameProtocol(old, cfg *config.Pool) bool {
+	return old.Redis == cfg.Redis && old.RedisAuth == cfg.RedisAuth && old.RedisDB == cfg.RedisDB
+}
+
+// newCodec returns the codec of the pool's protocol. A pool keeps its codec
+// while it runs: a reload that changes the protocol restarts the pool.
+func (p *Proxy) newCodec(cfg *config.Pool) codec {
+	if cfg.Redis {
+		return newRedisCodec(p.RedisLimits, cfg)
+	}
+	return newMemcacheCodec(p.Limits)
 }
 
 // sameAddr says whether the pool listens where cfg says.
@@ -514,17 +569,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 		pools = append(pools, pl)
 	}
 	p.mu.Unlock()
-	p.stopping.Store(true)
-	p.stop()
 	for _, pl := range pools {
-		pl.ln.Close()
-		<-pl.done
-		// Wake the clients waiting for their next bytes; each checked
-		// stopping after setting its own deadline, so this one is the last.
-		pl.conns.Range(func(k, _ any) bool {
-			k.(net.Conn).SetReadDeadline(time.Now())
-			return true
-		})
+		pl.drain()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -558,21 +604,20 @@ func (p *Proxy) closeLocked() {
 		return
 	}
 	p.closed = true
-	p.stop()
 	p.cancel()
 	if p.admin != nil {
 		p.admin.Close()
 	}
 	names := slices.Sorted(maps.Keys(p.pools))
 	for _, name := range names {
-		p.pools[name].stop()
+		pl := p.pools[name]
+		var all []string
+		for _, s := range pl.state.Load().list {
+			all = append(all, s.name)
+		}
+		pl.stop(all)
 	}
 	p.wg.Wait()
-}
-
-// stop closes stopped, once.
-func (p *Proxy) stop() {
-	p.stopOnce.Do(func() { close(p.stopped) })
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

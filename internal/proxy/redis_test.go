@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/redistest"
 )
 
@@ -24,16 +25,16 @@ func startRedisServers(t testing.TB, n int, args ...string) []*redistest.Server 
 func redisOwner(t testing.TB, yaml string) func(key string) string {
 	t.Helper()
 	pool := parseConfig(t, yaml).Pools[0]
-	r, err := pool.Router()
+	r, err := dist.Build(pool, pool.Servers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(key string) string {
-		o, err := r.Lookup(pool.HashKey([]byte(key)))
+		i, err := r.Lookup(pool.HashKey([]byte(key)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o
+		return pool.Servers[i].Name()
 	}
 }
 

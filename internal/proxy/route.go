@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"errors"
-	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"time"
@@ -10,22 +8,22 @@ import (
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // state is an immutable snapshot of a pool's routing: its configuration, its
 // servers and the router over those that are not ejected.
 type state struct {
 	cfg     *config.Pool
+	dist    dist.Entry // the pool's distribution, for its capabilities
 	servers map[string]*server
 	list    []*server // in configuration order
 	// router routes keys over the live servers (all servers when ejected ones
-	// answer errors rather than move); nil when none is live.
-	router config.Router
+	// answer errors rather than move) to their index in live; nil when none is
+	// live.
+	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
-	// random is set when the distribution picks a server at random, whatever
-	// the key.
-	random bool
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -35,17 +33,11 @@ func (st *state) route(key []byte) (*server, error) {
 	if st.router == nil {
 		return nil, errNoServers
 	}
-	if st.random {
-		return st.live[rand.IntN(len(st.live))], nil
-	}
-	name, err := st.router.Lookup(st.cfg.HashKey(key))
+	i, err := st.router.Lookup(st.cfg.HashKey(key))
 	if err != nil {
 		return nil, err
 	}
-	srv := st.servers[name]
-	if srv == nil {
-		return nil, errors.New("router returned unknown server " + strconv.Quote(name))
-	}
+	srv := st.live[i]
 	if st.eject && srv.ejected.Load() {
 		return nil, errEjected
 	}
@@ -54,8 +46,11 @@ func (st *state) route(key []byte) (*server, error) {
 
 // newState builds the routing state of cfg over servers.
 func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
-	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors,
-		random: cfg.Distribution == "random"}
+	e, err := dist.EntryOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
 	var live []config.Server
 	for _, s := range servers {
 		st.servers[s.name] = s
@@ -67,7 +62,7 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, er
 	if len(live) == 0 {
 		return st, nil
 	}
-	r, err := cfg.RouterOf(live)
+	r, err := dist.Build(cfg, live)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +206,8 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 // why it moved ("reload", ...).
 func (pl *pool) logMoves(old, cur *state, why string) {
 	switch {
-	case old.router == nil && cur.router == nil:
-		return
+	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
+		return // nothing to measure, or keys routed at random
 	case old.router == nil || cur.router == nil:
 		// To or from no live server: every key moves.
 		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",

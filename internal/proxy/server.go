@@ -23,7 +23,7 @@ var (
 	errKeysSpread = errors.New("keys on different servers")
 )
 
-// server is one memcached server of a pool: its connections, its health and its
+// server is one server of a pool: its connections, its health and its
 // counters. It is shared by the pool states of successive reloads as long as its
 // name, address and number of connections stay the same.
 type server struct {

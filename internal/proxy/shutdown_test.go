@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,5 +140,36 @@ func TestShutdownUnderLoad(t *testing.T) {
 	}
 	if total == 0 {
 		t.Error("no incr answered before the shutdown")
+	}
+}
+
+// TestReloadRemovedPoolAnswers removes a pool by a reload while a request of
+// one of its clients waits on a frozen server: the client gets its reply, then
+// the end of the stream; the pool's address takes no new client.
+func TestReloadRemovedPoolAnswers(t *testing.T) {
+	s := memcachedtest.Start(t)
+	pools := map[string]string{"alpha": poolYAML("timeout: 5000", s), "beta": poolYAML("timeout: 5000", s)}
+	p := startProxy(t, poolsYAML(pools))
+	addr := p.Addr("beta").String()
+	c := dial(t, addr)
+	c.mustDo("set a 0 0 1\r\nx\r\n")
+	s.Signal(syscall.SIGSTOP)
+	c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c.c, "get a\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the get is in flight
+	delete(pools, "beta")
+	if err := p.Reload(parseConfig(t, poolsYAML(pools))); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		nc.Close()
+		t.Error("a removed pool accepts clients")
+	}
+	s.Signal(syscall.SIGCONT)
+	got, err := io.ReadAll(c.br)
+	if string(got) != "VALUE a 0 1\r\nx\r\nEND\r\n" || err != nil {
+		t.Errorf("a request in flight when its pool was removed: %q, %v; want its reply and the end of the stream", got, err)
 	}
 }

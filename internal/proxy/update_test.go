@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -55,7 +56,7 @@ func TestUpdateServers(t *testing.T) {
 	// Each key is stored where a router over the new list puts it.
 	pc := parseConfig(t, poolYAML("hash: md5", servers[0])).Pools[0]
 	pc.Servers = list
-	r, err := pc.Router()
+	r, err := dist.Build(pc, list)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +70,11 @@ func TestUpdateServers(t *testing.T) {
 		if got := c.mustDo("set " + key + " 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
 			t.Fatalf("set %s: %q", key, got)
 		}
-		owner, err := r.Lookup([]byte(key))
+		j, err := r.Lookup([]byte(key))
 		if err != nil {
 			t.Fatal(err)
 		}
+		owner := list[j].Name()
 		used[owner] = true
 		for name, dc := range direct {
 			has := dc.mustDo("get "+key+"\r\n") != "END\r\n"
