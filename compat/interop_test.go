@@ -3,7 +3,6 @@ package compat_test
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/compat/internal/live"
@@ -24,21 +23,9 @@ type routeCase struct {
 	servers      []live.Server
 }
 
-// yaml returns the case as a chash config with one pool, "pool".
-func (c routeCase) yaml() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pool:\n  distribution: %s\n", c.distribution)
-	if c.hash != "" {
-		fmt.Fprintf(&b, "  hash: %s\n", c.hash)
-	}
-	if c.hashTag != "" {
-		fmt.Fprintf(&b, "  hash_tag: %q\n", c.hashTag)
-	}
-	b.WriteString("  servers:\n")
-	for _, s := range c.servers {
-		fmt.Fprintf(&b, "   - %s\n", s.Spec())
-	}
-	return b.String()
+// pool returns the case as a chash config's pool, "pool".
+func (c routeCase) pool() *config.Pool {
+	return live.Pool{Distribution: c.distribution, Hash: c.hash, HashTag: c.hashTag, Servers: c.servers}.Config("")
 }
 
 // displayName is the name chash route prints for s: its alias, else host:port.
@@ -49,20 +36,23 @@ func displayName(s live.Server) string {
 	return s.Addr()
 }
 
-// routeConfig routes keys through the pool of conf (a chash config named file),
-// as chash route does, and returns the server names.
-func routeConfig(file, conf string, keys [][]byte) ([]string, error) {
-	f, err := config.Parse(file, []byte(conf))
+// routeConfig routes keys through pool p as chash route does, after writing it
+// to a config named file and reading that back, and returns the server names.
+func routeConfig(file string, p *config.Pool, keys [][]byte) ([]string, error) {
+	conf, err := config.Marshal(&config.File{Path: file, Pools: []*config.Pool{p}})
 	if err != nil {
 		return nil, err
 	}
-	p, err := f.Pool("")
+	f, err := config.Parse(file, conf)
 	if err != nil {
+		return nil, err
+	}
+	if p, err = f.Pool(""); err != nil {
 		return nil, err
 	}
 	r, err := dist.Build(p, p.Servers)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w\n%s", err, conf)
 	}
 	got := make([]string, len(keys))
 	for i, k := range keys {

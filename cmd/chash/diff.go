@@ -64,7 +64,7 @@ generated keys (1000000 by default) in turn on both, each counting as load;
 anything else is measured by routing that many keys through both. Neither
 lists ranges.
 
-Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+A range is a run of ring positions, start to end inclusive, as the ring
 hashes keys: a key moves from "from" to "to" when its position is in the
 range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 
@@ -88,6 +88,12 @@ flow's start and end are empty.
 --plot writes bars of each server's share before and after, and --ring-plot
 a picture of both rings and the moved ranges (ring distributions only); IMAGE
 ends in .png or .svg.`,
+	}
+	c.Complete = func(args []string) []string { // OLD and NEW are files
+		if len(args) < 2 {
+			return []string{completeFiles}
+		}
+		return nil
 	}
 	c.Flag.StringVar(&f.pool, "pool", "", "compare the pool called `NAME` (required if a file has several)")
 	c.Flag.StringVar(&f.newPool, "new-pool", "", "the pool's `NAME` in NEW, if not the same as in OLD")

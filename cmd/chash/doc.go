@@ -12,14 +12,23 @@
 //
 //	analyze    show how evenly a pool spreads keys over its servers
 //	compare    compare the distributions side by side
+//	completion print a shell's completion script for chash
 //	demo       show what consistent hashing buys, on the seed articles' servers
 //	diff       show which keys move between two configurations, as a migration plan
-//	help       show the manual of a command
+//	help       show the manual of a command or a topic
 //	proxy      run a memcached sharding proxy, a drop-in for twemproxy
 //	route      print the server each key goes to
 //	sweep      tabulate balance against points per node, and movement against cluster size
+//	version    print chash's version
 //
 // Use "chash help <command>" for more information about a command.
+// Flags may come before or after a command's arguments; "--" ends them.
+//
+// Additional help topics:
+//
+//	config     the keys of a configuration file's pools, with defaults and examples
+//
+// Use "chash help <topic>" for more information about that topic.
 //
 // Usage errors and bad configurations exit with status 2, other failures with
 // status 1.
@@ -175,6 +184,269 @@
 //	--weights LIST
 //		server weights, a comma-separated LIST repeated over the servers (default 1)
 //
+// # Print a shell's completion script for chash
+//
+// Usage:
+//
+//	chash completion bash|zsh|fish
+//
+// Completion prints the script with which bash, zsh or fish completes chash's
+// commands, help topics, flags and the values of flags: a --format's formats,
+// the pools of the --config file for --pool, file names where a file is
+// wanted. The script asks chash itself what fits, so it stays in step with the
+// installed command. Load it in the shell's start-up file:
+//
+//	bash (~/.bashrc):                  source <(chash completion bash)
+//	zsh (~/.zshrc, after compinit):    source <(chash completion zsh)
+//	fish (~/.config/fish/config.fish): chash completion fish | source
+//
+// # The keys of a configuration file's pools, with defaults and examples
+//
+// The configuration file of route, analyze, diff and proxy (--config FILE) is
+// twemproxy's nutcracker.yml: a YAML mapping from pool names to pools, each a
+// mapping of the keys below. chash reads every key that twemproxy 0.5.0 reads,
+// as twemproxy reads it, and adds keys of its own, marked "chash" below, which
+// nutcracker rejects. A key left out takes its default; an unknown key, a key
+// given twice or a bad value is an error naming the file, the line and the pool.
+//
+//	cache:
+//	  listen: 127.0.0.1:22121
+//	  hash: md5
+//	  hash_tag: "{}"
+//	  distribution: ketama
+//	  timeout: 400
+//	  auto_eject_hosts: true
+//	  servers:
+//	   - 10.0.0.1:11211:1
+//	   - 10.0.0.2:11211:1
+//	   - 10.0.0.3:11211:2 big
+//
+// Durations are whole milliseconds.
+//
+// The keys of a pool:
+//
+// listen (twemproxy)
+//
+//	The address the proxy accepts the pool's clients on: host:port, or the
+//	path of a Unix socket optionally followed by the socket's mode in octal.
+//	No two pools may listen on the same address.
+//	Default: none: the proxy requires it; chash route and analyze do not use
+//	it.
+//	Example:
+//		listen: 127.0.0.1:22121
+//
+// hash (twemproxy)
+//
+//	The function that hashes keys (and, for most rings, the servers'
+//	points). twemproxy's names hash byte for byte as twemproxy does; a pool
+//	that must route as a deployed twemproxy keeps its hash. fnv1a_64
+//	clusters keys that differ only in their last character: chash analyze
+//	warns of it.
+//	Default: the distribution's own: fnv1a_64 for twemproxy's ketama, modula
+//	and random, xxh64 for chash, java_fnv1_32 for seed.
+//	Values: crc16, crc32, crc32a, fnv1_32, fnv1_64, fnv1a_32, fnv1a_64,
+//	hsieh, java_fnv1_32, java_hashcode, java_hashcode_spread, jenkins, md5,
+//	murmur, one_at_a_time, xxh64.
+//	Example:
+//		hash: md5
+//
+// hash_tag (twemproxy)
+//
+//	Two characters that delimit the part of a key that is hashed: with "{}",
+//	"{user1}:name" and "{user1}:mail" are both routed by "user1" and land on
+//	the same server. A key without both characters, or with nothing between
+//	them, is hashed whole.
+//	Default: none: the whole key is hashed.
+//	Example:
+//		hash_tag: "{}"
+//
+// distribution (twemproxy)
+//
+//	How keys are spread over the servers. ketama, modula and random route as
+//	twemproxy does; libmemcached, libketama (the npm package hashring),
+//	spymemcached, nginx, groupcache and stathat as those programs do; seed
+//	as the seed articles' Java ring; chash is chash's own ring; jump,
+//	jumpback, rendezvous, maglev, multiprobe, bounded, memento and balanced
+//	are alternative algorithms (chash compare sets them side by side). An
+//	unknown name is an error.
+//	Default: ketama.
+//	Values: balanced, bounded, chash, groupcache, jump, jumpback, ketama,
+//	libketama, libmemcached, maglev, memento, modula, multiprobe, nginx,
+//	random, rendezvous, seed, spymemcached, stathat.
+//	Example:
+//		distribution: chash
+//
+// points (chash)
+//
+//	The number of points (virtual nodes) per unit of weight, for the rings
+//	that take it: chash, seed, bounded, balanced, multiprobe, groupcache and
+//	stathat. The other distributions, whose points are fixed by the programs
+//	they copy or that have none, refuse it.
+//	Default: the distribution's own: 160 for chash and bounded, 16 for
+//	balanced, 1 for multiprobe, 50 for groupcache, 20 for stathat; for seed,
+//	one point per server whatever its weight.
+//	Example:
+//		points: 160
+//
+// label (chash)
+//
+//	The string the seed distribution hashes for each point of a server,
+//	{name} standing for the server's name and {i} for the point's number.
+//	Only the seed distribution takes it, with points above zero. Quote it:
+//	YAML reads braces as a mapping.
+//	Default: "{name}&&VN{i}", the seed articles' label.
+//	Example:
+//		label: "{i}:{name}"
+//
+// timeout (twemproxy)
+//
+//	How long, in milliseconds, the proxy waits to connect to a server or for
+//	its reply; a server that does not answer in time counts a failure (see
+//	auto_eject_hosts) and the client gets an error.
+//	Default: 0: no limit.
+//	Example:
+//		timeout: 400
+//
+// backlog (twemproxy)
+//
+//	The length of the listen queue of the pool's listener.
+//	Default: 512.
+//	Example:
+//		backlog: 1024
+//
+// client_connections (twemproxy)
+//
+//	The most client connections the proxy accepts on the pool's listener;
+//	one more is closed at once. twemproxy 0.5.0 parses the key but does not
+//	enforce it.
+//	Default: 0: no limit.
+//	Example:
+//		client_connections: 4096
+//
+// redis (twemproxy)
+//
+//	Whether the pool's clients and servers speak the Redis protocol (RESP).
+//	chash route and analyze route a Redis pool's keys as nutcracker does;
+//	chash proxy does not serve Redis pools yet and refuses a file that has
+//	one.
+//	Default: false: the pool speaks memcached's protocol.
+//	Example:
+//		redis: true
+//
+// redis_auth (twemproxy)
+//
+//	The password of the pool's Redis servers, which twemproxy sends with
+//	AUTH on each connection to one and requires of its clients. Only a pool
+//	with redis: true may set it.
+//	Default: none: no AUTH.
+//	Example:
+//		redis_auth: s3cret
+//
+// redis_db (twemproxy)
+//
+//	The database that twemproxy selects with SELECT on each connection to a
+//	Redis server.
+//	Default: 0.
+//	Example:
+//		redis_db: 3
+//
+// preconnect (twemproxy)
+//
+//	Whether the proxy connects to every server of the pool when it starts.
+//	Default: false: the proxy connects to a server when a request first
+//	needs it.
+//	Example:
+//		preconnect: true
+//
+// auto_eject_hosts (twemproxy)
+//
+//	Whether a server that fails server_failure_limit times in a row leaves
+//	the distribution, its keys going to the other servers, until
+//	server_retry_timeout passes and it answers a probe.
+//	Default: false: a failing server keeps its keys.
+//	Example:
+//		auto_eject_hosts: true
+//
+// server_connections (twemproxy)
+//
+//	The most connections the proxy opens to each server; at least 1.
+//	Default: 1.
+//	Example:
+//		server_connections: 4
+//
+// server_retry_timeout (twemproxy)
+//
+//	How long, in milliseconds, an ejected server stays out of the
+//	distribution (see auto_eject_hosts).
+//	Default: 30000 (30s).
+//	Example:
+//		server_retry_timeout: 2000
+//
+// server_failure_limit (twemproxy)
+//
+//	The number of failures in a row that ejects a server (see
+//	auto_eject_hosts).
+//	Default: 2.
+//	Example:
+//		server_failure_limit: 3
+//
+// tcpkeepalive (twemproxy)
+//
+//	Whether the proxy enables TCP keepalive on its connections to the
+//	servers.
+//	Default: false.
+//	Example:
+//		tcpkeepalive: true
+//
+// eject_errors (chash)
+//
+//	Whether the keys of an ejected server answer "SERVER_ERROR server
+//	ejected" instead of moving to other servers, for clients that prefer
+//	misses to stale data. It may be true only with auto_eject_hosts: true.
+//	Default: chash proxy's --eject-errors, which is false unless given.
+//	Example:
+//		eject_errors: true
+//
+// client_idle_timeout (chash)
+//
+//	How long, in milliseconds, the proxy keeps a client connection that
+//	sends nothing; 0 keeps idle clients, as twemproxy does.
+//	Default: chash proxy's --idle-timeout, which is 0 (idle clients are
+//	kept) unless given.
+//	Example:
+//		client_idle_timeout: 30000
+//
+// tls_cert_file (chash)
+//
+//	The PEM file of the certificate, with its chain, with which the pool's
+//	listener serves clients over TLS; set with tls_key_file. A relative path
+//	is relative to the proxy's working directory. On reload the files are
+//	read again, so a renewed certificate needs no restart.
+//	Default: chash proxy's --tls-cert; without it, no TLS.
+//	Example:
+//		tls_cert_file: /etc/chash/cert.pem
+//
+// tls_key_file (chash)
+//
+//	The PEM file of the certificate's private key; set with tls_cert_file.
+//	Default: chash proxy's --tls-key; without it, no TLS.
+//	Example:
+//		tls_key_file: /etc/chash/key.pem
+//
+// servers (twemproxy)
+//
+//	The pool's servers, one "host:port:weight [name]" or
+//	"/path/to/socket:weight [name]" line each. The weight is a positive
+//	integer; the name, if given, is what the distribution hashes and what
+//	chash route prints instead of host:port, so that a server can move to
+//	another address and keep its keys. No two servers may have the same
+//	name.
+//	Default: none: a pool needs at least one server.
+//	Example:
+//		servers:
+//		 - 10.0.0.1:11211:1
+//		 - 10.0.0.2:11211:2 cache-2
+//
 // # Show what consistent hashing buys, on the seed articles' servers
 //
 // Usage:
@@ -238,7 +510,7 @@
 // anything else is measured by routing that many keys through both. Neither
 // lists ranges.
 //
-// Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+// A range is a run of ring positions, start to end inclusive, as the ring
 // hashes keys: a key moves from "from" to "to" when its position is in the
 // range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 //
@@ -284,14 +556,15 @@
 //	--sample N
 //		route N sample keys where movement cannot be computed exactly (default 1000000)
 //
-// # Show the manual of a command
+// # Show the manual of a command or a topic
 //
 // Usage:
 //
-//	chash help [command]
+//	chash help [command|topic]
 //
-// Help shows the list of commands or, given a command's name, its usage,
-// its description and its flags.
+// Help shows the list of commands and topics or, given a command's name, its
+// usage, its description and its flags, and given a topic's name, the topic.
+// "chash CMD --help" (or -h) prints the same as "chash help CMD".
 //
 // # Run a memcached sharding proxy, a drop-in for twemproxy
 //
@@ -315,7 +588,8 @@
 // --eject-errors, --idle-timeout and --tls-cert with --tls-key are defaults: a
 // pool may set its own with the keys eject_errors: true|false (which needs
 // auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
-// 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F.
+// 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F. 'chash help
+// config' describes every key of a pool.
 //
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
@@ -406,10 +680,10 @@
 // line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 // stripped, so an empty line is the empty key. Lines may be of any length.
 //
-// FILE is in twemproxy's nutcracker.yml format, to which chash adds the keys
-// points and label and distributions of its own (chash, seed), of other
-// programs and of other algorithms. --pool names the pool and may be left
-// out when the file has only one. Keys pass through the pool's hash_tag
+// FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
+// distributions of its own (chash, seed), of other programs and of other
+// algorithms: 'chash help config' lists every key. --pool names the pool and
+// may be left out when the file has only one. Keys pass through the pool's hash_tag
 // before they are hashed, as in twemproxy. A pool whose distribution is
 // random cannot be routed offline: twemproxy sends each request to a server
 // chosen at random.
@@ -420,8 +694,9 @@
 // depends on the keys before it.
 //
 // A bad configuration is reported with its file, line and pool, and route exits
-// with status 2, as for a bad flag. Flags come before the keys; put "--" before
-// keys that begin with "-".
+// with status 2, as for a bad flag. Flags may come before or after the keys;
+// put "--" before keys that begin with "-", which would otherwise be taken for
+// flags.
 //
 // The flags are:
 //
@@ -506,4 +781,19 @@
 //		sweep rings of the distribution NAME (default chash)
 //	--trials N
 //		average over N rings of different names (default 10)
+//
+// # Print chash's version
+//
+// Usage:
+//
+//	chash version
+//
+// Version prints the version of the chash module the command was built from
+// and, when it was built in a git checkout, the commit (with "+dirty" when the
+// checkout had uncommitted changes) and the commit's time; then the Go version
+// and the platform. "chash --version" is the same.
+//
+// A command installed with "go install github.com/chash-dev/chash/cmd/chash@v1.2.3"
+// reports v1.2.3; one built in a checkout reports the version Go derives from the
+// commit, such as v0.0.0-20261130101500-9ecdd35a1b2c+dirty.
 package main

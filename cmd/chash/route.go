@@ -29,10 +29,10 @@ With no KEY arguments, route reads keys from standard input, one per line. A
 line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 stripped, so an empty line is the empty key. Lines may be of any length.
 
-FILE is in twemproxy's nutcracker.yml format, to which chash adds the keys
-points and label and distributions of its own (chash, seed), of other
-programs and of other algorithms. --pool names the pool and may be left
-out when the file has only one. Keys pass through the pool's hash_tag
+FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
+distributions of its own (chash, seed), of other programs and of other
+algorithms: 'chash help config' lists every key. --pool names the pool and
+may be left out when the file has only one. Keys pass through the pool's hash_tag
 before they are hashed, as in twemproxy. A pool whose distribution is
 random cannot be routed offline: twemproxy sends each request to a server
 chosen at random.
@@ -43,8 +43,9 @@ being the number of keys placed so far including this one; so a key's server
 depends on the keys before it.
 
 A bad configuration is reported with its file, line and pool, and route exits
-with status 2, as for a bad flag. Flags come before the keys; put "--" before
-keys that begin with "-".`,
+with status 2, as for a bad flag. Flags may come before or after the keys;
+put "--" before keys that begin with "-", which would otherwise be taken for
+flags.`,
 	}
 	c.Flag.StringVar(&f.config, "config", "", "read the configuration `FILE` (required)")
 	c.Flag.StringVar(&f.pool, "pool", "", "route with the pool called `NAME` (required if FILE has several)")

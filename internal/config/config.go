@@ -31,6 +31,11 @@
 //
 //	config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer
 //
+// A configuration can also be built in code: NewPool makes a pool with
+// twemproxy's defaults, and Marshal writes a File so that Parse reads it back.
+// Keys documents every key of a pool, its default and an example: the
+// reference that "chash help config" prints.
+//
 // This is the only package of chash that imports a YAML library.
 package config
 
@@ -187,19 +192,11 @@ type Pool struct {
 	lines map[string]int // the line of each key's value
 }
 
-// newPool returns a pool with twemproxy's defaults (nc_conf.h).
+// newPool returns a pool as Parse starts it, before its keys are read.
 func newPool(file, name string, line int) *Pool {
-	return &Pool{
-		file:               file,
-		Name:               name,
-		Line:               line,
-		Distribution:       DefaultDistribution,
-		Backlog:            512,
-		ServerConnections:  1,
-		ServerRetryTimeout: 30 * time.Second,
-		ServerFailureLimit: 2,
-		lines:              make(map[string]int),
-	}
+	p := NewPool(name)
+	p.file, p.Line, p.lines = file, line, make(map[string]int)
+	return p
 }
 
 // HashKey returns the part of key that the pool hashes: with a HashTag such as

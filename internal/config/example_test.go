@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/chash-dev/chash/internal/config"
 )
@@ -64,4 +65,33 @@ func ExampleParse_error() {
 	fmt.Println(err)
 	// Output:
 	// config: nutcracker.yml:5: pool "alpha": server "10.0.0.2:11211:x": weight "x" is not a positive integer
+}
+
+// ExampleMarshal builds a pool in code and writes it as a nutcracker.yml: the
+// keys left at their defaults are left out.
+func ExampleMarshal() {
+	p := config.NewPool("cache")
+	p.Listen = "127.0.0.1:22121"
+	p.Hash = "md5"
+	p.HashTag = "{}"
+	p.Timeout = 400 * time.Millisecond
+	p.Servers = []config.Server{
+		{Host: "10.0.0.1", Port: 11211, Weight: 1},
+		{Host: "10.0.0.2", Port: 11211, Weight: 2, Alias: "cache-2"},
+	}
+	out, err := config.Marshal(&config.File{Pools: []*config.Pool{p}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(out))
+	// Output:
+	// cache:
+	//   listen: 127.0.0.1:22121
+	//   hash: md5
+	//   hash_tag: '{}'
+	//   timeout: 400
+	//   servers:
+	//     - 10.0.0.1:11211:1
+	//     - 10.0.0.2:11211:2 cache-2
 }

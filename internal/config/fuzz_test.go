@@ -1,16 +1,12 @@
 package config
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chash-dev/chash/hashfn"
 )
@@ -48,9 +44,13 @@ func FuzzParse(f *testing.F) {
 		for _, p := range file.Pools {
 			checkPool(t, p)
 		}
-		again, err := Parse("fuzz.yml", format(t, file))
+		out, err := Marshal(file)
 		if err != nil {
-			t.Fatalf("Parse of the File written out: %v\n%s", err, format(t, file))
+			t.Fatalf("Marshal of a File that Parse accepted: %v", err)
+		}
+		again, err := Parse("fuzz.yml", out)
+		if err != nil {
+			t.Fatalf("Parse of the File written out: %v\n%s", err, out)
 		}
 		if a, b := stripLines(file), stripLines(again); !reflect.DeepEqual(a, b) {
 			t.Fatalf("Parse of the File written out:\n got %+v\nwant %+v", b, a)
@@ -108,80 +108,12 @@ func checkPool(t *testing.T, p *Pool) {
 	}
 }
 
-// format writes f out in the configuration format.
-func format(t *testing.T, f *File) []byte {
-	str := func(s string) *yaml.Node {
-		return &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Value: s}
-	}
-	plain := func(v any) *yaml.Node {
-		return &yaml.Node{Kind: yaml.ScalarNode, Value: fmt.Sprint(v)}
-	}
-	root := &yaml.Node{Kind: yaml.MappingNode}
-	for _, p := range f.Pools {
-		m := &yaml.Node{Kind: yaml.MappingNode}
-		add := func(k string, v *yaml.Node) { m.Content = append(m.Content, str(k), v) }
-		if p.Listen != "" {
-			l := p.Listen
-			if strings.HasPrefix(l, "/") && (p.ListenPerm != 0 || strings.Contains(l, " ")) {
-				l += " " + strconv.FormatUint(uint64(p.ListenPerm), 8)
-			}
-			add("listen", str(l))
-		}
-		if p.Hash != "" {
-			add("hash", str(p.Hash))
-		}
-		if p.HashTag != "" {
-			add("hash_tag", str(p.HashTag))
-		}
-		add("distribution", str(p.Distribution))
-		add("points", plain(p.Points))
-		if p.Label != "" {
-			add("label", str(p.Label))
-		}
-		add("timeout", plain(p.Timeout.Milliseconds()))
-		add("backlog", plain(p.Backlog))
-		add("client_connections", plain(p.ClientConnections))
-		add("redis", plain(p.Redis))
-		if p.RedisAuth != "" {
-			add("redis_auth", str(p.RedisAuth))
-		}
-		add("redis_db", plain(p.RedisDB))
-		add("preconnect", plain(p.Preconnect))
-		add("server_connections", plain(p.ServerConnections))
-		add("auto_eject_hosts", plain(p.AutoEjectHosts))
-		add("server_retry_timeout", plain(p.ServerRetryTimeout.Milliseconds()))
-		add("server_failure_limit", plain(p.ServerFailureLimit))
-		add("tcpkeepalive", plain(p.TCPKeepalive))
-		if p.EjectErrors != nil {
-			add("eject_errors", plain(*p.EjectErrors))
-		}
-		if p.ClientIdleTimeout != nil {
-			add("client_idle_timeout", plain(p.ClientIdleTimeout.Milliseconds()))
-		}
-		if p.TLSCertFile != "" {
-			add("tls_cert_file", str(p.TLSCertFile))
-			add("tls_key_file", str(p.TLSKeyFile))
-		}
-		servers := &yaml.Node{Kind: yaml.SequenceNode}
-		for _, s := range p.Servers {
-			servers.Content = append(servers.Content, str(s.String()))
-		}
-		add("servers", servers)
-		root.Content = append(root.Content, str(p.Name), m)
-	}
-	out, err := yaml.Marshal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // stripLines returns copies of f's pools without line numbers.
 func stripLines(f *File) []Pool {
 	var pools []Pool
 	for _, p := range f.Pools {
 		q := *p
-		q.Line, q.lines = 0, nil
+		q.Line, q.lines, q.file = 0, nil, ""
 		q.Servers = slices.Clone(p.Servers)
 		for i := range q.Servers {
 			q.Servers[i].Line = 0

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,49 +143,6 @@ func checkAlias(n *yaml.Node) error {
 	return nil
 }
 
-// A setting parses the value v of key into p. Its errors, made with at or atf,
-// carry their line.
-type setting func(p *Pool, key string, v *yaml.Node) error
-
-// settings are the keys of a pool, twemproxy's (nc_conf.c, conf_commands) and ours.
-var settings = map[string]setting{
-	"listen":       setListen,
-	"hash":         setHash,
-	"hash_tag":     setHashTag,
-	"distribution": setDistribution,
-	"points":       intSetting(func(p *Pool) *int { return &p.Points }),
-	"label":        setLabel,
-
-	"timeout":              msSetting(func(p *Pool) *time.Duration { return &p.Timeout }),
-	"backlog":              intSetting(func(p *Pool) *int { return &p.Backlog }),
-	"client_connections":   intSetting(func(p *Pool) *int { return &p.ClientConnections }),
-	"redis":                boolSetting(func(p *Pool) *bool { return &p.Redis }),
-	"redis_auth":           setRedisAuth,
-	"redis_db":             intSetting(func(p *Pool) *int { return &p.RedisDB }),
-	"preconnect":           boolSetting(func(p *Pool) *bool { return &p.Preconnect }),
-	"auto_eject_hosts":     boolSetting(func(p *Pool) *bool { return &p.AutoEjectHosts }),
-	"server_connections":   setServerConnections,
-	"server_retry_timeout": msSetting(func(p *Pool) *time.Duration { return &p.ServerRetryTimeout }),
-	"server_failure_limit": intSetting(func(p *Pool) *int { return &p.ServerFailureLimit }),
-	"tcpkeepalive":         boolSetting(func(p *Pool) *bool { return &p.TCPKeepalive }),
-	"servers":              setServers,
-
-	// chash proxy's per-pool versions of its flags.
-	"eject_errors":        optional(boolSetting, func(p *Pool) **bool { return &p.EjectErrors }),
-	"client_idle_timeout": optional(msSetting, func(p *Pool) **time.Duration { return &p.ClientIdleTimeout }),
-	"tls_cert_file":       fileSetting(func(p *Pool) *string { return &p.TLSCertFile }),
-	"tls_key_file":        fileSetting(func(p *Pool) *string { return &p.TLSKeyFile }),
-}
-
-func settingNames() string {
-	names := make([]string, 0, len(settings))
-	for k := range settings {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
-}
-
 // parse parses the pool's mapping v.
 func (p *Pool) parse(v *yaml.Node) error {
 	if err := checkAlias(v); err != nil {
@@ -206,15 +162,15 @@ func (p *Pool) parse(v *yaml.Node) error {
 		if k.Kind != yaml.ScalarNode {
 			return atf(k, "want a key such as hash or servers")
 		}
-		set, ok := settings[k.Value]
-		if !ok {
+		set := lookupSetting(k.Value)
+		if set == nil {
 			return atf(k, "unknown key %q (known: %s)", k.Value, settingNames())
 		}
 		if l, dup := p.lines[k.Value]; dup {
 			return atf(k, "%s given twice (first on line %d)", k.Value, l)
 		}
 		p.lines[k.Value] = val.Line
-		if err := set(p, k.Value, val); err != nil {
+		if err := set.parse(p, k.Value, val); err != nil {
 			return err
 		}
 	}
@@ -287,7 +243,11 @@ func number(key string, v *yaml.Node) (int, error) {
 	return n, nil
 }
 
-func intSetting(field func(*Pool) *int) setting {
+// A parseFunc parses the value v of key into p. Its errors, made with at or
+// atf, carry their line.
+type parseFunc func(p *Pool, key string, v *yaml.Node) error
+
+func intSetting(field func(*Pool) *int) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		n, err := number(key, v)
 		*field(p) = n
@@ -295,7 +255,7 @@ func intSetting(field func(*Pool) *int) setting {
 	}
 }
 
-func msSetting(field func(*Pool) *time.Duration) setting {
+func msSetting(field func(*Pool) *time.Duration) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		n, err := number(key, v)
 		*field(p) = time.Duration(n) * time.Millisecond
@@ -303,7 +263,7 @@ func msSetting(field func(*Pool) *time.Duration) setting {
 	}
 }
 
-func boolSetting(field func(*Pool) *bool) setting {
+func boolSetting(field func(*Pool) *bool) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		s, err := scalar(key, v)
 		if err != nil {
@@ -322,14 +282,14 @@ func boolSetting(field func(*Pool) *bool) setting {
 }
 
 // optional makes a setting of a field that is nil when its key is absent.
-func optional[T any](kind func(func(*Pool) *T) setting, field func(*Pool) **T) setting {
+func optional[T any](kind func(func(*Pool) *T) parseFunc, field func(*Pool) **T) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		*field(p) = new(T)
 		return kind(func(p *Pool) *T { return *field(p) })(p, key, v)
 	}
 }
 
-func fileSetting(field func(*Pool) *string) setting {
+func fileSetting(field func(*Pool) *string) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		s, err := scalar(key, v)
 		if err != nil {

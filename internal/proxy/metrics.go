@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/chash-dev/chash/internal/analyze"
 )
@@ -110,7 +111,7 @@ func newMetrics(p *Proxy) *metrics {
 		shares: map[*state]map[string]float64{},
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.server, (*collector)(m),
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
