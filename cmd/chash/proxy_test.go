@@ -36,6 +36,7 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
 		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
+		{[]string{"--config", good, "--max-bulk", "0"}, 2, "", "--max-bulk 0: want positive numbers of bytes"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"proxy"}, tt.args...)

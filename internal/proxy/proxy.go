@@ -1,7 +1,8 @@
-// Package proxy is chash's memcached proxy, a drop-in for twemproxy: it reads
-// nutcracker.yml pools (package config), listens on each pool's address, and sends
-// each request to the memcached server that the pool's distribution names for its
-// key, exactly where nutcracker sends it.
+// Package proxy is chash's memcached and Redis proxy, a drop-in for twemproxy:
+// it reads nutcracker.yml pools (package config), listens on each pool's
+// address, and sends each request to the server that the pool's distribution
+// names for its key, exactly where nutcracker sends it. A pool speaks
+// memcached's text protocol, or Redis's RESP2 if it sets redis: true.
 //
 // Each client connection has one goroutine. It reads every request the client
 // has already sent, routes each and writes it to its server at once, then writes
@@ -20,18 +21,32 @@
 // Every request has the pool's timeout: a server that does not answer in time
 // fails the requests waiting on that connection, which is reopened.
 //
-// Replies are memcached's own, byte for byte, with these exceptions: a request
-// that no server can serve is answered "SERVER_ERROR <reason>" (as twemproxy
-// does; reasons: Connection timed out, Connection refused, server ejected, no
-// live servers, ...); in a get split over servers, the keys of a server that
-// failed read as misses, unless every server failed; version is answered by the
-// server of the empty key; and commands that address no key (stats, flush_all,
-// verbosity, ...) are refused with "ERROR", as memcached refuses unknown ones.
+// Replies of memcached pools are memcached's own, byte for byte, with these
+// exceptions: a request that no server can serve is answered "SERVER_ERROR
+// <reason>" (as twemproxy does; reasons: Connection timed out, Connection
+// refused, server ejected, no live servers, ...); in a get split over servers,
+// the keys of a server that failed read as misses, unless every server failed;
+// version is answered by the server of the empty key; and commands that address
+// no key (stats, flush_all, verbosity, ...) are refused with "ERROR", as
+// memcached refuses unknown ones.
+//
+// Replies of Redis pools are Redis's own, byte for byte, but for what the
+// proxy does itself: it routes each command by its keys as package resp's
+// command table says (Redis 7.0's commands), refusing a command whose keys
+// must be together on one server but are not ("-ERR keys of 'rename' are on
+// different servers") and those that cannot be sharded ("-ERR command 'keys'
+// is not supported by the proxy"); it splits MGET, MSET, DEL, UNLINK, EXISTS
+// and TOUCH by server and merges their replies in the order of their keys;
+// it answers PING, ECHO, QUIT, AUTH, SELECT 0 and HELLO 2 itself (with
+// redis_auth, a client must AUTH first); and a request no server can serve is
+// answered "-ERR <reason>", as twemproxy does. Server connections AUTH with
+// redis_auth and SELECT redis_db before their first request.
 //
 // A server that fails server_failure_limit times in a row is ejected when the
 // pool sets auto_eject_hosts: its keys go where the distribution puts them
 // without it. Unlike twemproxy, an ejected server comes back only after it
-// answers a probe ("version") within the pool's timeout, tried every
+// answers a probe (memcached's "version", Redis's PING after its AUTH and
+// SELECT) within the pool's timeout, tried every
 // server_retry_timeout; and with eject_errors (or EjectErrors) its keys answer
 // errors rather than move, for users who prefer misses to stale data.
 //
@@ -44,7 +59,8 @@
 // the proxy did (so none can run a command the proxy did not see, on a server
 // connection shared with other clients). Replies are checked against their
 // request's grammar; a server that answers out of it is reset, and the
-// requests waiting on it get "SERVER_ERROR Protocol error". The memory held
+// requests waiting on it get "SERVER_ERROR Protocol error" ("-ERR Protocol
+// error" in a Redis pool). The memory held
 // for requests in flight is bounded (MaxMemory), and an idle client holds no
 // buffer.
 //
@@ -52,7 +68,8 @@
 // UpdateServers replaces one pool's servers, for sources other than the file.
 // Shutdown answers every request read, then closes each client gracefully.
 //
-// What is memcached's in all this sits behind one interface, codec (codec.go):
+// What is memcached's or Redis's in all this sits behind one interface, codec
+// (codec.go; codec_memcache.go, codec_redis.go):
 // reading a request and its keys, splitting it by server, encoding it for a
 // server, reading and checking a reply, merging replies, error replies and
 // the health probe. The rest — the client loop (client.go), routing (route.go),
