@@ -336,3 +336,41 @@ func TestRedisAdmin(t *testing.T) {
 		t.Error("/metrics has series of a command no client sent")
 	}
 }
+
+// TestRedisBadReplies puts a server that answers out of RESP beside a real
+// redis-server: its replies never reach a client, whose requests get "-ERR
+// Protocol error" instead, and each is counted in /stats; the redis-server's
+// keys are served throughout.
+func TestRedisBadReplies(t *testing.T) {
+	for _, garbage := range []string{"hello\r\n", ":1x\r\n", "$3\r\nabcde\r\n", "*1\r\n!\r\n"} {
+		t.Run(fmt.Sprintf("%q", garbage), func(t *testing.T) {
+			good := redistest.Start(t)
+			bad := fakeServer(t, garbage)
+			yaml := poolOf("redis: true\nhash: md5\ntimeout: 1000", []string{good.Addr + ":1 good", bad + ":1 bad"})
+			p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+			owner := redisOwner(t, yaml)
+			c := redistest.Dial(t, p.Addr("alpha").String())
+			seen := map[string]int{}
+			for i := range 100 {
+				key := fmt.Sprint("k", i)
+				got := c.Do("SET", key, "x") + c.Do("GET", key)
+				switch o := owner(key); {
+				case o == "bad" && got != "-ERR Protocol error\r\n-ERR Protocol error\r\n":
+					t.Errorf("%s, a key of the bad server: %q; want Protocol errors", key, got)
+				case o == "good" && got != "+OK\r\n$1\r\nx\r\n":
+					t.Errorf("%s, a key of redis-server: %q", key, got)
+				}
+				seen[owner(key)]++
+			}
+			if seen["bad"] == 0 || seen["good"] == 0 {
+				t.Fatalf("keys of the servers: %v; want some of each", seen)
+			}
+			if n, _ := adminServerStats(t, p, "alpha", "bad")["server_protocol_errors"].(float64); n < 1 {
+				t.Errorf("/stats: server_protocol_errors of the bad server = %v; want at least 1", n)
+			}
+			if n := adminServerStats(t, p, "alpha", "good")["server_protocol_errors"]; n != 0.0 {
+				t.Errorf("/stats: server_protocol_errors of redis-server = %v; want 0", n)
+			}
+		})
+	}
+}
