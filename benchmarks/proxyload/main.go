@@ -10,6 +10,12 @@
 // Workloads: "mix" is 90% get and 10% set of one key, drawn uniformly from
 // -keys keys of -value bytes; "get10" is gets of 10 such keys. Run load fills
 // the keys first. run.sh drives it over a matrix of targets and prints a table.
+//
+// Two workloads measure the memory (resident set) of the process -pid instead:
+// "idle" opens -conns connections, each sends a set of -value bytes, and holds
+// them open; "burst" makes -conns short connections, -concurrency at a time,
+// each a set and a get of -value bytes, then watches the memory come back
+// down for -settle. See memory.go.
 package main
 
 import (
@@ -32,13 +38,24 @@ func main() {
 	conns := flag.Int("conns", 1, "client connections")
 	pipeline := flag.Int("pipeline", 1, "requests in flight per connection")
 	duration := flag.Duration("duration", 3*time.Second, "how long to run")
-	workload := flag.String("workload", "mix", "mix (90/10 get/set) or get10 (10-key gets)")
+	workload := flag.String("workload", "mix", "mix (90/10 get/set), get10 (10-key gets), idle or burst (memory)")
 	keys := flag.Int("keys", 10000, "number of keys")
 	valueSize := flag.Int("value", 100, "value size in bytes")
 	pid := flag.Int("pid", 0, "PID whose CPU time per request to report")
 	fill := flag.Bool("fill", false, "store every key first")
 	label := flag.String("label", "", "label printed first")
+	concurrency := flag.Int("concurrency", 1000, "burst: connections open at once")
+	settle := flag.Duration("settle", 30*time.Second, "burst: how long to watch the memory after the burst")
 	flag.Parse()
+
+	switch *workload {
+	case "idle":
+		runIdle(*label, *addr, *conns, *valueSize, *pid)
+		return
+	case "burst":
+		runBurst(*label, *addr, *conns, *concurrency, *valueSize, *pid, *settle)
+		return
+	}
 
 	value := bytes.Repeat([]byte("v"), *valueSize)
 	if *fill {

@@ -275,21 +275,14 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 // returns the configuration of a pool in front of them, listening on
 // 127.0.0.1:22121.
 func embeddedDefault() (*config.File, []*memstore.Store, error) {
-	// twemproxy's defaults, as a file that leaves the keys out gets them.
-	pool := &config.Pool{
-		Name:   "embedded",
-		Listen: "127.0.0.1:22121",
-		// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama
-		// common in nutcracker.yml files: twemproxy's fnv1a_64 sends keys
-		// that differ only at their end, as a newcomer's "key1", "key2", ...
-		// do, to one server two times in three.
-		Distribution:       "chash",
-		Timeout:            400 * time.Millisecond,
-		Backlog:            512,
-		ServerConnections:  1,
-		ServerRetryTimeout: 30 * time.Second,
-		ServerFailureLimit: 2,
-	}
+	pool := config.NewPool("embedded")
+	pool.Listen = "127.0.0.1:22121"
+	// chash's own ring and key hash (xxh64), not the fnv1a_64 and ketama
+	// common in nutcracker.yml files: twemproxy's fnv1a_64 sends keys that
+	// differ only at their end, as a newcomer's "key1", "key2", ... do, to one
+	// server two times in three.
+	pool.Distribution = "chash"
+	pool.Timeout = 400 * time.Millisecond
 	var stores []*memstore.Store
 	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

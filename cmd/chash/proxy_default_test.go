@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -28,7 +27,7 @@ func TestEmbeddedDefaultConfig(t *testing.T) {
 	got := f.Pools[0]
 	yaml := "embedded:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  timeout: 400\n  servers:\n"
 	for _, s := range got.Servers {
-		yaml += fmt.Sprintf("   - %s:%d:%d %s\n", s.Host, s.Port, s.Weight, s.Alias)
+		yaml += "   - " + s.String() + "\n"
 	}
 	parsed, err := config.Parse("embedded.yml", []byte(yaml))
 	if err != nil {

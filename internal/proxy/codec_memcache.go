@@ -301,7 +301,7 @@ func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []b
 	// The next item of each call's reply: replies hold the values found in
 	// the order of their keys.
 	var stack [16]int
-	next := stack[:0]
+	var next []int
 	if len(calls) > len(stack) {
 		next = make([]int, len(calls))
 	} else {

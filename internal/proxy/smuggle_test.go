@@ -38,11 +38,10 @@ func smuggleVectors() []string {
 	long := strings.Repeat("x", 20000)
 	vs = append(vs,
 		// Issue 15's three.
-		"ms "+b64+" "+strings.TrimSuffix(data, "\r\n")+" b\r\n",
+		"ms "+b64+" 9 b\r\nflush_all\r\n",
 		"set k\x00 0 0 "+data,
 		"mg k v O"+long+"\r\n",
 		// A base64 key is at most 250 bytes as sent, whatever it decodes to.
-		"ms "+b64+" 9 b\r\nflush_all\r\n",
 		"mg "+b64+" b v\r\n", "md "+b64+" b\r\n", "ma "+b64+" b\r\n",
 		// Meta flags with bytes memcached reads differently, or too long.
 		"ms k 9 T0 O\x00x\r\nflush_all\r\n",
