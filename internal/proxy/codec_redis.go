@@ -46,9 +46,13 @@ var _ codec = (*redisCodec)(nil)
 const helloVersion = "7.0.0"
 
 // maxKeptRequest bounds the memory a request or reply keeps for reuse once
-// answered: one that held more (a large value) lets it go, so that pooled
-// requests stay small.
-const maxKeptRequest = 64 << 10
+// answered, and maxKeptKeys the keys it keeps room for: one that held more (a
+// large value, an MGET of many keys) lets it go, so that pooled requests stay
+// small.
+const (
+	maxKeptRequest = 64 << 10
+	maxKeptKeys    = 1 << 10
+)
 
 func newRedisCodec(lim resp.Limits, cfg *config.Pool) *redisCodec {
 	c := &redisCodec{
@@ -418,6 +422,9 @@ func (r *redisRequest) reset() {
 	}
 	if cap(r.local) > maxKeptRequest {
 		r.local = nil
+	}
+	if cap(r.keys) > maxKeptKeys {
+		r.keys, r.parts, r.replies = nil, nil, nil
 	}
 	r.q.Reset()
 	r.cmd, r.local = nil, r.local[:0]

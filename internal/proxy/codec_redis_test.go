@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/resp"
 )
 
@@ -286,3 +287,22 @@ func TestRedisCodecAllocs(t *testing.T) {
 }
 
 func errorsIsBadReply(err error) bool { return errors.Is(err, errBadReply) }
+
+// TestRedisCodecKeepsLittle checks that a request reused after a large one
+// (many keys, a large local reply) lets the large one's memory go.
+func TestRedisCodecKeepsLittle(t *testing.T) {
+	cd := testRedisCodec("")
+	mget := "MGET" + strings.Repeat(" k", 5000) + "\r\n"
+	echo := redistest.Request("ECHO", strings.Repeat("e", 1<<20))
+	cc := cd.newClient(strings.NewReader(mget + echo + "PING\r\nPING\r\n"))
+	req := cd.newRequest().(*redisRequest)
+	for range 4 {
+		if _, err := cc.read(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(req.keys) > maxKeptKeys || cap(req.local) > maxKeptRequest {
+		t.Errorf("after MGET of 5000 keys and ECHO of 1 MiB, a request keeps room for %d keys and a %d-byte reply; want at most %d and %d",
+			cap(req.keys), cap(req.local), maxKeptKeys, maxKeptRequest)
+	}
+}
