@@ -129,9 +129,13 @@ func readSetup(rd *resp.Reader, names []string) error {
 		if err := rd.ReadReply(&rp); err != nil {
 			return badRedisReply(err)
 		}
-		if rp.Kind != resp.KindSimple || string(rp.Str) != "OK" {
+		if rp.Kind == resp.KindSimple && string(rp.Str) == "OK" {
+			continue
+		}
+		if rp.Kind == resp.KindError {
 			return fmt.Errorf("%w: %s: %s", errRefused, name, rp.Str)
 		}
+		return fmt.Errorf("%w: %s answered %q", errRefused, name, rp.Bytes())
 	}
 	return nil
 }
