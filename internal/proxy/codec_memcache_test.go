@@ -272,3 +272,36 @@ func TestBinaryProtocol(t *testing.T) {
 		t.Errorf("a text client after a binary one: %q", got)
 	}
 }
+
+// TestForServer checks the codec's own guard on what reaches a server, on
+// requests built by hand: it holds whatever the parser lets through.
+func TestForServer(t *testing.T) {
+	b := func(s ...string) [][]byte {
+		var out [][]byte
+		for _, x := range s {
+			out = append(out, []byte(x))
+		}
+		return out
+	}
+	long := strings.Repeat("k", 250)
+	tests := []struct {
+		req  memcache.Request
+		want string
+	}{
+		{memcache.Request{Command: memcache.CmdSet, Keys: b("k")}, ""},
+		{memcache.Request{Command: memcache.CmdSet, Keys: b("k\x00")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdSet, Keys: b("k\r")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdSet, Keys: b("k k")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdSet, Keys: b(long + "k")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdGet, Keys: b("a", "b\x7f")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O\t")}, memcache.ReplyBadFormat},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O"+strings.Repeat("x", 2000))}, memcache.ReplyLineTooLong},
+		{memcache.Request{Command: memcache.CmdGat, Keys: b(long, long, long, long, long, long, long, long)}, memcache.ReplyLineTooLong},
+		{memcache.Request{Command: memcache.CmdGet, Keys: b(long, long, long, long, long, long, long, long, long, long)}, ""},
+	}
+	for _, tt := range tests {
+		if got := forServer(&tt.req); got != tt.want {
+			t.Errorf("forServer(%s %.40q %.40q) = %q; want %q", tt.req.Command, tt.req.Keys, tt.req.MetaFlags, got, tt.want)
+		}
+	}
+}
