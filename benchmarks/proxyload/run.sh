@@ -13,36 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 dur=${DURATION:-3s}
 out=${OUT:-results.txt}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-# free_port prints a TCP port of 127.0.0.1 that nothing listens on, below the
-# ephemeral range: a port of that range that nothing listens on may still be
-# the local end of a connection, and then a listen on it fails.
-lowest_ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-free_port() {
-	while :; do
-		local p=$((10000 + RANDOM % (lowest_ephemeral - 10000)))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-}
-wait_port() {
-	for _ in $(seq 200); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
-		sleep 0.05
-	done
-	echo "nothing listens on $1" >&2
-	exit 1
-}
+. ../load.sh # $work, $pids, free_port, wait_port, cpu_ticks
 
 (cd ../.. && go build -o "$work/chash" ./cmd/chash)
 go build -o "$work/proxyload" .

@@ -16,7 +16,7 @@
 //	demo       show what consistent hashing buys, on the seed articles' servers
 //	diff       show which keys move between two configurations, as a migration plan
 //	help       show the manual of a command or a topic
-//	proxy      run a memcached sharding proxy, a drop-in for twemproxy
+//	proxy      run a memcached and Redis sharding proxy, a drop-in for twemproxy
 //	register   keep a server in the lists of the proxies that watch an etcd prefix
 //	route      print the server each key goes to
 //	sweep      tabulate balance against points per node, and movement against cluster size
@@ -326,27 +326,31 @@
 //
 // redis (twemproxy)
 //
-//	Whether the pool's clients and servers speak the Redis protocol (RESP).
-//	chash route and analyze route a Redis pool's keys as nutcracker does;
-//	chash proxy does not serve Redis pools yet and refuses a file that has
-//	one.
+//	Whether the pool's clients and servers speak the Redis protocol (RESP2)
+//	rather than memcached's. chash proxy serves Redis pools (see chash help
+//	proxy for the commands it routes, splits, answers and refuses), and
+//	route and analyze route their keys, all exactly as nutcracker does; a
+//	file may mix both kinds of pool.
 //	Default: false: the pool speaks memcached's protocol.
 //	Example:
 //		redis: true
 //
 // redis_auth (twemproxy)
 //
-//	The password of the pool's Redis servers, which twemproxy sends with
-//	AUTH on each connection to one and requires of its clients. Only a pool
-//	with redis: true may set it.
+//	The password of the pool's Redis servers. The proxy (twemproxy, chash
+//	proxy) sends it with AUTH on each connection to a server, and on chash
+//	proxy's probes of ejected ones, and requires it of its clients: they are
+//	answered -NOAUTH until they send AUTH with it. Only a pool with redis:
+//	true may set it.
 //	Default: none: no AUTH.
 //	Example:
 //		redis_auth: s3cret
 //
 // redis_db (twemproxy)
 //
-//	The database that twemproxy selects with SELECT on each connection to a
-//	Redis server.
+//	The database the proxy selects with SELECT on each connection to a Redis
+//	server (after AUTH), and in chash proxy's probes. To clients it is
+//	database 0: chash proxy answers SELECT 0 and refuses any other.
 //	Default: 0.
 //	Example:
 //		redis_db: 3
@@ -567,17 +571,19 @@
 // usage, its description and its flags, and given a topic's name, the topic.
 // "chash CMD --help" (or -h) prints the same as "chash help CMD".
 //
-// # Run a memcached sharding proxy, a drop-in for twemproxy
+// # Run a memcached and Redis sharding proxy, a drop-in for twemproxy
 //
 // Usage:
 //
-//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
-// memcached request to the server its distribution names for the key, exactly
-// where nutcracker would. Clients speak the memcached text protocol, classic
-// and meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
+// request to the server its distribution names for the key, exactly where
+// nutcracker would. A file may mix memcached pools and Redis pools.
+//
+// Clients of a memcached pool speak the memcached text protocol, classic and
+// meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
 // server, sent in parallel and merged in the order of the keys.
 //
 // Every request is read whole, checked and written anew for its server, never
@@ -588,6 +594,31 @@
 // that does not fit its request resets that server connection, whose waiting
 // requests are answered SERVER_ERROR; it never reaches a client. The binary
 // protocol is not served: such a connection is closed.
+//
+// Clients of a Redis pool (redis: true) speak RESP2, multibulk or inline,
+// pipelined. A command of one key goes to the server of its key; one of many
+// keys that must be together (RENAME, SDIFF, SINTERSTORE, ZUNIONSTORE, BITOP,
+// PFMERGE, LMOVE, EVAL, EVALSHA, FCALL, ...) goes to their server if they all
+// have one, which a common hash tag ensures, and is refused otherwise ("-ERR
+// keys of 'rename' are on different servers"); MGET, MSET, DEL, UNLINK,
+// EXISTS and TOUCH are split by server and merged in the order of their keys
+// (not atomically, as with nutcracker). The proxy answers PING, ECHO, QUIT,
+// AUTH, SELECT 0 and HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
+// clients fall back to RESP2) itself, and refuses what cannot be sharded
+// (KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, MULTI/EXEC, WATCH, blocking pops,
+// SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT, CONFIG, INFO,
+// CLUSTER, ...) with "-ERR command 'keys' is not supported by the proxy", the
+// connection staying open. Unknown commands and wrong numbers of arguments get
+// Redis 7.0's own errors without a round trip, and malformed RESP Redis's own
+// "-ERR Protocol error: ..." before the connection closes, as Redis closes it.
+// With redis_auth, clients must AUTH (or HELLO 2 AUTH default PASSWORD) with
+// it first, and the proxy authenticates its server connections and its probes
+// with it; with redis_db, server connections SELECT that database, which
+// clients see as database 0. Where nutcracker 0.5.0 differs: it closes the
+// connection on every command it does not serve (and on an unknown command or
+// a wrong number of arguments); its AUTH errors have its own words; and with
+// both redis_auth and redis_db it sends SELECT before AUTH, which the server
+// refuses, so its keys land in database 0.
 //
 // With auto_eject_hosts, a server that fails server_failure_limit times in a
 // row leaves the ring and its keys go to the next server; unlike nutcracker, it
@@ -604,8 +635,9 @@
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
 // serving; servers that stay keep their connections, and the fraction of the
-// key space that moved is logged. A pool whose listen address or TLS files
-// changed restarts on its new listener, closing its clients; a pool keeping
+// key space that moved is logged. A pool whose listen address, TLS files or
+// protocol (redis, redis_auth, redis_db) changed restarts on its new listener,
+// closing its clients; a pool keeping
 // its TLS files reads them again for new clients, so a renewed certificate
 // needs no restart. eject_errors and client_idle_timeout apply at once.
 //
@@ -640,8 +672,13 @@
 // Reloads through it are at least a second apart (429 Too Many Requests
 // otherwise).
 //
+// --max-value bounds the values clients of memcached pools store (1 MiB by
+// default, memcached's -I); --max-bulk bounds the bulk strings clients of
+// Redis pools send (512 MiB by default, Redis's proto-max-bulk-len). A larger
+// one is refused as the server would refuse it.
+//
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-// 2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
+// 2 otherwise.
 //
 // Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 // in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
@@ -661,10 +698,12 @@
 //		close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
 //	--log-json
 //		log in JSON
+//	--max-bulk int
+//		largest bulk string in bytes a client of a Redis pool may send (default 536870912)
 //	--max-memory int
 //		bytes of requests and replies in flight past which clients are not read (default 1073741824)
 //	--max-value int
-//		largest value in bytes a client may store (default 1048576)
+//		largest value in bytes a client of a memcached pool may store (default 1048576)
 //	--procs int
 //		threads running Go code; 0 adapts between 1 and the CPUs to the load
 //	--test-conf

@@ -16,6 +16,7 @@ import (
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/memstore"
 	"github.com/chash-dev/chash/internal/proxy"
+	"github.com/chash-dev/chash/internal/resp"
 )
 
 func init() { register(newProxy) }
@@ -27,6 +28,7 @@ type proxyFlags struct {
 	ejectErrors bool
 	idle        time.Duration
 	maxValue    int
+	maxBulk     int
 	maxMemory   int64
 	tlsCert     string
 	tlsKey      string
@@ -38,13 +40,15 @@ type proxyFlags struct {
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]",
-		Short:     "run a memcached sharding proxy, a drop-in for twemproxy",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]",
+		Short:     "run a memcached and Redis sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
-memcached request to the server its distribution names for the key, exactly
-where nutcracker would. Clients speak the memcached text protocol, classic
-and meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
+request to the server its distribution names for the key, exactly where
+nutcracker would. A file may mix memcached pools and Redis pools.
+
+Clients of a memcached pool speak the memcached text protocol, classic and
+meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
 server, sent in parallel and merged in the order of the keys.
 
 Every request is read whole, checked and written anew for its server, never
@@ -55,6 +59,31 @@ refused with memcached's own error and reaches no server. A server reply
 that does not fit its request resets that server connection, whose waiting
 requests are answered SERVER_ERROR; it never reaches a client. The binary
 protocol is not served: such a connection is closed.
+
+Clients of a Redis pool (redis: true) speak RESP2, multibulk or inline,
+pipelined. A command of one key goes to the server of its key; one of many
+keys that must be together (RENAME, SDIFF, SINTERSTORE, ZUNIONSTORE, BITOP,
+PFMERGE, LMOVE, EVAL, EVALSHA, FCALL, ...) goes to their server if they all
+have one, which a common hash tag ensures, and is refused otherwise ("-ERR
+keys of 'rename' are on different servers"); MGET, MSET, DEL, UNLINK,
+EXISTS and TOUCH are split by server and merged in the order of their keys
+(not atomically, as with nutcracker). The proxy answers PING, ECHO, QUIT,
+AUTH, SELECT 0 and HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
+clients fall back to RESP2) itself, and refuses what cannot be sharded
+(KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, MULTI/EXEC, WATCH, blocking pops,
+SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT, CONFIG, INFO,
+CLUSTER, ...) with "-ERR command 'keys' is not supported by the proxy", the
+connection staying open. Unknown commands and wrong numbers of arguments get
+Redis 7.0's own errors without a round trip, and malformed RESP Redis's own
+"-ERR Protocol error: ..." before the connection closes, as Redis closes it.
+With redis_auth, clients must AUTH (or HELLO 2 AUTH default PASSWORD) with
+it first, and the proxy authenticates its server connections and its probes
+with it; with redis_db, server connections SELECT that database, which
+clients see as database 0. Where nutcracker 0.5.0 differs: it closes the
+connection on every command it does not serve (and on an unknown command or
+a wrong number of arguments); its AUTH errors have its own words; and with
+both redis_auth and redis_db it sends SELECT before AUTH, which the server
+refuses, so its keys land in database 0.
 
 With auto_eject_hosts, a server that fails server_failure_limit times in a
 row leaves the ring and its keys go to the next server; unlike nutcracker, it
@@ -71,8 +100,9 @@ config' describes every key of a pool.
 SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 or TLS files that do not load, is refused and the old configuration keeps
 serving; servers that stay keep their connections, and the fraction of the
-key space that moved is logged. A pool whose listen address or TLS files
-changed restarts on its new listener, closing its clients; a pool keeping
+key space that moved is logged. A pool whose listen address, TLS files or
+protocol (redis, redis_auth, redis_db) changed restarts on its new listener,
+closing its clients; a pool keeping
 its TLS files reads them again for new clients, so a renewed certificate
 needs no restart. eject_errors and client_idle_timeout apply at once.
 
@@ -107,8 +137,13 @@ that no web page can make a browser reload the proxy:
 Reloads through it are at least a second apart (429 Too Many Requests
 otherwise).
 
+--max-value bounds the values clients of memcached pools store (1 MiB by
+default, memcached's -I); --max-bulk bounds the bulk strings clients of
+Redis pools send (512 MiB by default, Redis's proto-max-bulk-len). A larger
+one is refused as the server would refuse it.
+
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-2 otherwise. redis: true pools are refused: chash proxy speaks memcached only.
+2 otherwise.
 
 Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
@@ -121,7 +156,8 @@ memcached servers for that.`,
 	c.Flag.StringVar(&f.admin, "admin", "127.0.0.1:22222", "admin HTTP listener `ADDR`; empty for none")
 	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
 	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
-	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client may store")
+	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client of a memcached pool may store")
+	c.Flag.IntVar(&f.maxBulk, "max-bulk", resp.DefaultMaxBulk, "largest bulk string in bytes a client of a Redis pool may send")
 	c.Flag.Int64Var(&f.maxMemory, "max-memory", proxy.DefaultMaxMemory, "bytes of requests and replies in flight past which clients are not read")
 	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
 	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
@@ -140,6 +176,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
+	}
+	if f.maxValue < 1 || f.maxBulk < 1 {
+		return c.UsageError(env.Stderr, "--max-value %d, --max-bulk %d: want positive numbers of bytes", f.maxValue, f.maxBulk)
 	}
 	if f.maxMemory < 1 {
 		return c.UsageError(env.Stderr, "--max-memory %d: want a positive number of bytes", f.maxMemory)
@@ -185,6 +224,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	p := &proxy.Proxy{
 		Logger:      slog.New(h),
 		Limits:      memcache.Limits{MaxValue: f.maxValue},
+		RedisLimits: resp.Limits{MaxBulk: f.maxBulk},
 		EjectErrors: f.ejectErrors,
 		IdleTimeout: f.idle,
 		MaxMemory:   f.maxMemory,

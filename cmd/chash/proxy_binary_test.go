@@ -225,12 +225,13 @@ func chashEnv() []string {
 	return append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
-// route returns the server "chash route" names for each key.
-func route(t *testing.T, bin, conf string, keys []string) map[string]string {
+// route returns the server "chash route" names for each key, with more of
+// its flags ("--pool", "P") if any.
+func route(t *testing.T, bin, conf string, keys []string, flags ...string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "route", "--config", conf)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"route", "--config", conf}, flags...)...)
 	cmd.Env = chashEnv()
 	cmd.Stdin = strings.NewReader(strings.Join(keys, "\n") + "\n")
 	out, err := cmd.Output()

@@ -26,7 +26,8 @@ func TestProxyTestConf(t *testing.T) {
 	}{
 		{[]string{"--config", good, "--test-conf"}, 0, "syntax is ok", ""},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  bogus: 1\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `unknown key "bogus"`},
-		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 2, "", "nutcracker.yml:3: pool \"alpha\": redis: true is not supported"},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_auth: pw\n  redis_db: 2\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 0, "syntax is ok", ""},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_db: -1\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 2, "", `redis_db "-1" is not a number`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", "no listen address"},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  tls_cert_file: /nonexistent/c.pem\n  tls_key_file: /nonexistent/k.pem\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": tls_cert_file "/nonexistent/c.pem", tls_key_file "/nonexistent/k.pem": open /nonexistent/c.pem: no such file`},
@@ -35,6 +36,7 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
 		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
+		{[]string{"--config", good, "--max-bulk", "0"}, 2, "", "--max-bulk 0: want positive numbers of bytes"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"proxy"}, tt.args...)

@@ -177,9 +177,10 @@ var settings = []setting{
 		Key: Key{
 			Name: "redis", Origin: "twemproxy",
 			Default: "false: the pool speaks memcached's protocol",
-			Doc: "Whether the pool's clients and servers speak the Redis protocol (RESP). " +
-				"chash route and analyze route a Redis pool's keys as nutcracker does; chash " +
-				"proxy does not serve Redis pools yet and refuses a file that has one.",
+			Doc: "Whether the pool's clients and servers speak the Redis protocol (RESP2) rather " +
+				"than memcached's. chash proxy serves Redis pools (see chash help proxy for the " +
+				"commands it routes, splits, answers and refuses), and route and analyze route " +
+				"their keys, all exactly as nutcracker does; a file may mix both kinds of pool.",
 			Example: "redis: true",
 		},
 		parse: boolSetting(func(p *Pool) *bool { return &p.Redis }),
@@ -189,9 +190,10 @@ var settings = []setting{
 		Key: Key{
 			Name: "redis_auth", Origin: "twemproxy",
 			Default: "none: no AUTH",
-			Doc: "The password of the pool's Redis servers, which twemproxy sends with AUTH on " +
-				"each connection to one and requires of its clients. Only a pool with redis: true " +
-				"may set it.",
+			Doc: "The password of the pool's Redis servers. The proxy (twemproxy, chash proxy) " +
+				"sends it with AUTH on each connection to a server, and on chash proxy's probes of " +
+				"ejected ones, and requires it of its clients: they are answered -NOAUTH until " +
+				"they send AUTH with it. Only a pool with redis: true may set it.",
 			Example: "redis_auth: s3cret",
 		},
 		parse: setRedisAuth,
@@ -201,7 +203,9 @@ var settings = []setting{
 		Key: Key{
 			Name: "redis_db", Origin: "twemproxy",
 			Default: "0",
-			Doc:     "The database that twemproxy selects with SELECT on each connection to a Redis server.",
+			Doc: "The database the proxy selects with SELECT on each connection to a Redis " +
+				"server (after AUTH), and in chash proxy's probes. To clients it is database 0: " +
+				"chash proxy answers SELECT 0 and refuses any other.",
 			Example: "redis_db: 3",
 		},
 		parse: intSetting(func(p *Pool) *int { return &p.RedisDB }),

@@ -21,13 +21,7 @@ import (
 func BenchmarkRoundTrip(b *testing.B) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(b), memcachedtest.Start(b)}
 	yaml := poolYAML("timeout: 1000", servers...)
-	targets := []struct{ name, addr string }{
-		{"direct", servers[0].Addr},
-		{"chash", startProxy(b, yaml).Addr("alpha").String()},
-	}
-	if _, err := testprog.Find("nutcracker"); err == nil {
-		targets = append(targets, struct{ name, addr string }{"nutcracker", startNutcracker(b, yaml)})
-	}
+	targets := benchTargets(b, servers[0].Addr, yaml)
 	value := strings.Repeat("v", 100)
 	var keys10 []string
 	for i := range 10 {
@@ -46,14 +40,44 @@ func BenchmarkRoundTrip(b *testing.B) {
 		{"set", "set bench:key:0 0 0 100\r\n" + value + "\r\n", "STORED\r\n"},
 		{"get10", "get " + strings.Join(keys10, " ") + "\r\n", "END\r\n"},
 	}
+	names := make([]string, len(ops))
+	for i, op := range ops {
+		names[i] = op.name
+	}
+	benchRoundTrips(b, targets, names, func(b *testing.B, c *benchConn, op int) {
+		c.roundTrip(b, ops[op].req, ops[op].end)
+	})
+}
+
+// benchTarget is a program that BenchmarkRoundTrip sends requests to.
+type benchTarget struct{ name, addr string }
+
+// benchTargets returns the targets of a round-trip benchmark: the server at
+// direct, chash proxy with the configuration yaml, in this process, and
+// nutcracker with it when it is installed.
+func benchTargets(b *testing.B, direct, yaml string) []benchTarget {
+	targets := []benchTarget{
+		{"direct", direct},
+		{"chash", startProxy(b, yaml).Addr("alpha").String()},
+	}
+	if _, err := testprog.Find("nutcracker"); err == nil {
+		targets = append(targets, benchTarget{"nutcracker", startNutcracker(b, yaml)})
+	}
+	return targets
+}
+
+// benchRoundTrips runs a sub-benchmark target / operation / client
+// connections for each target, each of the named operations, and 1 or 8
+// client connections; roundTrip does operation op on a connection.
+func benchRoundTrips(b *testing.B, targets []benchTarget, ops []string, roundTrip func(b *testing.B, c *benchConn, op int)) {
 	for _, t := range targets {
-		for _, op := range ops {
+		for op, name := range ops {
 			for _, conns := range []int{1, 8} {
-				b.Run(fmt.Sprintf("%s/%s/conns=%d", t.name, op.name, conns), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/conns=%d", t.name, name, conns), func(b *testing.B) {
 					if conns == 1 {
 						c := dialBench(b, t.addr)
 						for b.Loop() {
-							c.roundTrip(b, op.req, op.end)
+							roundTrip(b, c, op)
 						}
 						return
 					}
@@ -61,7 +85,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					b.RunParallel(func(pb *testing.PB) {
 						c := dialBench(b, t.addr)
 						for pb.Next() {
-							c.roundTrip(b, op.req, op.end)
+							roundTrip(b, c, op)
 						}
 					})
 				})

@@ -367,7 +367,7 @@ func (c *client) respond(dst []byte, r *clientReq) []byte {
 				c.pool.stats.forwardErr.Add(1)
 			}
 		}
-		return req.merge(dst, r.keyCall, r.calls[:r.ncalls])
+		return req.merge(dst, r.keyCall, r.calls[:r.ncalls], r.err)
 	}
 	cl := r.calls[0]
 	if cl.err != nil {

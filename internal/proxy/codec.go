@@ -126,8 +126,9 @@ type request interface {
 	appendReply(dst []byte, rep reply) []byte
 	// merge appends the client's reply to a request split over calls, from
 	// their replies (call.reply, or call.err for a call that failed);
-	// keyCall[i] is the call of key i, -1 for a key no server could take.
-	merge(dst []byte, keyCall []int, calls []*call) []byte
+	// keyCall[i] is the call of key i, -1 for a key no server could take,
+	// and err says why no server could take such keys.
+	merge(dst []byte, keyCall []int, calls []*call, err error) []byte
 	// appendError appends the client's reply to a request no server
 	// answered, err saying why ("Connection timed out", "no live servers").
 	appendError(dst []byte, err error) []byte
@@ -162,3 +163,9 @@ type serverCodec interface {
 
 // errBadReply is the error, wrapped, of a reply out of its request's grammar.
 var errBadReply = errors.New("Protocol error")
+
+// errRefused is the error, wrapped, of a server that refused a new
+// connection's handshake (Redis's AUTH or SELECT, a wrong password, say). It
+// reaches clients with the server's words, so that they and the logs say
+// what to fix.
+var errRefused = errors.New("server refused the connection's setup")

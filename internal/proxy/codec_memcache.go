@@ -282,7 +282,7 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 // merge appends the reply to a get split over servers: the values found, in
 // the order of the request's keys, and END. The keys of servers that failed
 // read as misses; if every server failed, the reply is the first failure.
-func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call) []byte {
+func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []byte {
 	var failed *call
 	ok := 0
 	for _, cl := range calls {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -21,6 +20,17 @@ import (
 
 // poolYAML returns a one-pool configuration over the servers.
 func poolYAML(extra string, servers ...*memcachedtest.Server) string {
+	lines := make([]string, len(servers))
+	for i, s := range servers {
+		lines[i] = s.Addr + ":1"
+	}
+	return poolOf(extra, lines)
+}
+
+// poolOf returns the configuration of pool alpha, listening on
+// 127.0.0.1:22121, with the settings of extra (one a line) and the server
+// lines.
+func poolOf(extra string, servers []string) string {
 	var b strings.Builder
 	b.WriteString("alpha:\n  listen: 127.0.0.1:22121\n")
 	for _, l := range strings.Split(strings.TrimSpace(extra), "\n") {
@@ -30,7 +40,7 @@ func poolYAML(extra string, servers ...*memcachedtest.Server) string {
 	}
 	b.WriteString("  servers:\n")
 	for _, s := range servers {
-		fmt.Fprintf(&b, "   - %s:1\n", s.Addr)
+		b.WriteString("   - " + s + "\n")
 	}
 	return b.String()
 }

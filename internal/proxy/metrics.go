@@ -35,20 +35,40 @@ type serverStats struct {
 	badReplies    atomic.Uint64 // replies out of the protocol, each resetting its connection
 }
 
-type counter struct{ c prometheus.Counter }
-
-func (c counter) inc() {
-	if c.c != nil {
-		c.c.Inc()
-	}
+// counter is the counter of one label set of a vector, made at its first
+// increment rather than before: a codec may name hundreds of commands
+// (Redis's), and /metrics shows the series of those clients send. A nil
+// counter counts nothing.
+type counter struct {
+	vec    *prometheus.CounterVec
+	labels []string
+	once   sync.Once
+	c      prometheus.Counter
 }
 
-type observer struct{ o prometheus.Observer }
-
-func (o observer) observe(d time.Duration) {
-	if o.o != nil {
-		o.o.Observe(d.Seconds())
+func (c *counter) inc() {
+	if c == nil {
+		return
 	}
+	c.once.Do(func() { c.c = c.vec.WithLabelValues(c.labels...) })
+	c.c.Inc()
+}
+
+// observer is a histogram of one label set of a vector, made at its first
+// observation as a counter is. A nil observer observes nothing.
+type observer struct {
+	vec    *prometheus.HistogramVec
+	labels []string
+	once   sync.Once
+	o      prometheus.Observer
+}
+
+func (o *observer) observe(d time.Duration) {
+	if o == nil {
+		return
+	}
+	o.once.Do(func() { o.o = o.vec.WithLabelValues(o.labels...) })
+	o.o.Observe(d.Seconds())
 }
 
 // latencyBuckets span 50µs to about 1.6s.
@@ -95,25 +115,27 @@ func newMetrics(p *Proxy) *metrics {
 	return m
 }
 
-// poolMetrics resolves the pool's metrics of each of the commands once, off
-// the request path; commands with no name have none.
-func (m *metrics) poolMetrics(pool string, commands []string) (cmds []counter, lat []observer) {
-	cmds, lat = make([]counter, len(commands)), make([]observer, len(commands))
+// poolMetrics returns the pool's metrics of each of the commands, made at
+// their first use; commands with no name have none (nil).
+func (m *metrics) poolMetrics(pool string, commands []string) (cmds []*counter, lat []*observer) {
+	cmds, lat = make([]*counter, len(commands)), make([]*observer, len(commands))
 	for i, c := range commands {
 		if c != "" {
-			cmds[i] = counter{m.requests.WithLabelValues(pool, c)}
-			lat[i] = observer{m.latency.WithLabelValues(pool, c)}
+			cmds[i] = &counter{vec: m.requests, labels: []string{pool, c}}
+			lat[i] = &observer{vec: m.latency, labels: []string{pool, c}}
 		}
 	}
 	return cmds, lat
 }
 
-// serverObservers resolves a server's latency histogram of each command.
-func (m *metrics) serverObservers(pool, server string, commands []string) []observer {
-	obs := make([]observer, len(commands))
+// serverObservers returns a server's latency histogram of each command, made
+// at its first use. A server's reader goroutines, the only ones to observe,
+// end before forgetServer drops its series, which so stay dropped.
+func (m *metrics) serverObservers(pool, server string, commands []string) []*observer {
+	obs := make([]*observer, len(commands))
 	for i, c := range commands {
 		if c != "" {
-			obs[i] = observer{m.server.WithLabelValues(pool, server, c)}
+			obs[i] = &observer{vec: m.server, labels: []string{pool, server, c}}
 		}
 	}
 	return obs

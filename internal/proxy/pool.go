@@ -19,9 +19,9 @@ type pool struct {
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
 	stats poolStats
 	codec codec
-	reqs  sync.Pool  // *clientReq, with requests of codec
-	cmds  []counter  // by command
-	lat   []observer // by command
+	reqs  sync.Pool   // *clientReq, with requests of codec
+	cmds  []*counter  // by command
+	lat   []*observer // by command
 
 	mu       sync.Mutex // serializes state changes
 	stopping atomic.Bool

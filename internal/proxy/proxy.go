@@ -1,7 +1,8 @@
-// Package proxy is chash's memcached proxy, a drop-in for twemproxy: it reads
-// nutcracker.yml pools (package config), listens on each pool's address, and sends
-// each request to the memcached server that the pool's distribution names for its
-// key, exactly where nutcracker sends it.
+// Package proxy is chash's memcached and Redis proxy, a drop-in for twemproxy:
+// it reads nutcracker.yml pools (package config), listens on each pool's
+// address, and sends each request to the server that the pool's distribution
+// names for its key, exactly where nutcracker sends it. A pool speaks
+// memcached's text protocol, or Redis's RESP2 if it sets redis: true.
 //
 // Each client connection has one goroutine. It reads every request the client
 // has already sent, routes each and writes it to its server at once, then writes
@@ -20,18 +21,32 @@
 // Every request has the pool's timeout: a server that does not answer in time
 // fails the requests waiting on that connection, which is reopened.
 //
-// Replies are memcached's own, byte for byte, with these exceptions: a request
-// that no server can serve is answered "SERVER_ERROR <reason>" (as twemproxy
-// does; reasons: Connection timed out, Connection refused, server ejected, no
-// live servers, ...); in a get split over servers, the keys of a server that
-// failed read as misses, unless every server failed; version is answered by the
-// server of the empty key; and commands that address no key (stats, flush_all,
-// verbosity, ...) are refused with "ERROR", as memcached refuses unknown ones.
+// Replies of memcached pools are memcached's own, byte for byte, with these
+// exceptions: a request that no server can serve is answered "SERVER_ERROR
+// <reason>" (as twemproxy does; reasons: Connection timed out, Connection
+// refused, server ejected, no live servers, ...); in a get split over servers,
+// the keys of a server that failed read as misses, unless every server failed;
+// version is answered by the server of the empty key; and commands that address
+// no key (stats, flush_all, verbosity, ...) are refused with "ERROR", as
+// memcached refuses unknown ones.
+//
+// Replies of Redis pools are Redis's own, byte for byte, but for what the
+// proxy does itself: it routes each command by its keys as package resp's
+// command table says (Redis 7.0's commands), refusing a command whose keys
+// must be together on one server but are not ("-ERR keys of 'rename' are on
+// different servers") and those that cannot be sharded ("-ERR command 'keys'
+// is not supported by the proxy"); it splits MGET, MSET, DEL, UNLINK, EXISTS
+// and TOUCH by server and merges their replies in the order of their keys;
+// it answers PING, ECHO, QUIT, AUTH, SELECT 0 and HELLO 2 itself (with
+// redis_auth, a client must AUTH first); and a request no server can serve is
+// answered "-ERR <reason>", as twemproxy does. Server connections AUTH with
+// redis_auth and SELECT redis_db before their first request.
 //
 // A server that fails server_failure_limit times in a row is ejected when the
 // pool sets auto_eject_hosts: its keys go where the distribution puts them
 // without it. Unlike twemproxy, an ejected server comes back only after it
-// answers a probe ("version") within the pool's timeout, tried every
+// answers a probe (memcached's "version", Redis's PING after its AUTH and
+// SELECT) within the pool's timeout, tried every
 // server_retry_timeout; and with eject_errors (or EjectErrors) its keys answer
 // errors rather than move, for users who prefer misses to stale data.
 //
@@ -44,7 +59,8 @@
 // the proxy did (so none can run a command the proxy did not see, on a server
 // connection shared with other clients). Replies are checked against their
 // request's grammar; a server that answers out of it is reset, and the
-// requests waiting on it get "SERVER_ERROR Protocol error". The memory held
+// requests waiting on it get "SERVER_ERROR Protocol error" ("-ERR Protocol
+// error" in a Redis pool). The memory held
 // for requests in flight is bounded (MaxMemory), and an idle client holds no
 // buffer.
 //
@@ -52,7 +68,8 @@
 // UpdateServers replaces one pool's servers, for sources other than the file.
 // Shutdown answers every request read, then closes each client gracefully.
 //
-// What is memcached's in all this sits behind one interface, codec (codec.go):
+// What is memcached's or Redis's in all this sits behind one interface, codec
+// (codec.go; codec_memcache.go, codec_redis.go):
 // reading a request and its keys, splitting it by server, encoding it for a
 // server, reading and checking a reply, merging replies, error replies and
 // the health probe. The rest — the client loop (client.go), routing (route.go),
@@ -81,6 +98,7 @@ import (
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/resp"
 )
 
 // Proxy serves the pools of a configuration. Set its fields, then call Start;
@@ -94,6 +112,12 @@ type Proxy struct {
 	// items stored straight into a memcached with a large -I still read through
 	// the proxy.
 	Limits memcache.Limits
+	// RedisLimits bound the requests the proxy accepts from the clients of
+	// Redis pools. The zero value means Redis's own defaults (see
+	// resp.Limits): bulk strings of up to 512 MiB (proto-max-bulk-len), inline
+	// requests of 64 KiB, requests of 1 GiB. Replies from servers may be as
+	// large (or as RedisLimits, if larger).
+	RedisLimits resp.Limits
 	// EjectErrors makes an ejected server's keys answer "SERVER_ERROR server
 	// ejected" instead of moving to other servers, so clients never read data
 	// that another server held while this one was out, in pools that do not set
@@ -184,19 +208,19 @@ func (p *Proxy) Start(f *config.File) error {
 	return nil
 }
 
-// Validate checks that f can be served: every pool is a memcached pool with a
-// listen address, its servers are valid (as UpdateServers checks them: f may be
-// built in code) and its router builds over them, and its TLS certificate and
-// key, if it names them, load. A pool without servers is valid, if its
-// distribution is known: its requests are answered "SERVER_ERROR no live
-// servers" until UpdateServers gives it some.
+// Validate checks that f can be served: every pool has a listen address, its
+// servers are valid (as UpdateServers checks them: f may be built in code) and
+// its router builds over them, its redis_db is not negative, and its TLS
+// certificate and key, if it names them, load. A pool without servers is
+// valid, if its distribution is known: its requests are answered "no live
+// servers" errors until UpdateServers gives it some.
 func Validate(f *config.File) error {
 	if len(f.Pools) == 0 {
 		return fmt.Errorf("proxy: %s: no pools", f.Path)
 	}
 	for _, cfg := range f.Pools {
-		if cfg.Redis {
-			return fmt.Errorf("proxy: %s:%d: pool %q: redis: true is not supported yet; chash proxy speaks only the memcached protocol", f.Path, cfg.KeyLine("redis"), cfg.Name)
+		if cfg.RedisDB < 0 {
+			return fmt.Errorf("proxy: %s:%d: pool %q: redis_db %d is not a database number (0 or more)", f.Path, cfg.KeyLine("redis_db"), cfg.Name, cfg.RedisDB)
 		}
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
@@ -351,9 +375,10 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // Reload makes f the proxy's configuration. It validates f first, reading every
 // pool's TLS files, and changes nothing if f is invalid. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
-// closed, and a pool whose listen address, protocol (redis) or TLS files
-// (tls_cert_file, tls_key_file, added, removed or renamed) changed stops,
-// closing its clients, and starts anew on its new listener (if that fails,
+// closed, and a pool whose listen address, protocol (redis, and a Redis
+// pool's redis_auth and redis_db) or TLS files (tls_cert_file, tls_key_file,
+// added, removed or renamed) changed stops, closing its clients, and starts
+// anew on its new listener (if that fails,
 // Reload stops the pools it started and returns the error). In the other
 // pools, servers that keep their name, address, weight and connection count
 // keep their connections and health, and the routing state is swapped
@@ -532,12 +557,21 @@ func (p *Proxy) retirePool(pl *pool, forget []string) {
 func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
 	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
-		old.Redis == cfg.Redis
+		sameProtocol(old, cfg)
+}
+
+// sameProtocol says whether a pool of old speaks cfg's protocol with cfg's
+// settings: the codec of a Redis pool holds its password and database.
+func sameProtocol(old, cfg *config.Pool) bool {
+	return old.Redis == cfg.Redis && old.RedisAuth == cfg.RedisAuth && old.RedisDB == cfg.RedisDB
 }
 
 // newCodec returns the codec of the pool's protocol. A pool keeps its codec
 // while it runs: a reload that changes the protocol restarts the pool.
 func (p *Proxy) newCodec(cfg *config.Pool) codec {
+	if cfg.Redis {
+		return newRedisCodec(p.RedisLimits, cfg)
+	}
 	return newMemcacheCodec(p.Limits)
 }
 

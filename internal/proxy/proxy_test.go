@@ -327,9 +327,24 @@ func get(m *sync.Map, k string) int64 {
 }
 
 func startLoad(t *testing.T, addr string, owner func(key string) string, workers int) *load {
+	return runLoad(t, workers, func() func(w, i int) (string, bool, error) {
+		c := dial(t, addr)
+		return func(w, i int) (string, bool, error) {
+			key := fmt.Sprintf("w%d-%d", w, i%500)
+			got, err := c.do(fmt.Sprintf("set %s 0 0 1\r\nx\r\nget %s\r\n", key, key))
+			return owner(key), got == "STORED\r\nVALUE "+key+" 0 1\r\nx\r\nEND\r\n", err
+		}
+	})
+}
+
+// runLoad runs workers, each with its own op made by newOp, until finish:
+// op(w, i) does worker w's request i and returns the owner of its key,
+// whether it succeeded, and an error that ends the worker (the connection
+// failed).
+func runLoad(t *testing.T, workers int, newOp func() func(w, i int) (string, bool, error)) *load {
 	l := &load{stop: make(chan struct{})}
 	for w := range workers {
-		c := dial(t, addr)
+		op := newOp()
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -339,17 +354,15 @@ func startLoad(t *testing.T, addr string, owner func(key string) string, workers
 					return
 				default:
 				}
-				key := fmt.Sprintf("w%d-%d", w, i%500)
-				got, err := c.do(fmt.Sprintf("set %s 0 0 1\r\nx\r\nget %s\r\n", key, key))
-				o := owner(key)
+				o, ok, err := op(w, i)
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 					return
 				}
-				if got != "STORED\r\nVALUE "+key+" 0 1\r\nx\r\nEND\r\n" {
-					count(&l.errs, o)
-				} else {
+				if ok {
 					count(&l.ok, o)
+				} else {
+					count(&l.errs, o)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -567,9 +580,9 @@ func TestReload(t *testing.T) {
 		t.Errorf("reloads: %d errors, %d successes for keys that did not move", n, get(&l.ok, "stable"))
 	}
 	// Invalid configurations are refused; the old one keeps serving.
-	bad := parseConfig(t, poolYAML("redis: true", servers[0]))
+	bad := parseConfig(t, strings.Replace(y3, "  listen: 127.0.0.1:22121\n", "", 1))
 	if err := p.Reload(bad); err == nil {
-		t.Error("reload of a redis pool accepted")
+		t.Error("reload of a pool without a listen address accepted")
 	}
 	c := dial(t, p.Addr("alpha").String())
 	if got := c.mustDo("set z 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
@@ -657,16 +670,24 @@ func TestPoolEjectErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, y := range []string{
-		"a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",
-		"a:\n  servers:\n   - 127.0.0.1:2:1\n",
+	for _, tt := range []struct {
+		yaml string
+		edit func(*config.Pool) // a change made in code, past what a file can say
+		want string
+	}{
+		{yaml: "a:\n  servers:\n   - 127.0.0.1:2:1\n", want: `pool "a": no listen address`},
+		{yaml: "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n   - 127.0.0.1:2:1\n",
+			edit: func(p *config.Pool) { p.RedisDB = -1 }, want: `pool "a": redis_db -1 is not a database number`},
 	} {
-		f, err := config.Parse("t.yml", []byte(y))
+		f, err := config.Parse("t.yml", []byte(tt.yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Validate(f); err == nil {
-			t.Errorf("Validate(%q) = nil; want an error", y)
+		if tt.edit != nil {
+			tt.edit(f.Pools[0])
+		}
+		if err := Validate(f); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Validate(%q) = %v; want an error with %q", tt.yaml, err, tt.want)
 		}
 	}
 }

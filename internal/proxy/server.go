@@ -41,11 +41,30 @@ type server struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	stats        serverStats
-	latency      []observer // by command
+	latency      []*observer // by command
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
 	closing bool
+
+	refusal atomic.Pointer[string] // why the last handshake was refused, nil if it was not
+}
+
+// refused logs why the server refused a new connection's handshake, err
+// wrapping errRefused, once for each reason in a row: a wrong password fails
+// every connection, and one line says so. Any other err (nil for a
+// handshake that passed) clears it.
+func (s *server) refused(err error) {
+	if !errors.Is(err, errRefused) {
+		if s.refusal.Load() != nil {
+			s.refusal.Store(nil)
+		}
+		return
+	}
+	msg := err.Error()
+	if old := s.refusal.Swap(&msg); old == nil || *old != msg {
+		s.pool.proxy.log.Warn("server refused the connection's setup", "pool", s.pool.name, "server", s.name, "err", err)
+	}
 }
 
 // spawn runs f in a goroutine that close waits for, unless the server is

@@ -408,8 +408,10 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	conn.SetDeadline(deadline)
 	if err := sc.handshake(rw); err != nil {
 		conn.Close()
+		c.srv.refused(err)
 		return nil, err
 	}
+	c.srv.refused(nil)
 	conn.SetDeadline(time.Time{})
 	c.srv.stats.connections.Add(1)
 	ss := &session{
@@ -528,6 +530,9 @@ func dialError(err error) error {
 		return errors.New("Connection reset by peer")
 	case errors.Is(err, context.Canceled):
 		return errShutdown
+	}
+	if errors.Is(err, errRefused) {
+		return err
 	}
 	if errors.Is(err, errBadReply) {
 		return errBadReply

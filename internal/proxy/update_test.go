@@ -128,10 +128,12 @@ func TestUpdateServers(t *testing.T) {
 }
 
 // TestUpdateKeepsLatencySeries removes a server and adds it back before the
-// removed one is retired: its latency series survives the retirement.
+// removed one is retired: its latency series survives the retirement. (md5
+// spreads the keys k0 ... k39 over both servers; the default fnv1a_64, which
+// twemproxy cuts to 32 bits, puts them all on one.)
 func TestUpdateKeepsLatencySeries(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
-	p := startProxy(t, poolYAML("timeout: 100", servers...), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	p := startProxy(t, poolYAML("timeout: 100\nhash: md5", servers...), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
 	both := []config.Server{serverOf(t, servers[0]), serverOf(t, servers[1])}
 	if err := p.UpdateServers("alpha", both[:1]); err != nil {
 		t.Fatal(err)

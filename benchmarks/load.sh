@@ -1,0 +1,40 @@
+# Shell functions of the load scripts (proxyload/run.sh, proxyload/memory.sh,
+# redisload/run.sh), which source this file from their own directory: a work
+# directory ($work) removed at exit, processes ($pids) killed at exit, and
+#
+#   free_port       a TCP port of 127.0.0.1 that nothing listens on
+#   wait_port PORT  waits until something listens on PORT (10 s at most)
+#   cpu_ticks PID   the user+system clock ticks of process PID so far
+#   tick            clock ticks per second
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# free_port picks below the ephemeral range: a port of that range that nothing
+# listens on may still be the local end of a connection, and then a listen on
+# it fails.
+lowest_ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+free_port() {
+	while :; do
+		local p=$((10000 + RANDOM % (lowest_ephemeral - 10000)))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+wait_port() {
+	for _ in $(seq 200); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+		sleep 0.05
+	done
+	echo "nothing listens on $1" >&2
+	exit 1
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tick=$(getconf CLK_TCK)

@@ -1,0 +1,559 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/resp"
+)
+
+// redisCodec is the codec of Redis's protocol, RESP2, read and written by
+// package resp, for one pool: clients authenticate with the pool's redis_auth,
+// and server connections are set up with it and its redis_db. A pool whose
+// redis, redis_auth or redis_db changes in a reload gets a new codec (the pool
+// restarts).
+//
+// Commands are served as resp's table says (resp.Check, resp.Route): a
+// command of one key, or of keys that must be on one server (RENAME, SDIFF,
+// EVAL), goes whole to that server; MGET, MSET, DEL, UNLINK, EXISTS and TOUCH
+// are split by server and merged in the order of their keys; commands with no
+// key that any server answers alike (COMMAND) go to the server of the empty
+// key; PING, ECHO, QUIT, AUTH, SELECT and HELLO are answered by the proxy; the
+// rest (KEYS, SCAN, MULTI, SUBSCRIBE, CONFIG, ...) are refused with an error
+// naming them, and the connection reads on.
+type redisCodec struct {
+	lim    resp.Limits // what clients may send
+	srvLim resp.Limits // what servers may answer
+	auth   string      // redis_auth: clients must AUTH with it, servers are sent it
+	db     int         // redis_db: server connections SELECT it
+	// readers holds the read buffers of client connections that are idle.
+	readers sync.Pool
+	names   []string
+	ids     atomic.Int64 // the last client id HELLO reported
+}
+
+var _ codec = (*redisCodec)(nil)
+
+// helloVersion is the Redis version HELLO reports: resp's command table is
+// that of Redis 7.0.
+const helloVersion = "7.0.0"
+
+// maxKeptRequest bounds the memory a request or reply keeps for reuse once
+// answered, and maxKeptKeys the keys it keeps room for: one that held more (a
+// large value, an MGET of many keys) lets it go, so that pooled requests stay
+// small.
+const (
+	maxKeptRequest = 64 << 10
+	maxKeptKeys    = 1 << 10
+)
+
+func newRedisCodec(lim resp.Limits, cfg *config.Pool) *redisCodec {
+	c := &redisCodec{
+		lim: lim,
+		// Replies may be larger than what clients may send: a string grown by
+		// APPEND to Redis's 512 MiB, a list read whole.
+		srvLim: resp.Limits{MaxBulk: max(lim.MaxBulk, resp.DefaultMaxBulk), MaxSize: max(lim.MaxSize, resp.DefaultMaxSize)},
+		auth:   cfg.RedisAuth,
+		db:     cfg.RedisDB,
+	}
+	cmds := resp.Commands()
+	c.names = make([]string, len(cmds)+1)
+	for _, cmd := range cmds {
+		c.names[cmd.ID()+1] = cmd.Name
+	}
+	return c
+}
+
+func (c *redisCodec) commands() []string  { return c.names }
+func (c *redisCodec) newRequest() request { return new(redisRequest) }
+func (c *redisCodec) newReply() reply     { return new(redisReply) }
+
+func (c *redisCodec) newClient(r io.Reader) clientCodec {
+	return &redisClient{codec: c, src: r}
+}
+
+func (c *redisCodec) newServer(r io.Reader) serverCodec {
+	return &redisServer{codec: c, rd: resp.NewReader(r, c.srvLim)}
+}
+
+// setup appends the requests that set up a server connection, AUTH with
+// redis_auth and SELECT of redis_db, and returns them with their names.
+func (c *redisCodec) setup(dst []byte) ([]byte, []string) {
+	var names []string
+	if c.auth != "" {
+		dst = resp.AppendBulkString(resp.AppendBulkString(resp.AppendArray(dst, 2), "AUTH"), c.auth)
+		names = append(names, "AUTH")
+	}
+	if c.db != 0 {
+		dst = resp.AppendBulkString(resp.AppendBulkString(resp.AppendArray(dst, 2), "SELECT"), strconv.Itoa(c.db))
+		names = append(names, "SELECT "+strconv.Itoa(c.db))
+	}
+	return dst, names
+}
+
+// probe sets the connection up as a server connection is, then sends PING:
+// a server is back once it takes the password and database and answers
+// PONG.
+func (c *redisCodec) probe(rw io.ReadWriter) error {
+	out, names := c.setup(nil)
+	out = resp.AppendBulkString(resp.AppendArray(out, 1), "PING")
+	if _, err := rw.Write(out); err != nil {
+		return err
+	}
+	rd := resp.NewReaderSize(rw, resp.Limits{MaxBulk: 1 << 10, MaxSize: 4 << 10}, 256)
+	if err := readSetup(rd, names); err != nil {
+		return err
+	}
+	var rp resp.Reply
+	if err := rd.ReadReply(&rp); err != nil {
+		return err
+	}
+	if rp.Kind != resp.KindSimple || string(rp.Str) != "PONG" {
+		return fmt.Errorf("PING answered %q", rp.Bytes())
+	}
+	return nil
+}
+
+// readSetup reads the replies to setup's requests, named by names: each must
+// be +OK, or the server refused the setup (errRefused).
+func readSetup(rd *resp.Reader, names []string) error {
+	var rp resp.Reply
+	for _, name := range names {
+		if err := rd.ReadReply(&rp); err != nil {
+			return badRedisReply(err)
+		}
+		if rp.Kind == resp.KindSimple && string(rp.Str) == "OK" {
+			continue
+		}
+		if rp.Kind == resp.KindError {
+			return fmt.Errorf("%w: %s: %s", errRefused, name, rp.Str)
+		}
+		return fmt.Errorf("%w: %s answered %q", errRefused, name, rp.Bytes())
+	}
+	return nil
+}
+
+// redisClient reads the requests of one client connection and keeps its
+// state: whether it has authenticated, its id.
+type redisClient struct {
+	codec  *redisCodec
+	src    io.Reader
+	rd     *resp.Reader // nil while the connection is idle
+	authed bool         // the client sent the pool's password
+	id     int64        // the id HELLO reports, 0 until one did
+}
+
+func (c *redisClient) buffered() int {
+	if c.rd == nil {
+		return 0
+	}
+	return c.rd.Buffered()
+}
+
+func (c *redisClient) release() {
+	if c.rd != nil && c.rd.Buffered() == 0 {
+		c.rd.Reset(nil)
+		c.codec.readers.Put(c.rd)
+		c.rd = nil
+	}
+}
+
+// locked reports whether the client has yet to authenticate.
+func (c *redisClient) locked() bool { return c.codec.auth != "" && !c.authed }
+
+func (c *redisClient) read(r request) (action, error) {
+	req := r.(*redisRequest)
+	req.reset()
+	if c.rd == nil {
+		if rd, ok := c.codec.readers.Get().(*resp.Reader); ok {
+			rd.Reset(c.src)
+			c.rd = rd
+		} else {
+			c.rd = resp.NewReaderSize(c.src, c.codec.lim, clientReadBuffer)
+		}
+		// Until it authenticates, a client gets Redis's tighter limits.
+		c.rd.SetAuthRequired(c.locked())
+	}
+	if err := c.rd.ReadRequest(&req.q); err != nil {
+		var e *resp.Error
+		if !errors.As(err, &e) {
+			return 0, err
+		}
+		// Redis answers a protocol error and closes the connection: the
+		// rest of the stream cannot be read in step.
+		req.fail(e.Reply)
+		return closeAfter, nil
+	}
+	args := req.q.Args
+	cmd, err := resp.Check(args)
+	req.cmd = cmd
+	if err != nil {
+		var e *resp.Error
+		if !errors.As(err, &e) {
+			return 0, err
+		}
+		msg := e.Reply
+		// Redis refuses a stranger's command for want of AUTH once it knows
+		// the command and its arguments fit; the proxy refuses the commands
+		// it cannot shard at that point, so a stranger gets NOAUTH for them.
+		if c.locked() && cmd != nil && !cmd.NoAuth && cmd.Route == resp.RouteNone && msg == resp.UnsupportedError(cmd).Reply {
+			msg = resp.ReplyNoAuth
+		}
+		req.fail(msg)
+		return local, nil
+	}
+	if c.locked() && !cmd.NoAuth {
+		req.fail(resp.ReplyNoAuth)
+		return local, nil
+	}
+	if cmd.Route == resp.RouteLocal {
+		return c.answer(req), nil
+	}
+	keys, ok := cmd.AppendKeys(req.keys[:0], args)
+	if !ok {
+		// A count of keys that is not one, XINFO HELP: Redis answers without
+		// a key, so any server does; it goes to that of the empty key.
+		keys = keys[:0]
+	}
+	req.keys = keys
+	if ok && len(keys) == 0 && cmd.Route == resp.RouteKeys {
+		req.fail(resp.NoKeyError(cmd).Reply)
+		return local, nil
+	}
+	return forward, nil
+}
+
+// answer answers a command the proxy serves itself (resp.RouteLocal).
+func (c *redisClient) answer(req *redisRequest) action {
+	args := req.q.Args
+	switch req.cmd.Name {
+	case "ping":
+		switch len(args) {
+		case 1:
+			req.local = resp.AppendSimple(req.local, "PONG")
+		case 2:
+			req.local = resp.AppendBulk(req.local, args[1])
+		default:
+			req.fail("ERR wrong number of arguments for 'ping' command")
+		}
+	case "echo":
+		req.local = resp.AppendBulk(req.local, args[1])
+	case "quit":
+		req.local = resp.AppendSimple(req.local, "OK")
+		return closeAfter
+	case "auth":
+		c.authCommand(req)
+	case "select":
+		selectCommand(req)
+	case "hello":
+		c.helloCommand(req)
+	default: // a connection command of a newer table, unknown here
+		req.fail(resp.UnsupportedError(req.cmd).Reply)
+	}
+	return local
+}
+
+// authCommand answers AUTH [user] password as Redis does with the pool's
+// password as the default user's (and with none, the default user's nopass).
+func (c *redisClient) authCommand(req *redisRequest) {
+	args := req.q.Args
+	var user, pass []byte
+	switch len(args) {
+	case 2:
+		pass = args[1]
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		req.fail("ERR syntax error")
+		return
+	}
+	if user == nil && c.codec.auth == "" {
+		req.fail(resp.ReplyNoPassword)
+		return
+	}
+	if !c.authenticate(user, pass) {
+		req.fail(resp.ReplyWrongPass)
+		return
+	}
+	req.local = resp.AppendSimple(req.local, "OK")
+}
+
+// authenticate checks a user (nil for the default user) and password, as
+// Redis checks them for its default user, and marks the client
+// authenticated if they pass. A failed attempt leaves the client as it was.
+func (c *redisClient) authenticate(user, pass []byte) bool {
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	if c.codec.auth != "" && subtle.ConstantTimeCompare(pass, []byte(c.codec.auth)) != 1 {
+		return false
+	}
+	c.authed = true
+	c.rd.SetAuthRequired(false)
+	return true
+}
+
+// selectCommand answers SELECT: database 0, the pool's (whichever redis_db
+// the servers use), is selected; another is refused, with Redis's errors for
+// numbers that name none.
+func selectCommand(req *redisRequest) {
+	arg := req.q.Args[1]
+	n, ok := parseRedisInt(arg)
+	switch {
+	case !ok:
+		req.fail(resp.ReplyNotInteger)
+	case n < -1<<31 || n > 1<<31-1:
+		req.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case n < 0:
+		req.fail(resp.ReplyDBRange)
+	case n > 0:
+		req.fail(resp.UnsupportedError(req.cmd).Reply)
+	default:
+		req.local = resp.AppendSimple(req.local, "OK")
+	}
+}
+
+// helloCommand answers HELLO [protover [AUTH user pass] [SETNAME name]] as
+// Redis 7.0 does, for protocol 2; protocol 3 is refused, which tells clients
+// such as go-redis to speak RESP2.
+func (c *redisClient) helloCommand(req *redisRequest) {
+	args := req.q.Args
+	if len(args) >= 2 {
+		v, ok := parseRedisInt(args[1])
+		switch {
+		case !ok:
+			req.fail(resp.ReplyBadProto)
+			return
+		case v == 3:
+			req.fail(resp.ReplyNoProto + ": the proxy speaks RESP2 only")
+			return
+		case v != 2:
+			req.fail(resp.ReplyNoProto)
+			return
+		}
+	}
+	var user, pass, name []byte
+	for i := 2; i < len(args); i++ {
+		more := len(args) - 1 - i
+		switch opt := args[i]; {
+		case equalFoldASCII(opt, "auth") && more >= 2:
+			user, pass = args[i+1], args[i+2]
+			i += 2
+		case equalFoldASCII(opt, "setname") && more >= 1:
+			name = args[i+1]
+			i++
+		default:
+			req.fail("ERR Syntax error in HELLO option '" + string(opt) + "'")
+			return
+		}
+	}
+	if user != nil && !c.authenticate(user, pass) {
+		req.fail(resp.ReplyWrongPass)
+		return
+	}
+	if c.locked() {
+		req.fail(resp.ReplyHelloNoAuth)
+		return
+	}
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			req.fail("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+	}
+	if c.id == 0 {
+		c.id = c.codec.ids.Add(1)
+	}
+	dst := resp.AppendArray(req.local, 14)
+	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "server"), "redis")
+	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "version"), helloVersion)
+	dst = resp.AppendInt(resp.AppendBulkString(dst, "proto"), 2)
+	dst = resp.AppendInt(resp.AppendBulkString(dst, "id"), c.id)
+	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "mode"), "standalone")
+	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "role"), "master")
+	req.local = resp.AppendArray(resp.AppendBulkString(dst, "modules"), 0)
+}
+
+// parseRedisInt parses b as Redis's string2ll does: an int64 written without
+// a sign but '-', leading zeros or spaces.
+func parseRedisInt(b []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil && strconv.FormatInt(n, 10) == string(b)
+}
+
+// equalFoldASCII reports whether b is s (lower case) in any case.
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// redisRequest is a Redis request and how the proxy answers it.
+type redisRequest struct {
+	q    resp.Request
+	cmd  *resp.Command // nil for bad input
+	keys []int         // the indexes in q.Args of the keys routed
+	// local is the reply to a request the proxy answers itself.
+	local []byte
+	// Scratch of merge: the parts of the keys, the replies of the parts, and
+	// the reply of keys no server took.
+	parts   []int
+	replies []*resp.Reply
+	noSrv   resp.Reply
+}
+
+var _ request = (*redisRequest)(nil)
+
+func (r *redisRequest) reset() {
+	if r.q.Size() > maxKeptRequest {
+		r.q = resp.Request{}
+	}
+	if cap(r.local) > maxKeptRequest {
+		r.local = nil
+	}
+	if cap(r.keys) > maxKeptKeys {
+		r.keys, r.parts, r.replies = nil, nil, nil
+	}
+	r.q.Reset()
+	r.cmd, r.local = nil, r.local[:0]
+}
+
+// fail makes the request's reply the error msg.
+func (r *redisRequest) fail(msg string) {
+	r.local = resp.AppendError(r.local[:0], msg)
+}
+
+func (r *redisRequest) command() int {
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.ID() + 1
+}
+
+func (r *redisRequest) nkeys() int            { return len(r.keys) }
+func (r *redisRequest) routeKey(i int) []byte { return r.q.Args[r.keys[i]] }
+func (r *redisRequest) splits() bool          { return r.cmd.Route == resp.RouteSplit }
+func (r *redisRequest) size() int             { return r.q.Size() }
+
+// appendRequest writes the request from its parsed arguments, always as a
+// multibulk: the whole request, or the part of a split with the keys of the
+// call (with their values, for MSET) in the request's order.
+func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
+	rep := rp.(*redisReply)
+	if len(rep.rp.Bytes()) > maxKeptRequest {
+		rep.rp = resp.Reply{}
+	}
+	if keyCall == nil {
+		return resp.AppendRequest(dst, &r.q)
+	}
+	return resp.AppendPart(dst, r.cmd, r.q.Args, keyCall, part)
+}
+
+func (r *redisRequest) appendReply(dst []byte, rp reply) []byte {
+	return resp.AppendReply(dst, &rp.(*redisReply).rp)
+}
+
+// merge merges the replies of a split request as resp.MergeParts does: a
+// failed call's keys, and those no server took, fail the request with the
+// error that says why, as twemproxy fails it.
+func (r *redisRequest) merge(dst []byte, keyCall []int, calls []*call, err error) []byte {
+	r.replies = r.replies[:0]
+	for _, cl := range calls {
+		rep := cl.reply.(*redisReply)
+		if cl.err != nil {
+			rep.rp.SetError("ERR " + cl.err.Error())
+		}
+		r.replies = append(r.replies, &rep.rp)
+	}
+	parts := keyCall
+	if err != nil && slices.Contains(keyCall, -1) {
+		// The keys no server took get a reply of their own, the error.
+		r.parts = append(r.parts[:0], keyCall...)
+		for i, p := range r.parts {
+			if p < 0 {
+				r.parts[i] = len(calls)
+			}
+		}
+		r.noSrv.SetError("ERR " + err.Error())
+		r.replies = append(r.replies, &r.noSrv)
+		parts = r.parts
+	}
+	return resp.MergeParts(dst, r.cmd, parts, r.replies)
+}
+
+// appendError answers a request no server answered, "-ERR <why>" as
+// twemproxy words it; keys of one request on different servers are refused
+// with resp's words for it.
+func (r *redisRequest) appendError(dst []byte, err error) []byte {
+	if err == errKeysSpread && r.cmd != nil {
+		return resp.AppendError(dst, resp.CrossServerError(r.cmd).Reply)
+	}
+	return resp.AppendError(dst, "ERR "+err.Error())
+}
+
+func (r *redisRequest) appendLocal(dst []byte) []byte { return append(dst, r.local...) }
+
+// redisReply is a Redis server's reply to one call.
+type redisReply struct {
+	rp resp.Reply
+}
+
+var _ reply = (*redisReply)(nil)
+
+func (r *redisReply) size() int { return len(r.rp.Bytes()) }
+
+// redisServer reads the replies of one server connection.
+type redisServer struct {
+	codec *redisCodec
+	rd    *resp.Reader
+}
+
+// handshake authenticates the connection and selects the pool's database.
+func (s *redisServer) handshake(w io.Writer) error {
+	out, names := s.codec.setup(nil)
+	if len(names) == 0 {
+		return nil
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	return readSetup(s.rd, names)
+}
+
+func (s *redisServer) wait() error { return s.rd.Wait() }
+
+// read reads one reply. Any well-formed reply is in step: Redis may answer
+// any request with an error, and the replies of split requests are checked
+// for their shape when merged.
+func (s *redisServer) read(rp reply) error {
+	return badRedisReply(s.rd.ReadReply(&rp.(*redisReply).rp))
+}
+
+// badRedisReply wraps a *resp.Error, a reply out of the protocol, in
+// errBadReply.
+func badRedisReply(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *resp.Error
+	if errors.As(err, &e) {
+		return fmt.Errorf("%w: %v", errBadReply, err)
+	}
+	return err
+}
