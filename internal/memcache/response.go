@@ -2,7 +2,7 @@ package memcache
 
 import (
 	"bytes"
-	"io"
+	"math"
 	"strconv"
 )
 
@@ -61,7 +61,7 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 	resp.Reset()
 	var tok [6][]byte
 	for {
-		line, err := r.readLine()
+		line, err := r.readLine(r.lim.maxLine())
 		if err != nil {
 			return err
 		}
@@ -70,12 +70,12 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 			if len(resp.offs) >= maxItems || len(t) < 4 || len(t) > 5 || len(t[1]) > MaxKeyLen {
 				return newError("bad VALUE line", line, true)
 			}
-			flags, ok1 := parseUint(t[2], 32)
-			size, ok2 := parseUint(t[3], 31)
+			flags, ok1 := parseUint(t[2], math.MaxUint32)
+			size, ok2 := parseUint(t[3], math.MaxInt32)
 			var cas uint64
 			ok3 := true
 			if len(t) == 5 {
-				cas, ok3 = parseUint(t[4], 64)
+				cas, ok3 = parseUint(t[4], math.MaxUint64)
 			}
 			if !ok1 || !ok2 || !ok3 || int(size) > r.lim.maxValue() {
 				return newError("bad VALUE line", line, true)
@@ -84,7 +84,7 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 			resp.buf = append(resp.buf, t[1]...)
 			o.keyEnd = len(resp.buf)
 			o.val = o.keyEnd
-			if err := r.appendData(resp, int(size)); err != nil {
+			if err := r.appendValue(resp, int(size)); err != nil {
 				return err
 			}
 			o.valEnd = len(resp.buf)
@@ -106,13 +106,13 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 			var size uint64
 			ok := len(t) >= 2
 			if ok {
-				size, ok = parseUint(t[1], 31)
+				size, ok = parseUint(t[1], math.MaxInt32)
 			}
 			if !cmd.IsMeta() || !ok || int(size) > r.lim.maxValue() {
 				return newError("bad VA line", line, true)
 			}
 			valStart = len(resp.buf)
-			if err := r.appendData(resp, int(size)); err != nil {
+			if err := r.appendValue(resp, int(size)); err != nil {
 				return err
 			}
 			valEnd = len(resp.buf)
@@ -132,21 +132,19 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 	}
 }
 
-// appendData reads a data block of n bytes and its "\r\n", appending the data to
-// resp.buf.
-func (r *Reader) appendData(resp *Response, n int) error {
+// appendValue reads a data block of n bytes and its "\r\n", appending the data
+// to resp.buf as it arrives.
+func (r *Reader) appendValue(resp *Response, n int) error {
 	start := len(resp.buf)
-	resp.buf = append(resp.buf, make([]byte, n+2)...)
-	if _, err := io.ReadFull(r.br, resp.buf[start:]); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	var err error
+	if resp.buf, err = r.appendData(resp.buf, n); err != nil {
 		return err
 	}
-	if resp.buf[start+n] != '\r' || resp.buf[start+n+1] != '\n' {
-		return newError("bad data chunk", resp.buf[start:start+n], true)
+	if ended, err := r.readCRLF(); err != nil {
+		return err
+	} else if !ended {
+		return newError("bad data chunk", resp.buf[start:], true)
 	}
-	resp.buf = resp.buf[:start+n]
 	return nil
 }
 
