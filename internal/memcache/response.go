@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 )
@@ -28,13 +29,15 @@ type Response struct {
 
 	buf  []byte
 	offs []itemOffsets
+	tok  [][]byte
 }
 
 type itemOffsets struct{ key, keyEnd, val, valEnd int }
 
-// Reset clears r, keeping its memory for reuse.
+// Reset clears r, keeping its memory for reuse, except a buffer grown past 64
+// KiB for one large reply.
 func (r *Response) Reset() {
-	*r = Response{Items: r.Items[:0], buf: r.buf[:0], offs: r.offs[:0]}
+	*r = Response{Items: r.Items[:0], buf: keep(r.buf), offs: r.offs[:0], tok: r.tok[:0]}
 }
 
 // IsError reports whether line is an error reply: ERROR, CLIENT_ERROR or
@@ -55,69 +58,64 @@ func (r *Response) Status() []byte {
 }
 
 // ReadResponse reads the reply to a request of command cmd into resp, reusing
-// resp's memory. A retrieval reply may hold at most maxItems items. Malformed
-// replies are fatal *Errors: the stream is out of step and must be closed.
+// resp's memory. A retrieval reply may hold at most maxItems items. A reply
+// outside the grammar of cmd (see ReadReply, which also knows the request's
+// keys and flags) is a fatal *Error: the stream is out of step and must be
+// closed.
 func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
+	return r.readReply(resp, cmd, maxItems, nil)
+}
+
+// ReadReply reads the reply to req, as AppendRequest wrote it to the server,
+// into resp, reusing resp's memory. The reply must fit the request: one of the
+// lines memcached answers req's command with, or an error line; VALUE items
+// only for req's keys, in their order; meta return flags only as req asked for
+// them, its opaque and key echoed unchanged. Anything else is a fatal *Error:
+// the stream is out of step and must be closed.
+//
+// A request with noreply or the meta flag q may get no reply at all, so
+// ReadReply refuses it; so it does quit, which is answered by closing.
+func (r *Reader) ReadReply(resp *Response, req *Request) error {
+	if req.Noreply || req.Command == CmdQuit || req.Command.IsMeta() && req.HasMetaFlag('q') {
+		return errors.New("memcache: ReadReply: " + req.Command.String() + " request asks for no reply")
+	}
+	return r.readReply(resp, req.Command, len(req.Keys), req)
+}
+
+func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Request) error {
 	resp.Reset()
-	var tok [6][]byte
+	next := 0 // the first of req's keys that a VALUE may be for
 	for {
 		line, err := r.readLine(r.lim.maxLine())
 		if err != nil {
 			return err
 		}
+		if hasControl(line) || !IsError(line) && !tidy(line) {
+			return badReply(cmd, line)
+		}
 		if cmd.IsRetrieval() && bytes.HasPrefix(line, []byte("VALUE ")) {
-			t := split(tok[:0], line)
-			if len(resp.offs) >= maxItems || len(t) < 4 || len(t) > 5 || len(t[1]) > MaxKeyLen {
-				return newError("bad VALUE line", line, true)
-			}
-			flags, ok1 := parseUint(t[2], math.MaxUint32)
-			size, ok2 := parseUint(t[3], math.MaxInt32)
-			var cas uint64
-			ok3 := true
-			if len(t) == 5 {
-				cas, ok3 = parseUint(t[4], math.MaxUint64)
-			}
-			if !ok1 || !ok2 || !ok3 || int(size) > r.lim.maxValue() {
-				return newError("bad VALUE line", line, true)
-			}
-			o := itemOffsets{key: len(resp.buf)}
-			resp.buf = append(resp.buf, t[1]...)
-			o.keyEnd = len(resp.buf)
-			o.val = o.keyEnd
-			if err := r.appendValue(resp, int(size)); err != nil {
+			if err := r.readItem(resp, cmd, line, maxItems, req, &next); err != nil {
 				return err
 			}
-			o.valEnd = len(resp.buf)
-			resp.offs = append(resp.offs, o)
-			resp.Items = append(resp.Items, Item{Flags: uint32(flags), Cas: cas, HasCas: len(t) == 5})
 			continue
+		}
+		size, ok := resp.checkLast(cmd, line, req, r.lim.maxValue())
+		if !ok {
+			return badReply(cmd, line)
 		}
 		start := len(resp.buf)
 		resp.buf = append(resp.buf, line...)
 		end := len(resp.buf)
-		valStart, valEnd := -1, -1
-		switch {
-		case cmd.IsRetrieval():
-			if string(line) != "END" && !IsError(line) {
-				return newError("bad reply to "+cmd.String(), line, true)
-			}
-		case string(line) == "VA" || bytes.HasPrefix(line, []byte("VA ")):
-			t := split(tok[:0], line)
-			var size uint64
-			ok := len(t) >= 2
-			if ok {
-				size, ok = parseUint(t[1], math.MaxInt32)
-			}
-			if !cmd.IsMeta() || !ok || int(size) > r.lim.maxValue() {
-				return newError("bad VA line", line, true)
-			}
-			valStart = len(resp.buf)
-			if err := r.appendValue(resp, int(size)); err != nil {
+		if size >= 0 {
+			if resp.buf, err = r.appendData(resp.buf, size); err != nil {
 				return err
 			}
-			valEnd = len(resp.buf)
-		case len(line) == 0 || bytes.HasPrefix(line, []byte("VALUE ")):
-			return newError("bad reply to "+cmd.String(), line, true)
+			if ended, err := r.readCRLF(); err != nil {
+				return err
+			} else if !ended || cmd == CmdMetaArithmetic && !isNumber(resp.buf[end:]) {
+				return newError("bad data chunk", resp.buf[start:], true)
+			}
+			resp.Value = resp.buf[end:len(resp.buf):len(resp.buf)]
 		}
 		// Point into buf only now that it no longer grows.
 		for i, o := range resp.offs {
@@ -125,27 +123,203 @@ func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
 			resp.Items[i].Value = resp.buf[o.val:o.valEnd:o.valEnd]
 		}
 		resp.Line = resp.buf[start:end:end]
-		if valStart >= 0 {
-			resp.Value = resp.buf[valStart:valEnd:valEnd]
-		}
 		return nil
 	}
 }
 
-// appendValue reads a data block of n bytes and its "\r\n", appending the data
-// to resp.buf as it arrives.
-func (r *Reader) appendValue(resp *Response, n int) error {
-	start := len(resp.buf)
+func badReply(cmd Command, line []byte) *Error {
+	return newError("bad reply to "+cmd.String(), line, true)
+}
+
+// readItem reads the VALUE item of line and its data block.
+func (r *Reader) readItem(resp *Response, cmd Command, line []byte, maxItems int, req *Request, next *int) error {
+	t := split(resp.tok[:0], line)
+	resp.tok = t
+	n := 4
+	if cmd == CmdGets || cmd == CmdGats {
+		n = 5 // VALUE <key> <flags> <bytes> <cas unique>
+	}
+	if len(t) != n || len(t[1]) > MaxKeyLen {
+		return newError("bad VALUE line", line, true)
+	}
+	key := t[1]
+	if req != nil {
+		for *next < len(req.Keys) && !bytes.Equal(req.Keys[*next], key) {
+			*next++
+		}
+		if *next == len(req.Keys) {
+			return newError("VALUE of a key not asked for", line, true)
+		}
+		*next++
+	} else if len(resp.offs) >= maxItems {
+		return newError("bad VALUE line", line, true)
+	}
+	flags, ok1 := parseUint(t[2], math.MaxUint32)
+	size, ok2 := parseSize(t[3])
+	var cas uint64
+	ok3 := true
+	if n == 5 {
+		cas, ok3 = parseUint(t[4], math.MaxUint64)
+	}
+	if !ok1 || !ok2 || !ok3 || size > r.lim.maxValue() {
+		return newError("bad VALUE line", line, true)
+	}
+	o := itemOffsets{key: len(resp.buf)}
+	resp.buf = append(resp.buf, key...)
+	o.keyEnd = len(resp.buf)
+	o.val = o.keyEnd
 	var err error
-	if resp.buf, err = r.appendData(resp.buf, n); err != nil {
+	if resp.buf, err = r.appendData(resp.buf, size); err != nil {
 		return err
 	}
+	o.valEnd = len(resp.buf)
 	if ended, err := r.readCRLF(); err != nil {
 		return err
 	} else if !ended {
-		return newError("bad data chunk", resp.buf[start:], true)
+		return newError("bad data chunk", resp.buf[o.val:o.valEnd], true)
 	}
+	resp.offs = append(resp.offs, o)
+	resp.Items = append(resp.Items, Item{Flags: uint32(flags), Cas: cas, HasCas: n == 5})
 	return nil
+}
+
+// checkLast checks the line that ends a reply to cmd (and to req, if not nil).
+// It returns the size of the data block that follows, or -1 if none does.
+func (resp *Response) checkLast(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
+	if IsError(line) {
+		return -1, len(resp.Items) == 0
+	}
+	s := string(line)
+	switch cmd {
+	case CmdGet, CmdGets, CmdGat, CmdGats:
+		return -1, s == "END"
+	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
+		return -1, s == "STORED" || s == "NOT_STORED" || s == "EXISTS" || s == "NOT_FOUND"
+	case CmdDelete:
+		return -1, s == "DELETED" || s == "NOT_FOUND"
+	case CmdIncr, CmdDecr:
+		return -1, s == "NOT_FOUND" || isNumber(line)
+	case CmdTouch:
+		return -1, s == "TOUCHED" || s == "NOT_FOUND"
+	case CmdVersion:
+		return -1, len(s) > len("VERSION ") && s[:len("VERSION ")] == "VERSION "
+	case CmdMetaNoop:
+		return -1, s == "MN"
+	case CmdMetaDebug:
+		return -1, s == "EN" || resp.checkDebug(line, req)
+	case CmdMetaGet, CmdMetaSet, CmdMetaDelete, CmdMetaArithmetic:
+		return resp.checkMeta(cmd, line, req, maxValue)
+	}
+	return -1, false // quit is answered by closing; unknown commands only by errors
+}
+
+// tidy reports whether line's tokens are apart by single spaces, as memcached
+// writes them.
+func tidy(line []byte) bool {
+	return len(line) > 0 && line[0] != ' ' && line[len(line)-1] != ' ' && !bytes.Contains(line, []byte("  "))
+}
+
+// isNumber reports whether b is the decimal number of an incr, decr or ma.
+func isNumber(b []byte) bool {
+	_, ok := parseUint(b, math.MaxUint64)
+	return ok
+}
+
+// checkDebug checks "ME <key> <name>=<value>*", the answer of me to a hit.
+func (resp *Response) checkDebug(line []byte, req *Request) bool {
+	t := split(resp.tok[:0], line)
+	resp.tok = t
+	if len(t) < 2 || string(t[0]) != "ME" {
+		return false
+	}
+	// With b, memcached writes a key stored without b as it is.
+	return req == nil || bytes.Equal(t[1], req.Key()) || req.HasMetaFlag('b') && bytes.Equal(t[1], req.RouteKey(0))
+}
+
+// metaCodes are the codes each meta command is answered with, and the return
+// flags each code may carry. h, l, s, t, W, X and Z come only with an item.
+var metaCodes = [numCommands][]struct{ code, flags string }{
+	CmdMetaGet:        {{"VA", "bcfhklOstWXZ"}, {"HD", "bcfhklOstWXZ"}, {"EN", "bkO"}},
+	CmdMetaSet:        {{"HD", "bckO"}, {"NS", "bckO"}, {"EX", "bckO"}, {"NF", "bckO"}},
+	CmdMetaDelete:     {{"HD", "bkO"}, {"NF", "bkO"}, {"EX", "bkO"}},
+	CmdMetaArithmetic: {{"VA", "bcktO"}, {"HD", "bcktO"}, {"NF", "bkO"}, {"EX", "bkO"}, {"NS", "bkO"}},
+}
+
+// checkMeta checks the reply line of a meta command: "<code> <flag>*", or
+// "VA <size> <flag>*" before a data block of size bytes.
+func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
+	t := split(resp.tok[:0], line)
+	resp.tok = t
+	if len(t) == 0 || len(line) > 2 && line[2] != ' ' {
+		return -1, false
+	}
+	code := string(t[0])
+	allowed := ""
+	for _, c := range metaCodes[cmd] {
+		if c.code == code {
+			allowed = c.flags
+		}
+	}
+	if allowed == "" {
+		return -1, false
+	}
+	size, flags := -1, t[1:]
+	if code == "VA" {
+		if len(flags) == 0 {
+			return -1, false
+		}
+		n, ok := parseSize(flags[0])
+		if !ok || n > maxValue {
+			return -1, false
+		}
+		size, flags = n, flags[1:]
+	}
+	if req != nil && (code == "VA" || code == "HD") && cmd != CmdMetaSet && cmd != CmdMetaDelete &&
+		req.HasMetaFlag('v') != (code == "VA") {
+		return -1, false // mg and ma answer VA if and only if v asks for the value
+	}
+	var seen [2]uint64
+	for _, f := range flags {
+		c := f[0]
+		if !containsByte(allowed, c) || seen[c>>6]&(1<<(c&63)) != 0 || !checkReturnFlag(f, req) {
+			return -1, false
+		}
+		seen[c>>6] |= 1 << (c & 63)
+	}
+	return size, true
+}
+
+// checkReturnFlag checks one return flag of a meta reply, and if req is not nil,
+// that req asked for it.
+func checkReturnFlag(f []byte, req *Request) bool {
+	c, v := f[0], f[1:]
+	var tok []byte
+	if req != nil && c != 'W' && c != 'X' && c != 'Z' {
+		var asked bool
+		if tok, asked = req.MetaFlag(c); !asked || c == 'b' && !req.HasMetaFlag('k') {
+			return false
+		}
+	}
+	switch c {
+	case 'b', 'W', 'X', 'Z':
+		return len(v) == 0
+	case 'c':
+		_, ok := parseUint(v, math.MaxUint64)
+		return ok
+	case 'f', 's', 'l':
+		_, ok := parseUint(v, math.MaxUint32)
+		return ok
+	case 't':
+		_, ok := parseUint(v, math.MaxUint32)
+		return ok || string(v) == "-1"
+	case 'h':
+		return string(v) == "0" || string(v) == "1"
+	case 'O':
+		return len(f) <= maxOpaque && (req == nil || bytes.Equal(v, tok))
+	case 'k':
+		return len(v) > 0 && len(v) <= MaxKeyLen && (req == nil || bytes.Equal(v, req.Key()))
+	}
+	return false
 }
 
 // AppendItem appends one VALUE item as memcached writes it.
