@@ -44,9 +44,9 @@ var tokenKinds = [128]tokenKind{
 // otherwise.
 type metaRule struct {
 	flags   string
-	modes   string // the characters of the M flag
-	badMode string // the reply to another mode
-	allowed [2]uint64
+	modes   string         // the characters of the M flag
+	badMode string         // the reply to another mode
+	kinds   [128]tokenKind // of the flags taken; 0 for the others
 }
 
 var metaRules = [numCommands]*metaRule{
@@ -60,15 +60,25 @@ func init() {
 	for _, r := range metaRules {
 		if r != nil {
 			for i := 0; i < len(r.flags); i++ {
-				f := r.flags[i]
-				r.allowed[f>>6] |= 1 << (f & 63)
+				r.kinds[r.flags[i]] = tokenKinds[r.flags[i]]
 			}
 		}
 	}
 }
 
-func (r *metaRule) allows(f byte) bool {
-	return f < 128 && r.allowed[f>>6]&(1<<(f&63)) != 0
+// metaFlagSet is a set of meta flags, letters from A to z.
+type metaFlagSet uint64
+
+func flagSet(letters string) metaFlagSet {
+	var s metaFlagSet
+	for i := 0; i < len(letters); i++ {
+		s |= 1 << (letters[i] - 'A')
+	}
+	return s
+}
+
+func (s metaFlagSet) has(c byte) bool {
+	return c >= 'A' && c <= 'z' && s&(1<<(c-'A')) != 0
 }
 
 // metaFlags parses the flag tokens of a meta command into req.MetaFlags. It
@@ -77,23 +87,24 @@ func (r *metaRule) allows(f byte) bool {
 func (p *parser) metaFlags(toks [][]byte) (pre, post string) {
 	req := p.req
 	rule := metaRules[req.Command]
-	var seen [2]uint64
+	var seen metaFlagSet
 	for _, t := range toks {
 		f := t[0]
-		if !rule.allows(f) {
+		if f >= 128 || rule.kinds[f] == 0 { // only letters are taken
 			return p.flagReply(ReplyInvalidFlag), ""
 		}
-		if seen[f>>6]&(1<<(f&63)) != 0 {
+		if seen.has(f) {
 			return p.flagReply(ReplyDuplicateFlag), ""
 		}
-		seen[f>>6] |= 1 << (f & 63)
+		seen |= 1 << (f - 'A')
 		arg := t[1:]
 		bad := ""
-		switch tokenKinds[f] {
+		switch rule.kinds[f] {
 		case noToken:
 			if len(arg) > 0 {
 				bad = ReplyBadToken // memcached ignores it; its meaning may change
 			}
+			p.base64 = p.base64 || f == 'b'
 		case opaqueToken:
 			if len(t) > maxOpaque && post == "" {
 				post = ReplyOpaqueTooLong

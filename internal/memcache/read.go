@@ -90,19 +90,45 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// split appends the space-separated tokens of line to dst. Like memcached, it
-// splits at spaces only: a tab is part of a token.
-func split(dst [][]byte, line []byte) [][]byte {
+// split appends the space-separated tokens of line to dst, and reports whether
+// line holds a control character (a byte below 0x20, or 0x7f). Like memcached,
+// it splits at spaces only: a tab is part of a token. It looks at each byte
+// once, as it runs on every request.
+func split(dst [][]byte, line []byte) ([][]byte, bool) {
+	ctl := false
+	start := -1
+	for i, c := range line {
+		switch {
+		case c == ' ':
+			if start >= 0 {
+				dst = append(dst, line[start:i])
+				start = -1
+			}
+			continue
+		case c < 0x20 || c == 0x7f:
+			ctl = true
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, line[start:])
+	}
+	return dst, ctl
+}
+
+// splitReply appends the tokens of a reply line to dst, and reports whether they
+// are apart by single spaces, with none before or after, as memcached writes
+// them.
+func splitReply(dst [][]byte, line []byte) ([][]byte, bool) {
 	for {
-		for len(line) > 0 && line[0] == ' ' {
-			line = line[1:]
-		}
-		if len(line) == 0 {
-			return dst
-		}
 		i := bytes.IndexByte(line, ' ')
 		if i < 0 {
-			return append(dst, line)
+			return append(dst, line), len(line) > 0
+		}
+		if i == 0 {
+			return dst, false
 		}
 		dst = append(dst, line[:i])
 		line = line[i+1:]
@@ -158,6 +184,24 @@ func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// readBlock appends a data block of n bytes to dst, reads the "\r\n" that must
+// end it and reports whether it was there. A block already buffered is copied
+// at once; a larger one grows dst as it arrives.
+func (r *Reader) readBlock(dst []byte, n int) ([]byte, bool, error) {
+	if n+2 <= r.br.Buffered() {
+		b, _ := r.br.Peek(n + 2)
+		dst = append(dst, b[:n]...)
+		r.br.Discard(n + 2)
+		return dst, b[n] == '\r' && b[n+1] == '\n', nil
+	}
+	dst, err := r.appendData(dst, n)
+	if err != nil {
+		return dst, false, err
+	}
+	ended, err := r.readCRLF()
+	return dst, ended, err
 }
 
 // readCRLF reads the "\r\n" that ends a data block, and reports whether it was

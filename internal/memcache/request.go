@@ -41,15 +41,17 @@ type Request struct {
 // Reset clears r, keeping its memory for reuse, except buffers grown past 64 KiB
 // for one large request.
 func (r *Request) Reset() {
-	*r = Request{
-		Keys:      r.Keys[:0],
-		MetaFlags: r.MetaFlags[:0],
-		Value:     keep(r.Value),
-		line:      keep(r.line),
-		tokens:    r.tokens[:0],
-		decoded:   r.decoded[:0],
-		canon:     r.canon[:0],
-	}
+	// Field by field: reslicing writes only lengths, where assigning a whole
+	// Request would write every pointer again.
+	r.Command = CmdUnknown
+	r.Keys = r.Keys[:0]
+	r.Flags, r.Exptime, r.Cas, r.Delta, r.Noreply = 0, 0, 0, 0, false
+	r.MetaFlags = r.MetaFlags[:0]
+	r.Value = keep(r.Value)
+	r.line = keep(r.line)
+	r.tokens = r.tokens[:0]
+	r.decoded = r.decoded[:0]
+	r.canon = r.canon[:0]
 }
 
 func keep(b []byte) []byte {
@@ -126,7 +128,8 @@ func (r *Reader) ReadRequest(req *Request) error {
 	}
 	req.line = append(req.line, line...)
 	line = req.line
-	req.tokens = split(req.tokens[:0], line)
+	var ctl bool
+	req.tokens, ctl = split(req.tokens[:0], line)
 	tok := req.tokens
 	if len(tok) == 0 {
 		return newError(ReplyError, line, false)
@@ -139,7 +142,7 @@ func (r *Reader) ReadRequest(req *Request) error {
 	if c != CmdGet && c != CmdGets && len(line) > r.lim.maxCommandLine() {
 		return newError(ReplyLineTooLong, line, true)
 	}
-	p := parser{r: r, req: req, tok: tok, ctl: hasControl(line)}
+	p := parser{r: r, req: req, tok: tok, ctl: ctl}
 	switch {
 	case c.IsRetrieval():
 		return p.retrieval()
@@ -216,10 +219,11 @@ func parseCommand(t []byte) Command {
 // parser checks one request line, in the order memcached checks it, so that a
 // line with several faults is answered as memcached answers it.
 type parser struct {
-	r   *Reader
-	req *Request
-	tok [][]byte
-	ctl bool // the line holds a control character
+	r      *Reader
+	req    *Request
+	tok    [][]byte
+	ctl    bool // the line holds a control character
+	base64 bool // the meta flag b was given
 }
 
 // fail returns the *Error of reply for the request's line.
@@ -330,12 +334,8 @@ func (p *parser) value(size int) error {
 	if size > p.r.lim.maxValue() {
 		return p.refuse(ReplyTooLarge, size, true)
 	}
-	v, err := p.r.appendData(p.req.Value[:0], size)
+	v, ended, err := p.r.readBlock(p.req.Value[:0], size)
 	p.req.Value = v
-	if err != nil {
-		return err
-	}
-	ended, err := p.r.readCRLF()
 	if err != nil {
 		return err
 	}
@@ -434,6 +434,7 @@ func (p *parser) metaDebug() error {
 	switch {
 	case len(tok) == 3 && string(tok[2]) == "b":
 		req.MetaFlags = append(req.MetaFlags, tok[2])
+		p.base64 = true
 	case len(tok) > 2:
 		return p.fail(ReplyInvalidFlag)
 	}
@@ -479,7 +480,7 @@ func (p *parser) metaSet() error {
 func (p *parser) metaKey(k []byte) *Error {
 	req := p.req
 	req.Keys = append(req.Keys, k)
-	if !req.HasMetaFlag('b') {
+	if !p.base64 {
 		return nil
 	}
 	// memcached skips bytes that are not base64 and stops at the first padded

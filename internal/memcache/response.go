@@ -90,7 +90,7 @@ func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Reque
 		if err != nil {
 			return err
 		}
-		if hasControl(line) || !IsError(line) && !tidy(line) {
+		if hasControl(line) {
 			return badReply(cmd, line)
 		}
 		if cmd.IsRetrieval() && bytes.HasPrefix(line, []byte("VALUE ")) {
@@ -107,12 +107,11 @@ func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Reque
 		resp.buf = append(resp.buf, line...)
 		end := len(resp.buf)
 		if size >= 0 {
-			if resp.buf, err = r.appendData(resp.buf, size); err != nil {
+			var ended bool
+			if resp.buf, ended, err = r.readBlock(resp.buf, size); err != nil {
 				return err
 			}
-			if ended, err := r.readCRLF(); err != nil {
-				return err
-			} else if !ended || cmd == CmdMetaArithmetic && !isNumber(resp.buf[end:]) {
+			if !ended || cmd == CmdMetaArithmetic && !isNumber(resp.buf[end:]) {
 				return newError("bad data chunk", resp.buf[start:], true)
 			}
 			resp.Value = resp.buf[end:len(resp.buf):len(resp.buf)]
@@ -133,13 +132,13 @@ func badReply(cmd Command, line []byte) *Error {
 
 // readItem reads the VALUE item of line and its data block.
 func (r *Reader) readItem(resp *Response, cmd Command, line []byte, maxItems int, req *Request, next *int) error {
-	t := split(resp.tok[:0], line)
+	t, tidy := splitReply(resp.tok[:0], line)
 	resp.tok = t
 	n := 4
 	if cmd == CmdGets || cmd == CmdGats {
 		n = 5 // VALUE <key> <flags> <bytes> <cas unique>
 	}
-	if len(t) != n || len(t[1]) > MaxKeyLen {
+	if !tidy || len(t) != n || len(t[1]) > MaxKeyLen {
 		return newError("bad VALUE line", line, true)
 	}
 	key := t[1]
@@ -168,14 +167,13 @@ func (r *Reader) readItem(resp *Response, cmd Command, line []byte, maxItems int
 	resp.buf = append(resp.buf, key...)
 	o.keyEnd = len(resp.buf)
 	o.val = o.keyEnd
+	var ended bool
 	var err error
-	if resp.buf, err = r.appendData(resp.buf, size); err != nil {
+	if resp.buf, ended, err = r.readBlock(resp.buf, size); err != nil {
 		return err
 	}
 	o.valEnd = len(resp.buf)
-	if ended, err := r.readCRLF(); err != nil {
-		return err
-	} else if !ended {
+	if !ended {
 		return newError("bad data chunk", resp.buf[o.val:o.valEnd], true)
 	}
 	resp.offs = append(resp.offs, o)
@@ -186,9 +184,15 @@ func (r *Reader) readItem(resp *Response, cmd Command, line []byte, maxItems int
 // checkLast checks the line that ends a reply to cmd (and to req, if not nil).
 // It returns the size of the data block that follows, or -1 if none does.
 func (resp *Response) checkLast(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
-	if IsError(line) {
+	size, ok = resp.checkAnswer(cmd, line, req, maxValue)
+	if !ok && IsError(line) {
 		return -1, len(resp.Items) == 0
 	}
+	return size, ok
+}
+
+// checkAnswer is checkLast for the lines that are not errors.
+func (resp *Response) checkAnswer(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
 	s := string(line)
 	switch cmd {
 	case CmdGet, CmdGets, CmdGat, CmdGats:
@@ -202,7 +206,9 @@ func (resp *Response) checkLast(cmd Command, line []byte, req *Request, maxValue
 	case CmdTouch:
 		return -1, s == "TOUCHED" || s == "NOT_FOUND"
 	case CmdVersion:
-		return -1, len(s) > len("VERSION ") && s[:len("VERSION ")] == "VERSION "
+		t, tidy := splitReply(resp.tok[:0], line)
+		resp.tok = t
+		return -1, tidy && len(t) > 1 && string(t[0]) == "VERSION"
 	case CmdMetaNoop:
 		return -1, s == "MN"
 	case CmdMetaDebug:
@@ -213,12 +219,6 @@ func (resp *Response) checkLast(cmd Command, line []byte, req *Request, maxValue
 	return -1, false // quit is answered by closing; unknown commands only by errors
 }
 
-// tidy reports whether line's tokens are apart by single spaces, as memcached
-// writes them.
-func tidy(line []byte) bool {
-	return len(line) > 0 && line[0] != ' ' && line[len(line)-1] != ' ' && !bytes.Contains(line, []byte("  "))
-}
-
 // isNumber reports whether b is the decimal number of an incr, decr or ma.
 func isNumber(b []byte) bool {
 	_, ok := parseUint(b, math.MaxUint64)
@@ -227,40 +227,67 @@ func isNumber(b []byte) bool {
 
 // checkDebug checks "ME <key> <name>=<value>*", the answer of me to a hit.
 func (resp *Response) checkDebug(line []byte, req *Request) bool {
-	t := split(resp.tok[:0], line)
+	t, tidy := splitReply(resp.tok[:0], line)
 	resp.tok = t
-	if len(t) < 2 || string(t[0]) != "ME" {
+	if !tidy || len(t) < 2 || string(t[0]) != "ME" {
 		return false
 	}
 	// With b, memcached writes a key stored without b as it is.
 	return req == nil || bytes.Equal(t[1], req.Key()) || req.HasMetaFlag('b') && bytes.Equal(t[1], req.RouteKey(0))
 }
 
-// metaCodes are the codes each meta command is answered with, and the return
-// flags each code may carry. h, l, s, t, W, X and Z come only with an item.
-var metaCodes = [numCommands][]struct{ code, flags string }{
-	CmdMetaGet:        {{"VA", "bcfhklOstWXZ"}, {"HD", "bcfhklOstWXZ"}, {"EN", "bkO"}},
-	CmdMetaSet:        {{"HD", "bckO"}, {"NS", "bckO"}, {"EX", "bckO"}, {"NF", "bckO"}},
-	CmdMetaDelete:     {{"HD", "bkO"}, {"NF", "bkO"}, {"EX", "bkO"}},
-	CmdMetaArithmetic: {{"VA", "bcktO"}, {"HD", "bcktO"}, {"NF", "bkO"}, {"EX", "bkO"}, {"NS", "bkO"}},
+// The return flags a meta reply may carry: h, l, s, t, W, X and Z come only
+// with an item; ms answers c with every code.
+var (
+	getItemFlags   = flagSet("bcfhklOstWXZ")
+	setFlags       = flagSet("bckO")
+	arithItemFlags = flagSet("bcktO")
+	missFlags      = flagSet("bkO")
+)
+
+// metaCode returns the return flags that code may carry in a reply to cmd, or
+// none if cmd is not answered with code.
+func metaCode(cmd Command, code string) metaFlagSet {
+	switch cmd {
+	case CmdMetaGet:
+		switch code {
+		case "VA", "HD":
+			return getItemFlags
+		case "EN":
+			return missFlags
+		}
+	case CmdMetaSet:
+		switch code {
+		case "HD", "NS", "EX", "NF":
+			return setFlags
+		}
+	case CmdMetaDelete:
+		switch code {
+		case "HD", "NF", "EX":
+			return missFlags
+		}
+	case CmdMetaArithmetic:
+		switch code {
+		case "VA", "HD":
+			return arithItemFlags
+		case "NF", "EX", "NS":
+			return missFlags
+		}
+	}
+	return 0
 }
 
 // checkMeta checks the reply line of a meta command: "<code> <flag>*", or
 // "VA <size> <flag>*" before a data block of size bytes.
 func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
-	t := split(resp.tok[:0], line)
+	t, tidy := splitReply(resp.tok[:0], line)
 	resp.tok = t
-	if len(t) == 0 || len(line) > 2 && line[2] != ' ' {
+	if !tidy {
 		return -1, false
 	}
 	code := string(t[0])
-	allowed := ""
-	for _, c := range metaCodes[cmd] {
-		if c.code == code {
-			allowed = c.flags
-		}
-	}
-	if allowed == "" {
+	allowed := metaCode(cmd, code)
+	if allowed == 0 {
 		return -1, false
 	}
 	size, flags := -1, t[1:]
@@ -278,13 +305,13 @@ func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue
 		req.HasMetaFlag('v') != (code == "VA") {
 		return -1, false // mg and ma answer VA if and only if v asks for the value
 	}
-	var seen [2]uint64
+	var seen metaFlagSet
 	for _, f := range flags {
 		c := f[0]
-		if !containsByte(allowed, c) || seen[c>>6]&(1<<(c&63)) != 0 || !checkReturnFlag(f, req) {
+		if !allowed.has(c) || seen.has(c) || !checkReturnFlag(f, req) {
 			return -1, false
 		}
-		seen[c>>6] |= 1 << (c & 63)
+		seen |= 1 << (c - 'A')
 	}
 	return size, true
 }
