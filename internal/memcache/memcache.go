@@ -17,7 +17,8 @@
 //     negative number, and must fit the field memcached stores them in: memcached
 //     cuts a length of 4294967298 to 2 and reads the rest as the next command.
 //   - A line other than get or gets is at most MaxCommandLine bytes with its
-//     "\r\n": memcached closes a connection whose line is longer.
+//     "\r\n": memcached closes a connection whose line is longer, so a
+//     longer line is refused (after the data block of a storage command).
 //   - Meta commands take only the flags their documentation lists, each once,
 //     with the token each flag takes (an opaque of at most 31 bytes, a mode of one
 //     character, ...).
@@ -228,10 +229,10 @@ type Error struct {
 	Reply string
 	// Line is the offending line, cut to 128 bytes.
 	Line []byte
-	// Fatal means the stream cannot be read further: a line was too long, a data
-	// block was not where its command said, a storage command was refused before
-	// its length could be read, or a reply was malformed. Reply is still the
-	// answer to send before closing.
+	// Fatal means the stream cannot be read further: a line was longer than
+	// Limits.MaxLine, a data block was not where its command said, a storage
+	// command was refused before its length could be read, or a reply was
+	// malformed. Reply is still the answer to send before closing.
 	Fatal bool
 	// Noreply means memcached answers nothing to this request, so neither should
 	// a server or proxy: a classic command whose last token is "noreply" is

@@ -139,10 +139,10 @@ func (r *Reader) ReadRequest(req *Request) error {
 	if c == CmdUnknown {
 		return newError(ReplyError, line, false)
 	}
-	if c != CmdGet && c != CmdGets && len(line) > r.lim.maxCommandLine() {
-		return newError(ReplyLineTooLong, line, true)
-	}
 	p := parser{r: r, req: req, tok: tok, ctl: ctl}
+	if c != CmdGet && c != CmdGets && len(line) > r.lim.maxCommandLine() {
+		return p.tooLong()
+	}
 	switch {
 	case c.IsRetrieval():
 		return p.retrieval()
@@ -257,6 +257,36 @@ func (p *parser) refuse(reply string, size int, sizeOK bool) error {
 	return e
 }
 
+// tooLong refuses a line, other than get or gets, longer than memcached reads
+// whole: memcached would close the connection. The Reader read the line, so it
+// goes on, after the data block of a storage command whose length it can read.
+func (p *parser) tooLong() error {
+	c, tok := p.req.Command, p.tok
+	switch {
+	case c == CmdMetaSet && len(tok) >= 3:
+		size, ok := parseSize(tok[2])
+		return p.refuse(ReplyLineTooLong, size, ok)
+	case c == CmdMetaSet:
+		return p.fatal(ReplyLineTooLong)
+	case c.IsStorage():
+		if n := storageTokens(c); len(tok) == n || len(tok) == n+1 {
+			size, ok := parseSize(tok[4])
+			return p.refuse(ReplyLineTooLong, size, ok)
+		}
+		return p.fatal(ReplyLineTooLong)
+	}
+	return p.fail(ReplyLineTooLong)
+}
+
+// storageTokens is the number of tokens of a classic storage command without
+// noreply.
+func storageTokens(c Command) int {
+	if c == CmdCas {
+		return 6 // cas <key> <flags> <exptime> <bytes> <cas unique>
+	}
+	return 5
+}
+
 // badKey reports whether k cannot be a key: too long, or on a line with control
 // characters. memcached takes such keys, but a line with a NUL byte ends there,
 // and keys must not hold control characters; the check stands where memcached
@@ -300,11 +330,7 @@ func (p *parser) retrieval() error {
 // data block.
 func (p *parser) storage() error {
 	req, tok := p.req, p.tok
-	n := 5
-	if req.Command == CmdCas {
-		n = 6
-	}
-	if len(tok) != n && len(tok) != n+1 {
+	if n := storageTokens(req.Command); len(tok) != n && len(tok) != n+1 {
 		// Where the line is not a storage command, neither is its length.
 		return p.fatal(ReplyError)
 	}

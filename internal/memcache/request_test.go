@@ -254,11 +254,15 @@ var readRequestTests = []struct {
 
 	// Lines over memcached's limit: it closes the connection once it holds 2048
 	// bytes of a line other than get or gets without a newline (at once beyond
-	// its 16 KiB buffer; see TestMemcachedLineLimit for the boundary).
+	// its 16 KiB buffer; see TestMemcachedLineLimit for the boundary). The
+	// Reader refuses them, and skips a storage command's data block.
 	{in: "get " + manyKeys(17000) + "\r\n", want: "get " + manyKeys(17000) + "\r\n", mc: "END\r\nMN\r\n"},
-	{in: "gat 0 " + manyKeys(17000) + "\r\n", reply: ReplyLineTooLong, fatal: true, mc: closed},
-	{in: "mg a v O" + strings.Repeat("o", 20000) + "\r\n", reply: ReplyLineTooLong, fatal: true, mc: closed},
-	{in: "set a 0 0 1 " + strings.Repeat(" ", 20000) + "\r\nx\r\n", reply: ReplyLineTooLong, fatal: true, mc: closed},
+	{in: "gat 0 " + manyKeys(17000) + "\r\n", reply: ReplyLineTooLong, mc: closed},
+	{in: "mg a v O" + strings.Repeat("o", 20000) + "\r\n", reply: ReplyLineTooLong, mc: closed},
+	{in: "set a 0 0 5 " + strings.Repeat(" ", 20000) + "\r\nflush\r\n", reply: ReplyLineTooLong, mc: closed},
+	{in: "ms a 5 T0" + strings.Repeat(" ", 20000) + "\r\nflush\r\n", reply: ReplyLineTooLong, mc: closed},
+	{in: "set a 0 0 x " + strings.Repeat(" ", 20000) + "\r\nflush\r\n", reply: ReplyLineTooLong, fatal: true, mc: closed},
+	{in: "set a 0 0" + strings.Repeat(" ", 20000) + "\r\nflush\r\n", reply: ReplyLineTooLong, fatal: true, mc: closed},
 }
 
 // manyKeys returns distinct keys of 9 bytes separated by spaces, about n bytes
@@ -344,7 +348,7 @@ func TestReadRequestLimits(t *testing.T) {
 		{Limits{MaxLine: 100}, "mg " + strings.Repeat("a", 98) + "\r\n", ReplyLineTooLong, true},
 		// Other lines than get and gets stop at memcached's 2048 bytes.
 		{Limits{}, "mg a" + strings.Repeat(" ", 2042) + "\r\n", "", false},
-		{Limits{}, "mg a" + strings.Repeat(" ", 2043) + "\r\n", ReplyLineTooLong, true},
+		{Limits{}, "mg a" + strings.Repeat(" ", 2043) + "\r\n", ReplyLineTooLong, false},
 		{Limits{}, "gets a" + strings.Repeat(" ", 4000) + "\r\n", "", false},
 		{Limits{MaxValue: 10}, "set a 0 0 10\r\n0123456789\r\n", "", false},
 		{Limits{MaxValue: 10}, "set a 0 0 11\r\n01234567890\r\n", ReplyTooLarge, false},

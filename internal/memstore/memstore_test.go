@@ -115,7 +115,9 @@ var strictTests = []struct{ in, want string }{
 	{"set a 0 0 0\r\nZZdelete keep\r\n", "CLIENT_ERROR bad data chunk\r\n" + closed},
 	{"set a 0 0 4294967309\r\ndelete keep\r\n", "CLIENT_ERROR bad command line format\r\n" + closed},
 	{"set a 0 0 1 2 3\r\ndelete keep\r\n", "ERROR\r\n" + closed},
-	{"mg keep v O" + strings.Repeat("o", 20000) + "\r\n", "CLIENT_ERROR line too long\r\n" + closed},
+	{"mg keep v O" + strings.Repeat("o", 20000) + "\r\n", "CLIENT_ERROR line too long\r\nMN\r\n"},
+	{"set keep 0 0 13 " + strings.Repeat(" ", 20000) + "\r\ndelete keep\r\n\r\n", "CLIENT_ERROR line too long\r\nMN\r\n"},
+	{"get keep " + strings.Repeat("k", 70000) + "\r\n", "CLIENT_ERROR line too long\r\n" + closed},
 	{"\x80\x07" + strings.Repeat("\x00", 22), "CLIENT_ERROR binary protocol is not supported\r\n" + closed},
 }
 
