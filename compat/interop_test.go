@@ -2,9 +2,7 @@ package compat_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -93,19 +91,6 @@ func compareRoutes(t *testing.T, what string, keys [][]byte, got, want []string)
 	if bad > 0 {
 		t.Errorf("%s: %d of %d keys routed differently", what, bad, len(keys))
 	}
-}
-
-// need handles an error from starting a real program: a missing program skips
-// the test, except in CI (CI=true), where it is a failure; any other error fails.
-func need(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if errors.Is(err, live.ErrMissing) && os.Getenv("CI") == "" {
-		t.Skipf("%v (CI installs it: .ci/apt-packages, .ci/setup.d/compat.sh)", err)
-	}
-	t.Fatal(err)
 }
 
 // names maps server indexes to display names.

@@ -12,6 +12,7 @@ import (
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/compat/internal/live"
 	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // The interop tests start the real programs on loopback addresses, route a fresh
@@ -195,10 +196,8 @@ var twemproxyHashes = []string{"one_at_a_time", "md5", "crc16", "crc32", "crc32a
 
 func TestLiveTwemproxy(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("nutcracker")
-	need(t, err)
-	_, err = live.Binary("memcached")
-	need(t, err)
+	testprog.LookPath(t, "nutcracker")
+	testprog.LookPath(t, "memcached")
 	r := liveRand(t)
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
@@ -233,10 +232,8 @@ func TestLiveTwemproxy(t *testing.T) {
 // "PATH:" without an alias.
 func TestLiveTwemproxyUnix(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("nutcracker")
-	need(t, err)
-	_, err = live.Binary("memcached")
-	need(t, err)
+	testprog.LookPath(t, "nutcracker")
+	testprog.LookPath(t, "memcached")
 	r := liveRand(t)
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
@@ -262,10 +259,9 @@ func TestLiveTwemproxyUnix(t *testing.T) {
 
 func TestLiveLibmemcached(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("memcached")
-	need(t, err)
+	testprog.LookPath(t, "memcached")
 	bin, err := live.BuildLibmemcached("testdata/gen/clients", t.TempDir())
-	need(t, err)
+	testprog.Require(t, err)
 	r := liveRand(t)
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
@@ -308,10 +304,9 @@ func TestLiveLibmemcached(t *testing.T) {
 
 func TestLiveSpymemcached(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("memcached")
-	need(t, err)
+	testprog.LookPath(t, "memcached")
 	dir := t.TempDir()
-	need(t, live.BuildSpymemcached("testdata/gen/clients", dir))
+	testprog.Require(t, live.BuildSpymemcached("testdata/gen/clients", dir))
 	r := liveRand(t)
 	fleet := &live.Fleet{}
 	t.Cleanup(fleet.Stop)
@@ -333,8 +328,7 @@ func TestLiveSpymemcached(t *testing.T) {
 
 func TestLiveNginx(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("nginx")
-	need(t, err)
+	testprog.LookPath(t, "nginx")
 	r := liveRand(t)
 	for _, n := range []int{2, 5, 31} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
@@ -352,10 +346,9 @@ func TestLiveNginx(t *testing.T) {
 
 func TestLiveHashring(t *testing.T) {
 	skipShort(t)
-	_, err := live.Binary("node")
-	need(t, err)
-	_, err = live.HashringVersion()
-	need(t, err)
+	testprog.LookPath(t, "node")
+	_, err := live.HashringVersion()
+	testprog.Require(t, err)
 	r := liveRand(t)
 	for _, n := range []int{1, 2, 5, 7, 31} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {

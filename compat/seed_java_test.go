@@ -3,7 +3,6 @@ package compat_test
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // The seed articles' Java rings are in testdata/seed (Article000.java ...), with
@@ -358,17 +358,11 @@ var (
 // It needs javac and java; without them it skips, except in CI (CI=true), where
 // it fails. -short skips it. Set CHASH_LIVE_SEED to replay a run.
 func TestSeedArticleJava(t *testing.T) {
-	if testing.Short() && os.Getenv("CI") == "" {
+	if testing.Short() && !testprog.CI() {
 		t.Skip("runs the Java programs of testdata/seed")
 	}
-	javac, err1 := exec.LookPath("javac")
-	java, err2 := exec.LookPath("java")
-	if err := errors.Join(err1, err2); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v (CI installs the JDK: default-jdk-headless in .ci/apt-packages)", err)
-		}
-		t.Skipf("%v: the Java programs of testdata/seed cannot run", err)
-	}
+	javac := testprog.LookPath(t, "javac")
+	java := testprog.LookPath(t, "java")
 	classes := t.TempDir()
 	sources, _ := filepath.Glob("testdata/seed/*.java")
 	if out, err := exec.Command(javac, append([]string{"-d", classes}, sources...)...).CombinedOutput(); err != nil {

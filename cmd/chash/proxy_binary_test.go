@@ -14,12 +14,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // TestProxyBinary runs the chash binary as an operator does: "chash proxy" in
@@ -31,7 +31,7 @@ import (
 func TestProxyBinary(t *testing.T) {
 	bin := buildChash(t)
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
-	listen := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
+	listen := testprog.FreeAddr(t)
 	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
 	// A long timeout: requests wait for a frozen server at shutdown.
 	yaml := func(servers ...*memcachedtest.Server) string {
@@ -89,26 +89,26 @@ func TestProxyBinary(t *testing.T) {
 	if moved == "" {
 		t.Fatalf("no key of %d routes to the third server", len(keys))
 	}
-	p.signal(syscall.SIGHUP)
+	sendSignal(t, p, syscall.SIGHUP)
 	if !poll(10*time.Second, func() bool {
 		c.roundTrip("set " + moved + " 0 0 3\r\nhup\r\n")
 		return strings.Contains(direct[servers[2].Addr].roundTrip("get "+moved+"\r\n"), "\r\nhup\r\n")
 	}) {
-		t.Fatalf("10s after SIGHUP, %s is not stored on the new server %s\n%s", moved, servers[2].Addr, p.logs)
+		t.Fatalf("10s after SIGHUP, %s is not stored on the new server %s\n%s", moved, servers[2].Addr, p.Output())
 	}
 	check("three servers", owners3)
 	wantLog := `msg="reload: key space moved" pool=alpha moved=0.`
-	if logs := p.logs.String(); !strings.Contains(logs, wantLog) || !strings.Contains(logs, "added=["+servers[2].Addr+"]") {
+	if logs := p.Output(); !strings.Contains(logs, wantLog) || !strings.Contains(logs, "added=["+servers[2].Addr+"]") {
 		t.Errorf("the reload's log lacks %s ... added=[%s]:\n%s", wantLog, servers[2].Addr, logs)
 	}
 
 	// SIGHUP with an invalid file: refused, and the three servers keep serving.
 	writeFile(t, conf, strings.Replace(yaml(servers[0]), "  servers:", "  bogus: 1\n  servers:", 1))
-	p.signal(syscall.SIGHUP)
-	if !poll(10*time.Second, func() bool { return strings.Contains(p.logs.String(), "reload refused") }) {
-		t.Fatalf("10s after SIGHUP with an invalid file, no refusal logged:\n%s", p.logs)
+	sendSignal(t, p, syscall.SIGHUP)
+	if !poll(10*time.Second, func() bool { return strings.Contains(p.Output(), "reload refused") }) {
+		t.Fatalf("10s after SIGHUP with an invalid file, no refusal logged:\n%s", p.Output())
 	}
-	if logs := p.logs.String(); !strings.Contains(logs, conf+":5") || !strings.Contains(logs, "bogus") {
+	if logs := p.Output(); !strings.Contains(logs, conf+":5") || !strings.Contains(logs, "bogus") {
 		t.Errorf("the refusal does not name the file, line and key:\n%s", logs)
 	}
 	check("after a refused reload", owners3)
@@ -133,7 +133,7 @@ func TestProxyBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the proxy reads the burst; some of it waits for the frozen server
-	p.signal(syscall.SIGTERM)
+	sendSignal(t, p, syscall.SIGTERM)
 	time.Sleep(200 * time.Millisecond)
 	if nc, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
 		nc.Close()
@@ -149,7 +149,7 @@ func TestProxyBinary(t *testing.T) {
 	if line, err := c.br.ReadString('\n'); err == nil {
 		t.Errorf("after SIGTERM and every reply, read %q; want the connection closed", line)
 	}
-	p.waitExit(t, "SIGTERM")
+	waitExit(t, p, "SIGTERM")
 }
 
 // buildChash builds the chash command into the test's temporary directory and
@@ -219,6 +219,14 @@ func writeFile(t *testing.T, path, data string) {
 	}
 }
 
+// sendSignal sends sig to p, failing the test if it has exited.
+func sendSignal(t *testing.T, p *testprog.Proc, sig os.Signal) {
+	t.Helper()
+	if err := p.Signal(sig); err != nil {
+		t.Fatalf("%v\n%s", err, p.Output())
+	}
+}
+
 // poll calls cond until it holds or d passes, and returns its last value.
 func poll(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
@@ -231,61 +239,16 @@ func poll(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// process is a program the test started, killed by its PID when the test ends
-// unless it has exited.
-type process struct {
-	cmd  *exec.Cmd
-	logs *syncBuffer   // its standard error
-	done chan struct{} // closed when it has exited
-	err  error         // how it exited, once done is closed
-}
-
-// startProcess starts the program name with the environment env (nil for the
-// test's own).
-func startProcess(t *testing.T, env []string, name string, args ...string) *process {
-	t.Helper()
-	p := &process{cmd: exec.Command(name, args...), logs: new(syncBuffer), done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill() // an error once it has exited
-		<-p.done
-	})
-	return p
-}
-
-func (p *process) signal(sig syscall.Signal) {
-	p.cmd.Process.Signal(sig)
-}
-
 // startChashProxy starts "chash proxy" with the configuration conf and waits
 // until it accepts clients on listen.
-func startChashProxy(t *testing.T, bin, conf, listen string) *process {
+func startChashProxy(t *testing.T, bin, conf, listen string) *testprog.Proc {
 	t.Helper()
-	admin := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
-	p := startProcess(t, chashEnv(), bin, "proxy", "--config", conf, "--admin", admin)
-	if !poll(10*time.Second, func() bool {
-		select {
-		case <-p.done:
-			t.Fatalf("chash proxy exited: %v\n%s", p.err, p.logs)
-		default:
-		}
-		c, err := net.DialTimeout("tcp", listen, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatalf("chash proxy does not accept clients on %s after 10s:\n%s", listen, p.logs)
-	}
-	return p
+	return testprog.Start(t, testprog.Program{
+		Name:  bin,
+		Args:  []string{"proxy", "--config", conf, "--admin", testprog.FreeAddr(t)},
+		Env:   chashEnv(),
+		Ready: testprog.Listening(listen),
+	})
 }
 
 // textConn is a memcached text-protocol client connection.
@@ -326,24 +289,6 @@ func (c *textConn) roundTrip(req string) string {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestProxyEmbeddedDefault runs "chash proxy" without a configuration, as the
 // README's first try does: it serves 127.0.0.1:22121 in front of three
 // in-process stores, says so in its log, spreads keys over the three, and exits
@@ -352,23 +297,19 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 	const listen = "127.0.0.1:22121"
 	if c, err := net.DialTimeout("tcp", listen, time.Second); err == nil {
 		c.Close()
-		if os.Getenv("CI") != "" {
+		if testprog.CI() {
 			t.Fatalf("%s is taken; the embedded default needs it", listen)
 		}
 		t.Skipf("%s is taken; the embedded default needs it", listen)
 	}
 	bin := buildChash(t)
-	admin := "127.0.0.1:" + strconv.Itoa(memcachedtest.FreePort(t))
-	p := startProcess(t, chashEnv(), bin, "proxy", "--admin", admin)
-	if !poll(10*time.Second, func() bool {
-		c, err := net.DialTimeout("tcp", listen, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}) {
-		t.Fatalf("chash proxy without --config does not accept clients on %s after 10s:\n%s", listen, p.logs)
-	}
+	admin := testprog.FreeAddr(t)
+	p := testprog.Start(t, testprog.Program{
+		Name:  bin,
+		Args:  []string{"proxy", "--admin", admin},
+		Env:   chashEnv(),
+		Ready: testprog.Listening(listen),
+	})
 	c := dialText(t, listen)
 	for i := range 30 {
 		k, v := fmt.Sprintf("try:%d", i), fmt.Sprintf("v%d", i)
@@ -379,7 +320,7 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 			t.Fatalf("get %s = %q; want %q", k, got, want)
 		}
 	}
-	if logs := p.logs.String(); !strings.Contains(logs, "embedded in-process stores") {
+	if logs := p.Output(); !strings.Contains(logs, "embedded in-process stores") {
 		t.Errorf("the log does not say the stores are embedded:\n%s", logs)
 	}
 	// Each of the three stores got some of the 30 keys.
@@ -404,20 +345,15 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 			t.Errorf("no set reached embedded-%d; /metrics:\n%s", i, metrics)
 		}
 	}
-	p.signal(syscall.SIGTERM)
-	p.waitExit(t, "SIGTERM")
+	sendSignal(t, p, syscall.SIGTERM)
+	waitExit(t, p, "SIGTERM")
 }
 
 // waitExit fails the test unless the process exits with status 0 within 5s of
 // what the caller did (after, in the messages).
-func (p *process) waitExit(t *testing.T, after string) {
+func waitExit(t *testing.T, p *testprog.Proc, after string) {
 	t.Helper()
-	select {
-	case <-p.done:
-		if p.err != nil {
-			t.Errorf("after %s, chash proxy: %v\n%s", after, p.err, p.logs)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("chash proxy still running 5s after %s\n%s", after, p.logs)
+	if err := p.Wait(5 * time.Second); err != nil {
+		t.Errorf("after %s, chash proxy: %v\n%s", after, err, p.Output())
 	}
 }

@@ -1,55 +1,33 @@
 // Package memcachedtest starts real memcached servers on free 127.0.0.1 ports
-// for tests, and stops them by PID, in the manner of net/http/httptest.
+// for tests, and stops them by PID, in the manner of net/http/httptest. It is
+// package testprog's launcher with memcached's arguments.
 //
-// A test that needs memcached is skipped where it is not installed, except in
-// CI: when the environment variable CI is set to anything (.ci/run and CI
-// services set CI=true), a missing memcached fails the test, because a skip
-// there would hide a missing install. LookPath applies the same rule to the
-// programs such tests run beside memcached, such as nutcracker.
-//
-// Nothing is ever killed by name: each server is stopped through the process
-// this package started, when the test ends at the latest.
+// A test that needs memcached is skipped where it is not installed, naming the
+// command that installs it, except in CI (the environment variable CI set to
+// anything), where it fails: see testprog.
 package memcachedtest
 
 import (
-	"bytes"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
-// startTimeout bounds the wait for a new memcached to accept connections; it
-// takes milliseconds, but a loaded machine running tests under -race is slow.
-const startTimeout = 10 * time.Second
-
-// LookPath returns the path of the named program, as exec.LookPath finds it.
-// If the program is missing the test is skipped, or fails when CI is set.
+// LookPath returns the path of the named program; it is testprog.LookPath,
+// kept for the tests that look up nutcracker through this package.
 func LookPath(t testing.TB, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("memcachedtest: %s not installed (CI must install it: .ci/apt-packages): %v", name, err)
-		}
-		t.Skipf("%s not installed", name)
-	}
-	return path
+	return testprog.LookPath(t, name)
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago; it is
+// testprog.FreePort.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("memcachedtest: free port on 127.0.0.1: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testprog.FreePort(t)
 }
 
 // A Server is a memcached process started by Start. Its methods must not be
@@ -61,12 +39,8 @@ type Server struct {
 	// Network is "tcp", or "unix" if started by StartUnix.
 	Network string
 
-	t      testing.TB
-	bin    string
-	args   []string
-	cmd    *exec.Cmd     // nil while stopped
-	done   chan struct{} // closed when cmd has exited
-	stderr bytes.Buffer  // cmd's; read only once done is closed
+	t    testing.TB
+	proc *testprog.Proc
 }
 
 // Start starts memcached on a free port of 127.0.0.1, with args after its own
@@ -75,7 +49,9 @@ type Server struct {
 // ends.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	return launch(t, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))), args)
+	addr := testprog.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	return launch(t, "tcp", addr, append([]string{"-l", "127.0.0.1", "-p", port, "-U", "0"}, args...))
 }
 
 // StartUnix is Start for a server on a Unix socket (memcached's -s), in a
@@ -92,94 +68,53 @@ func StartUnix(t testing.TB, args ...string) *Server {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	return launch(t, "unix", filepath.Join(dir, "memcached.sock"), args)
+	sock := filepath.Join(dir, "memcached.sock")
+	return launch(t, "unix", sock, append([]string{"-s", sock}, args...))
 }
 
-// launch starts a server on addr, stopped when the test ends.
+// launch starts memcached with args, ready once addr accepts connections.
 func launch(t testing.TB, network, addr string, args []string) *Server {
 	t.Helper()
-	s := &Server{Addr: addr, Network: network, t: t, bin: LookPath(t, "memcached"), args: args}
-	t.Cleanup(s.Stop)
-	s.start()
-	return s
-}
-
-func (s *Server) start() {
-	s.t.Helper()
-	var args []string
-	if s.Network == "unix" {
-		os.Remove(s.Addr) // a killed server leaves its socket behind
-		args = []string{"-s", s.Addr}
-	} else {
-		_, port, _ := net.SplitHostPort(s.Addr)
-		args = []string{"-l", "127.0.0.1", "-p", port, "-U", "0"}
-	}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")
 	}
-	s.stderr.Reset()
-	cmd := exec.Command(s.bin, append(args, s.args...)...)
-	cmd.Stderr = &s.stderr
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("memcachedtest: start memcached on %s: %v", s.Addr, err)
-	}
-	s.cmd, s.done = cmd, make(chan struct{})
-	go func(done chan struct{}) {
-		cmd.Wait()
-		close(done)
-	}(s.done)
-
-	deadline := time.Now().Add(startTimeout)
-	for {
-		c, err := net.DialTimeout(s.Network, s.Addr, time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-s.done:
-			s.cmd = nil
-			s.t.Fatalf("memcachedtest: memcached on %s exited before accepting connections (%v): %s",
-				s.Addr, cmd.ProcessState, strings.TrimSpace(s.stderr.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			s.t.Fatalf("memcachedtest: memcached on %s does not accept connections after %v: %v: %s",
-				s.Addr, startTimeout, err, strings.TrimSpace(s.stderr.String()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proc := testprog.Start(t, testprog.Program{
+		Name:  "memcached",
+		Args:  args,
+		Ready: testprog.Listening(addr),
+	})
+	return &Server{Addr: addr, Network: network, t: t, proc: proc}
 }
+
+// Pid returns the server's process ID.
+func (s *Server) Pid() int { return s.proc.Pid() }
 
 // Signal sends sig to the running server: fault tests freeze it with SIGSTOP,
-// thaw it with SIGCONT or kill it with SIGKILL. It fails the test if the server
-// is stopped or has exited.
+// thaw it with SIGCONT or kill it with SIGKILL. SIGSTOP and SIGCONT return once
+// the server has stopped or runs again (see testprog.Proc.Freeze). It fails the
+// test if the server is stopped or has exited.
 func (s *Server) Signal(sig os.Signal) {
 	s.t.Helper()
-	if s.cmd == nil {
-		s.t.Fatalf("memcachedtest: signal %v to memcached on %s: stopped", sig, s.Addr)
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("memcachedtest: signal %v to memcached on %s (pid %d): %v", sig, s.Addr, s.cmd.Process.Pid, err)
+	err := send(s.proc, sig)
+	if err != nil {
+		s.t.Fatalf("memcachedtest: memcached on %s: %v", s.Addr, err)
 	}
 }
 
-// Stop kills the server (SIGKILL, which also ends a frozen one) by its PID and
-// waits for it to exit. Stopping a stopped server does nothing.
+// Stop ends the server by its PID and waits for it to exit; a frozen server
+// is thawed to receive SIGTERM. Stopping a stopped server does nothing.
 func (s *Server) Stop() {
-	if s.cmd == nil {
-		return
+	s.t.Helper()
+	if err := s.proc.Stop(); err != nil {
+		s.t.Fatalf("memcachedtest: memcached on %s: %v", s.Addr, err)
 	}
-	s.cmd.Process.Kill() // fails only if it has exited already, as Signal(SIGKILL) makes it
-	<-s.done
-	s.cmd = nil
 }
 
 // Restart stops the server if it runs and starts memcached again on the same
 // address with the same arguments, as a crashed server comes back.
 func (s *Server) Restart() {
 	s.t.Helper()
-	s.Stop()
-	s.start()
+	if err := s.proc.Restart(); err != nil {
+		s.t.Fatalf("memcachedtest: memcached on %s: %v", s.Addr, err)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"unicode/utf8"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // Keys returns n distinct random keys that memcached, nginx and the client
@@ -74,7 +76,7 @@ func Servers(r *rand.Rand, n int, o ServerOpts) ([]Server, error) {
 			}
 		}
 		if port == 0 {
-			p, err := FreePort(s.Host)
+			p, err := testprog.FreePortOn(s.Host)
 			if err != nil {
 				return nil, err
 			}

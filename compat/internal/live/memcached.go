@@ -9,22 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // Memcached is a running memcached server.
 type Memcached struct {
 	// Addr is the server's "ip:port".
 	Addr string
-	*Proc
+	*testprog.Proc
 }
 
 // StartMemcached starts memcached on addr ("ip:port", or the path of a Unix
 // socket) and waits until it listens.
 func StartMemcached(addr string) (*Memcached, error) {
-	bin, err := Binary("memcached")
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"-s", addr}
 	if !strings.HasPrefix(addr, "/") {
 		host, port, err := net.SplitHostPort(addr)
@@ -37,12 +35,8 @@ func StartMemcached(addr string) (*Memcached, error) {
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root") // memcached refuses root without -u
 	}
-	p, err := Start(bin, args...)
+	p, err := start(testprog.Program{Name: "memcached", Args: args, Ready: testprog.Listening(addr)})
 	if err != nil {
-		return nil, err
-	}
-	if err := p.WaitListen(addr); err != nil {
-		p.Stop()
 		return nil, err
 	}
 	return &Memcached{Addr: addr, Proc: p}, nil
@@ -50,7 +44,7 @@ func StartMemcached(addr string) (*Memcached, error) {
 
 // MemcachedVersion returns memcached's version line ("memcached 1.6.18").
 func MemcachedVersion() string {
-	bin, err := Binary("memcached")
+	bin, err := testprog.Find("memcached")
 	if err != nil {
 		return "unknown"
 	}

@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // NginxVersion returns nginx's version line ("nginx version: nginx/1.22.1").
 func NginxVersion() string {
-	bin, err := Binary("nginx")
+	bin, err := testprog.Find("nginx")
 	if err != nil {
 		return "unknown"
 	}
@@ -52,11 +54,7 @@ func NginxConf(dir, listen string, servers []Server) string {
 // Keys must not hold CR, LF, NUL or leading or trailing blanks, and must not be
 // empty (nginx balances an empty key round robin).
 func Nginx(dir string, servers []Server, keys [][]byte) ([]int, error) {
-	bin, err := Binary("nginx")
-	if err != nil {
-		return nil, err
-	}
-	port, err := FreePort("127.0.0.1")
+	port, err := testprog.FreePortOn("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
@@ -65,19 +63,15 @@ func Nginx(dir string, servers []Server, keys [][]byte) ([]int, error) {
 	if err := os.WriteFile(conf, []byte(NginxConf(dir, listen, servers)), 0o644); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	proc, err := Start(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	proc, err := start(testprog.Program{
+		Name:  "nginx",
+		Args:  []string{"-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")},
+		Ready: testprog.Listening(append([]string{listen}, addrs(servers)...)...),
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer proc.Stop()
-	if err := proc.WaitListen(listen); err != nil {
-		return nil, err
-	}
-	for _, s := range servers {
-		if err := proc.WaitListen(s.Addr()); err != nil {
-			return nil, err
-		}
-	}
 	var (
 		c net.Conn
 		r *bufio.Reader

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // Server is one server of a case: where it listens, its weight and, for
@@ -106,7 +108,7 @@ func (p Pool) YAML(listen string) string {
 
 // NutcrackerVersion returns nutcracker's version line.
 func NutcrackerVersion() string {
-	bin, err := Binary("nutcracker")
+	bin, err := testprog.Find("nutcracker")
 	if err != nil {
 		return "unknown"
 	}
@@ -117,18 +119,17 @@ func NutcrackerVersion() string {
 // returns the index in p.Servers of the memcached that holds each key. The fleet
 // must run p's servers.
 func Twemproxy(dir string, f *Fleet, p Pool, keys [][]byte) ([]int, error) {
-	bin, err := Binary("nutcracker")
-	if err != nil {
+	if _, err := testprog.Find("nutcracker"); err != nil {
 		return nil, err
 	}
 	if err := f.Ensure(p.Servers); err != nil {
 		return nil, err
 	}
-	port, err := FreePort("127.0.0.1")
+	port, err := testprog.FreePortOn("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	stats, err := FreePort("127.0.0.1")
+	stats, err := testprog.FreePortOn("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
@@ -137,14 +138,15 @@ func Twemproxy(dir string, f *Fleet, p Pool, keys [][]byte) ([]int, error) {
 	if err := os.WriteFile(conf, []byte(p.YAML(listen)), 0o644); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
-	proc, err := Start(bin, "-c", conf, "-s", strconv.Itoa(stats), "-a", "127.0.0.1", "-v", "4")
+	proc, err := start(testprog.Program{
+		Name:  "nutcracker",
+		Args:  []string{"-c", conf, "-s", strconv.Itoa(stats), "-a", "127.0.0.1", "-v", "4"},
+		Ready: testprog.Listening(listen),
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer proc.Stop()
-	if err := proc.WaitListen(listen); err != nil {
-		return nil, err
-	}
 	if err := SetAll(listen, keys); err != nil {
 		return nil, fmt.Errorf("%w (nutcracker: %s)", err, tail(proc.Output()))
 	}
@@ -155,13 +157,13 @@ func Twemproxy(dir string, f *Fleet, p Pool, keys [][]byte) ([]int, error) {
 // program's path.
 func BuildLibmemcached(srcDir, dir string) (string, error) {
 	if _, err := os.Stat("/usr/include/libmemcached/memcached.h"); err != nil {
-		return "", fmt.Errorf("live: libmemcached-dev: %w", ErrMissing)
+		return "", testprog.Missing("libmemcached-dev")
 	}
-	cc, err := Binary("cc")
+	cc, err := testprog.Find("cc")
 	if err != nil {
 		return "", err
 	}
-	pc, err := Binary("pkg-config")
+	pc, err := testprog.Find("pkg-config")
 	if err != nil {
 		return "", err
 	}
@@ -202,9 +204,9 @@ const SpymemcachedJar = "/usr/share/java/spymemcached.jar"
 // BuildSpymemcached compiles Spy.java from srcDir into dir.
 func BuildSpymemcached(srcDir, dir string) error {
 	if _, err := os.Stat(SpymemcachedJar); err != nil {
-		return fmt.Errorf("live: %s (libspymemcached-java): %w", SpymemcachedJar, ErrMissing)
+		return testprog.Missing("libspymemcached-java (" + SpymemcachedJar + ")")
 	}
-	javac, err := Binary("javac")
+	javac, err := testprog.Find("javac")
 	if err != nil {
 		return err
 	}
@@ -217,7 +219,7 @@ func BuildSpymemcached(srcDir, dir string) error {
 // spymemcached chose, after checking that the key was stored there. Keys must be
 // UTF-8.
 func Spymemcached(dir string, f *Fleet, weighted bool, servers []Server, keys [][]byte) ([]int, error) {
-	java, err := Binary("java")
+	java, err := testprog.Find("java")
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +310,7 @@ func NPMDir() string {
 func HashringVersion() (string, error) {
 	b, err := os.ReadFile(filepath.Join(NPMDir(), "node_modules", "hashring", "package.json"))
 	if err != nil {
-		return "", fmt.Errorf("live: npm hashring (run .ci/setup.d/compat.sh): %w", ErrMissing)
+		return "", testprog.Missing("npm package hashring (in " + NPMDir() + ")")
 	}
 	const field = `"version":`
 	_, v, ok := bytes.Cut(b, []byte(field))
@@ -322,7 +324,7 @@ func HashringVersion() (string, error) {
 // Hashring runs hashring.js from srcDir with node over servers and returns per key
 // the index of the server the npm package hashring chose. Keys must be UTF-8.
 func Hashring(srcDir string, servers []Server, keys [][]byte) ([]int, error) {
-	node, err := Binary("node")
+	node, err := testprog.Find("node")
 	if err != nil {
 		return nil, err
 	}

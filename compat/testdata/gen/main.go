@@ -39,6 +39,7 @@ import (
 	"stathat.com/c/consistent"
 
 	"github.com/chash-dev/chash/compat/internal/live"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 var (
@@ -374,7 +375,7 @@ func cases(r *rand.Rand, t *tools) []*goldenCase {
 		servers: xl, run: nutcracker, keys: 1000})
 
 	// Shared points, found by search (ties.go).
-	cs = append(cs, tieCases(r, must(live.FreePort("127.0.0.1")), nutcracker, ngx, hr, spy(false))...)
+	cs = append(cs, tieCases(r, must(testprog.FreePortOn("127.0.0.1")), nutcracker, ngx, hr, spy(false))...)
 	return cs
 }
 
