@@ -32,6 +32,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/proxy"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // diffTimeout bounds every exchange of the fuzzer: a stream, a check.
@@ -236,21 +237,14 @@ type vvServer struct {
 
 // startVV starts memcached on a free port of 127.0.0.1 and connects to it. If
 // memcached is not installed the test is skipped, or fails when CI is set.
+//
+// It starts memcached itself rather than through testprog.Start, which keeps
+// the first 16 MiB a program writes: the -vv log of a fuzzing run is read as
+// it grows, for as long as the run lasts.
 func startVV(t testing.TB, logged bool) *vvServer {
 	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("memcached not installed (CI must install it: .ci/apt-packages): %v", err)
-		}
-		t.Skip("memcached not installed; install: apt-get install memcached")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	bin := testprog.LookPath(t, "memcached")
+	port := strconv.Itoa(testprog.FreePort(t))
 	args := []string{"-l", "127.0.0.1", "-p", port, "-U", "0"}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")
