@@ -56,10 +56,10 @@ import (
 // MaxKeyLen is the longest key memcached accepts, in bytes.
 const MaxKeyLen = 250
 
-// MaxCommandLine is the longest request line memcached reads whole, in bytes with
-// its "\r\n", except get and gets lines, which it reads at any length: on a
-// longer line memcached closes the connection as soon as it has 2048 bytes of it
-// without a newline.
+// MaxCommandLine is the most bytes of a request line, other than get or gets,
+// that memcached holds before it finds the line's newline: past it, memcached
+// closes the connection (get and gets lines it reads at any length). A Reader
+// takes such lines of at most MaxCommandLine bytes with their "\r\n".
 const MaxCommandLine = 2048
 
 // Default limits; see Limits.
