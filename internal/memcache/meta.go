@@ -84,27 +84,38 @@ func (s metaFlagSet) has(c byte) bool {
 // metaFlags parses the flag tokens of a meta command into req.MetaFlags. It
 // returns the reply to the first fault memcached finds while it parses flags
 // (pre), and to the first it finds later, as it builds its answer (post).
-func (p *parser) metaFlags(toks [][]byte) (pre, post string) {
-	req := p.req
+func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
+	req := r.req
+	start := len(req.MetaFlags)
+	req.MetaFlags = append(req.MetaFlags, toks...)
+	flags := req.MetaFlags[start:]
 	rule := metaRules[req.Command]
 	var seen metaFlagSet
-	for _, t := range toks {
-		f := t[0]
-		if f >= 128 || rule.kinds[f] == 0 { // only letters are taken
-			return p.flagReply(ReplyInvalidFlag), ""
+	for i, t := range flags {
+		f := t[0] & 127 // a byte of 128 or more is no flag: 0 is none
+		if t[0] != f {
+			f = 0
 		}
-		if seen.has(f) {
-			return p.flagReply(ReplyDuplicateFlag), ""
+		kind := rule.kinds[f]
+		bit := metaFlagSet(1) << (f - 'A') // only letters are taken
+		if kind == noToken && len(t) == 1 && seen&bit == 0 {
+			seen |= bit // the common case: v, k, q, ...
+			continue
 		}
-		seen |= 1 << (f - 'A')
+		if kind == 0 {
+			return r.flagReply(ReplyInvalidFlag), ""
+		}
+		if seen&bit != 0 {
+			return r.flagReply(ReplyDuplicateFlag), ""
+		}
+		seen |= bit
 		arg := t[1:]
 		bad := ""
-		switch rule.kinds[f] {
+		switch kind {
 		case noToken:
 			if len(arg) > 0 {
 				bad = ReplyBadToken // memcached ignores it; its meaning may change
 			}
-			p.base64 = p.base64 || f == 'b'
 		case opaqueToken:
 			if len(t) > maxOpaque && post == "" {
 				post = ReplyOpaqueTooLong
@@ -114,7 +125,7 @@ func (p *parser) metaFlags(toks [][]byte) (pre, post string) {
 			if !ok {
 				bad = ReplyBadToken
 			} else if !canonical(arg) {
-				t = p.canon(strconv.AppendInt(append(p.req.canon, f), n, 10))
+				flags[i] = r.canon(strconv.AppendInt(append(r.req.canon, f), n, 10))
 			}
 		case uint32Token, uint64Token:
 			var max uint64 = math.MaxUint64
@@ -124,7 +135,7 @@ func (p *parser) metaFlags(toks [][]byte) (pre, post string) {
 			n, ok := parseUint(arg, max)
 			switch {
 			case ok && !canonical(arg):
-				t = p.canon(strconv.AppendUint(append(p.req.canon, f), n, 10))
+				flags[i] = r.canon(strconv.AppendUint(append(r.req.canon, f), n, 10))
 			case ok:
 			case f == 'F':
 				bad = ReplyBadFormat // memcached sets no message of its own
@@ -144,16 +155,16 @@ func (p *parser) metaFlags(toks [][]byte) (pre, post string) {
 			}
 		}
 		if bad != "" && pre == "" {
-			pre = p.flagReply(bad)
+			pre = r.flagReply(bad)
 		}
-		req.MetaFlags = append(req.MetaFlags, t)
 	}
+	r.base64 = seen.has('b')
 	return pre, post
 }
 
 // flagReply returns the reply to a bad flag: md and ma answer one reply for any.
-func (p *parser) flagReply(reply string) string {
-	if c := p.req.Command; c == CmdMetaDelete || c == CmdMetaArithmetic {
+func (r *Reader) flagReply(reply string) string {
+	if c := r.req.Command; c == CmdMetaDelete || c == CmdMetaArithmetic {
 		return ReplyInvalidOrDuplicate
 	}
 	return reply
@@ -162,9 +173,9 @@ func (p *parser) flagReply(reply string) string {
 // canon takes req.canon with a flag token appended, keeps it and returns the
 // token. Tokens returned before keep pointing into the old array if canon grew:
 // their bytes do not change.
-func (p *parser) canon(canon []byte) []byte {
-	start := len(p.req.canon)
-	p.req.canon = canon
+func (r *Reader) canon(canon []byte) []byte {
+	start := len(r.req.canon)
+	r.req.canon = canon
 	return canon[start:len(canon):len(canon)]
 }
 

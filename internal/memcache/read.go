@@ -2,7 +2,6 @@ package memcache
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"io"
 )
@@ -24,6 +23,11 @@ type Reader struct {
 	br   *bufio.Reader
 	lim  Limits
 	long []byte // a line longer than br's buffer
+
+	// What ReadRequest knows of the request it is reading.
+	req    *Request
+	ctl    bool // its line holds a control character
+	base64 bool // its meta flag b was given
 }
 
 // NewReader returns a Reader of rd with the given limits and a 16 KiB buffer.
@@ -90,49 +94,69 @@ func trimEOL(line []byte) []byte {
 	return line
 }
 
-// split appends the space-separated tokens of line to dst, and reports whether
-// line holds a control character (a byte below 0x20, or 0x7f). Like memcached,
-// it splits at spaces only: a tab is part of a token. It looks at each byte
-// once, as it runs on every request.
-func split(dst [][]byte, line []byte) ([][]byte, bool) {
-	ctl := false
-	start := -1
-	for i, c := range line {
-		switch {
-		case c == ' ':
-			if start >= 0 {
-				dst = append(dst, line[start:i])
-				start = -1
+// split appends the space-separated tokens of line to dst. It reports whether
+// line holds a control character (a byte below 0x20, or 0x7f), and whether its
+// tokens are apart by single spaces with none before or after, as memcached
+// writes its replies. Like memcached, it splits at spaces only: a tab is part
+// of a token. It looks at each byte once, eight at a time within a token, as it
+// runs on every request.
+func split(dst [][]byte, line []byte) (tokens [][]byte, ctl, tidy bool) {
+	sp := splitter{start: -1, tidy: true}
+	i := 0
+	for i+8 <= len(line) {
+		x := binary.LittleEndian.Uint64(line[i:])
+		if !hasSpaceOrControl(x) {
+			if sp.start < 0 {
+				sp.start = i
 			}
+			i += 8
 			continue
-		case c < 0x20 || c == 0x7f:
-			ctl = true
 		}
-		if start < 0 {
-			start = i
+		for end := i + 8; i < end; i++ {
+			dst = sp.step(dst, line, i)
 		}
 	}
-	if start >= 0 {
-		dst = append(dst, line[start:])
+	for ; i < len(line); i++ {
+		dst = sp.step(dst, line, i)
 	}
-	return dst, ctl
+	if sp.start >= 0 {
+		dst = append(dst, line[sp.start:])
+	} else {
+		sp.tidy = false // empty, or a space at the end
+	}
+	return dst, sp.ctl, sp.tidy
 }
 
-// splitReply appends the tokens of a reply line to dst, and reports whether they
-// are apart by single spaces, with none before or after, as memcached writes
-// them.
-func splitReply(dst [][]byte, line []byte) ([][]byte, bool) {
-	for {
-		i := bytes.IndexByte(line, ' ')
-		if i < 0 {
-			return append(dst, line), len(line) > 0
+// splitter is split's state.
+type splitter struct {
+	start     int // of the token being read, or -1
+	ctl, tidy bool
+}
+
+// step is split's step for the byte at i.
+func (sp *splitter) step(dst [][]byte, line []byte, i int) [][]byte {
+	switch c := line[i]; {
+	case c == ' ':
+		if sp.start < 0 {
+			sp.tidy = false // a space at the start, or after another
+		} else {
+			dst = append(dst, line[sp.start:i])
+			sp.start = -1
 		}
-		if i == 0 {
-			return dst, false
-		}
-		dst = append(dst, line[:i])
-		line = line[i+1:]
+		return dst
+	case c < 0x20 || c == 0x7f:
+		sp.ctl = true
 	}
+	if sp.start < 0 {
+		sp.start = i
+	}
+	return dst
+}
+
+// hasSpaceOrControl reports whether one of the eight bytes of x is a space or a
+// control character; see hasControl.
+func hasSpaceOrControl(x uint64) bool {
+	return ((x-0x21*lows)|((x^0x7f*lows)-lows))&^x&highs != 0
 }
 
 const (

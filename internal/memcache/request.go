@@ -129,7 +129,7 @@ func (r *Reader) ReadRequest(req *Request) error {
 	req.line = append(req.line, line...)
 	line = req.line
 	var ctl bool
-	req.tokens, ctl = split(req.tokens[:0], line)
+	req.tokens, ctl, _ = split(req.tokens[:0], line)
 	tok := req.tokens
 	if len(tok) == 0 {
 		return newError(ReplyError, line, false)
@@ -139,29 +139,29 @@ func (r *Reader) ReadRequest(req *Request) error {
 	if c == CmdUnknown {
 		return newError(ReplyError, line, false)
 	}
-	p := parser{r: r, req: req, tok: tok, ctl: ctl}
+	r.req, r.ctl, r.base64 = req, ctl, false
 	if c != CmdGet && c != CmdGets && len(line) > r.lim.maxCommandLine() {
-		return p.tooLong()
+		return r.tooLong()
 	}
 	switch {
 	case c.IsRetrieval():
-		return p.retrieval()
+		return r.retrieval()
 	case c == CmdMetaSet:
-		return p.metaSet()
+		return r.metaSet()
 	case c.IsStorage():
-		return p.storage()
+		return r.storage()
 	case c.IsMeta():
-		return p.meta()
+		return r.meta()
 	}
 	switch c {
 	case CmdDelete:
-		return p.delete()
+		return r.delete()
 	case CmdIncr, CmdDecr, CmdTouch:
-		return p.keyNumber()
+		return r.keyNumber()
 	}
 	// version and quit: memcached ignores further tokens.
-	if p.ctl {
-		return p.fail(ReplyBadFormat)
+	if r.ctl {
+		return r.fail(ReplyBadFormat)
 	}
 	return nil
 }
@@ -216,26 +216,22 @@ func parseCommand(t []byte) Command {
 	return CmdUnknown
 }
 
-// parser checks one request line, in the order memcached checks it, so that a
-// line with several faults is answered as memcached answers it.
-type parser struct {
-	r      *Reader
-	req    *Request
-	tok    [][]byte
-	ctl    bool // the line holds a control character
-	base64 bool // the meta flag b was given
-}
+// The methods below check r.req, the request ReadRequest is reading, in the
+// order memcached checks it, so that a line with several faults is answered as
+// memcached answers it. They are methods of the Reader, which holds what they
+// share, rather than of a parser made for each request: a request is read in
+// tens of nanoseconds, and building one cost a tenth of that.
 
 // fail returns the *Error of reply for the request's line.
-func (p *parser) fail(reply string) *Error {
-	e := newError(reply, p.req.line, false)
-	e.Noreply = p.req.Noreply
+func (r *Reader) fail(reply string) *Error {
+	e := newError(reply, r.req.line, false)
+	e.Noreply = r.req.Noreply
 	return e
 }
 
 // fatal is fail for a request whose stream cannot be read further.
-func (p *parser) fatal(reply string) *Error {
-	e := p.fail(reply)
+func (r *Reader) fatal(reply string) *Error {
+	e := r.fail(reply)
 	e.Fatal = true
 	return e
 }
@@ -244,15 +240,15 @@ func (p *parser) fatal(reply string) *Error {
 // data block of size bytes if sizeOK says the size could be read. Otherwise, or
 // if the block does not end where its size says, the error is fatal: the bytes
 // that follow are a value, not a command.
-func (p *parser) refuse(reply string, size int, sizeOK bool) error {
+func (r *Reader) refuse(reply string, size int, sizeOK bool) error {
 	if !sizeOK {
-		return p.fatal(reply)
+		return r.fatal(reply)
 	}
-	ended, err := p.r.skipData(size)
+	ended, err := r.skipData(size)
 	if err != nil {
 		return err
 	}
-	e := p.fail(reply)
+	e := r.fail(reply)
 	e.Fatal = !ended
 	return e
 }
@@ -260,22 +256,22 @@ func (p *parser) refuse(reply string, size int, sizeOK bool) error {
 // tooLong refuses a line, other than get or gets, longer than memcached reads
 // whole: memcached would close the connection. The Reader read the line, so it
 // goes on, after the data block of a storage command whose length it can read.
-func (p *parser) tooLong() error {
-	c, tok := p.req.Command, p.tok
+func (r *Reader) tooLong() error {
+	c, tok := r.req.Command, r.req.tokens
 	switch {
 	case c == CmdMetaSet && len(tok) >= 3:
 		size, ok := parseSize(tok[2])
-		return p.refuse(ReplyLineTooLong, size, ok)
+		return r.refuse(ReplyLineTooLong, size, ok)
 	case c == CmdMetaSet:
-		return p.fatal(ReplyLineTooLong)
+		return r.fatal(ReplyLineTooLong)
 	case c.IsStorage():
 		if n := storageTokens(c); len(tok) == n || len(tok) == n+1 {
 			size, ok := parseSize(tok[4])
-			return p.refuse(ReplyLineTooLong, size, ok)
+			return r.refuse(ReplyLineTooLong, size, ok)
 		}
-		return p.fatal(ReplyLineTooLong)
+		return r.fatal(ReplyLineTooLong)
 	}
-	return p.fail(ReplyLineTooLong)
+	return r.fail(ReplyLineTooLong)
 }
 
 // storageTokens is the number of tokens of a classic storage command without
@@ -291,34 +287,34 @@ func storageTokens(c Command) int {
 // characters. memcached takes such keys, but a line with a NUL byte ends there,
 // and keys must not hold control characters; the check stands where memcached
 // checks the key's length.
-func (p *parser) badKey(k []byte) bool {
-	return len(k) > MaxKeyLen || p.ctl
+func (r *Reader) badKey(k []byte) bool {
+	return len(k) > MaxKeyLen || r.ctl
 }
 
 // noreply sets the request's Noreply as memcached does for a classic command:
 // its last token is "noreply", whatever the number of tokens.
-func (p *parser) noreply() {
-	p.req.Noreply = string(p.tok[len(p.tok)-1]) == "noreply"
+func (r *Reader) noreply() {
+	r.req.Noreply = string(r.req.tokens[len(r.req.tokens)-1]) == "noreply"
 }
 
 // retrieval parses "get <key>*" and gets, and "gat <exptime> <key>*" and gats.
-func (p *parser) retrieval() error {
-	req, tok := p.req, p.tok
+func (r *Reader) retrieval() error {
+	req, tok := r.req, r.req.tokens
 	if len(tok) < 2 {
-		return p.fail(ReplyError)
+		return r.fail(ReplyError)
 	}
 	keys := tok[1:]
 	if req.Command == CmdGat || req.Command == CmdGats {
 		e, ok := parseInt32(tok[1])
 		if !ok {
-			return p.fail(ReplyBadExptime)
+			return r.fail(ReplyBadExptime)
 		}
 		req.Exptime = e
 		keys = tok[2:] // memcached answers a gat without keys with END
 	}
 	for _, k := range keys {
-		if p.badKey(k) {
-			return p.fail(ReplyBadFormat)
+		if r.badKey(k) {
+			return r.fail(ReplyBadFormat)
 		}
 	}
 	req.Keys = append(req.Keys, keys...)
@@ -328,17 +324,17 @@ func (p *parser) retrieval() error {
 // storage parses "set <key> <flags> <exptime> <bytes> [noreply]", add, replace,
 // append and prepend, and cas with <cas unique> before noreply, and reads the
 // data block.
-func (p *parser) storage() error {
-	req, tok := p.req, p.tok
+func (r *Reader) storage() error {
+	req, tok := r.req, r.req.tokens
 	if n := storageTokens(req.Command); len(tok) != n && len(tok) != n+1 {
 		// Where the line is not a storage command, neither is its length.
-		return p.fatal(ReplyError)
+		return r.fatal(ReplyError)
 	}
-	p.noreply()
+	r.noreply()
 	size, sizeOK := parseSize(tok[4])
 	key := tok[1]
-	if p.badKey(key) {
-		return p.refuse(ReplyBadFormat, size, sizeOK)
+	if r.badKey(key) {
+		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
 	flags, ok1 := parseUint(tok[2], math.MaxUint32)
 	exp, ok2 := parseInt32(tok[3])
@@ -347,47 +343,47 @@ func (p *parser) storage() error {
 		req.Cas, ok3 = parseUint(tok[5], math.MaxUint64)
 	}
 	if !ok1 || !ok2 || !sizeOK || !ok3 {
-		return p.refuse(ReplyBadFormat, size, sizeOK)
+		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
 	req.Keys = append(req.Keys, key)
 	req.Flags, req.Exptime = uint32(flags), exp
-	return p.value(size)
+	return r.value(size)
 }
 
 // value reads the data block of size bytes, refusing one over the limit as
 // memcached does, after skipping it.
-func (p *parser) value(size int) error {
-	if size > p.r.lim.maxValue() {
-		return p.refuse(ReplyTooLarge, size, true)
+func (r *Reader) value(size int) error {
+	if size > r.lim.maxValue() {
+		return r.refuse(ReplyTooLarge, size, true)
 	}
-	v, ended, err := p.r.readBlock(p.req.Value[:0], size)
-	p.req.Value = v
+	v, ended, err := r.readBlock(r.req.Value[:0], size)
+	r.req.Value = v
 	if err != nil {
 		return err
 	}
 	if !ended {
 		// memcached would read what follows the value's first size+2 bytes as
 		// commands: a client can hide one there.
-		return p.fatal(ReplyBadChunk)
+		return r.fatal(ReplyBadChunk)
 	}
 	return nil
 }
 
 // delete parses "delete <key> [0] [noreply]", accepting what memcached accepts.
-func (p *parser) delete() error {
-	req, tok := p.req, p.tok
+func (r *Reader) delete() error {
+	req, tok := r.req, r.req.tokens
 	if len(tok) < 2 || len(tok) > 4 {
-		return p.fail(ReplyError)
+		return r.fail(ReplyError)
 	}
 	if len(tok) > 2 {
-		p.noreply()
+		r.noreply()
 		zero := string(tok[2]) == "0"
 		if len(tok) == 3 && !zero && !req.Noreply || len(tok) == 4 && !(zero && req.Noreply) {
-			return p.fail(ReplyBadDeleteUsage)
+			return r.fail(ReplyBadDeleteUsage)
 		}
 	}
-	if p.badKey(tok[1]) {
-		return p.fail(ReplyBadFormat)
+	if r.badKey(tok[1]) {
+		return r.fail(ReplyBadFormat)
 	}
 	req.Keys = append(req.Keys, tok[1])
 	return nil
@@ -395,118 +391,118 @@ func (p *parser) delete() error {
 
 // keyNumber parses "incr <key> <delta> [noreply]", decr, and "touch <key>
 // <exptime> [noreply]".
-func (p *parser) keyNumber() error {
-	req, tok := p.req, p.tok
+func (r *Reader) keyNumber() error {
+	req, tok := r.req, r.req.tokens
 	if len(tok) != 3 && len(tok) != 4 {
-		return p.fail(ReplyError)
+		return r.fail(ReplyError)
 	}
-	p.noreply()
-	if p.badKey(tok[1]) {
-		return p.fail(ReplyBadFormat)
+	r.noreply()
+	if r.badKey(tok[1]) {
+		return r.fail(ReplyBadFormat)
 	}
 	var ok bool
 	if req.Command == CmdTouch {
 		if req.Exptime, ok = parseInt32(tok[2]); !ok {
-			return p.fail(ReplyBadExptime)
+			return r.fail(ReplyBadExptime)
 		}
 	} else if req.Delta, ok = parseUint(tok[2], math.MaxUint64); !ok {
-		return p.fail(ReplyBadDelta)
+		return r.fail(ReplyBadDelta)
 	}
 	req.Keys = append(req.Keys, tok[1])
 	return nil
 }
 
 // meta parses mg, md, ma, me and mn.
-func (p *parser) meta() error {
-	req, tok := p.req, p.tok
+func (r *Reader) meta() error {
+	req, tok := r.req, r.req.tokens
 	switch {
 	case req.Command == CmdMetaNoop:
-		if p.ctl {
-			return p.fail(ReplyBadFormat)
+		if r.ctl {
+			return r.fail(ReplyBadFormat)
 		}
 		return nil // memcached ignores further tokens
 	case req.Command == CmdMetaDebug:
-		return p.metaDebug()
+		return r.metaDebug()
 	case len(tok) < 2:
-		return p.fail(ReplyError)
-	case p.badKey(tok[1]):
-		return p.fail(ReplyBadFormat)
+		return r.fail(ReplyError)
+	case r.badKey(tok[1]):
+		return r.fail(ReplyBadFormat)
 	case len(tok) > maxMetaTokens:
 		if req.Command == CmdMetaGet {
-			return p.fail(ReplyMetaGetTooManyFlags)
+			return r.fail(ReplyMetaGetTooManyFlags)
 		}
-		return p.fail(ReplyMetaTooManyFlags)
+		return r.fail(ReplyMetaTooManyFlags)
 	}
-	pre, post := p.metaFlags(tok[2:])
-	if pre == "" && p.metaKey(tok[1]) != nil {
-		pre = p.flagReply(ReplyBadKeyEncoding)
+	pre, post := r.metaFlags(tok[2:])
+	if pre == "" && r.metaKey(tok[1]) != nil {
+		pre = r.flagReply(ReplyBadKeyEncoding)
 	}
 	switch {
 	case pre != "":
-		return p.fail(pre)
+		return r.fail(pre)
 	case post != "":
-		return p.fail(post)
+		return r.fail(post)
 	}
 	return nil
 }
 
 // metaDebug parses "me <key> [b]": memcached reads the key as base64 only if b
 // is the token right after it, and ignores other tokens, which are refused.
-func (p *parser) metaDebug() error {
-	req, tok := p.req, p.tok
-	if len(tok) < 2 || p.badKey(tok[1]) {
-		return p.fail(ReplyBadFormat)
+func (r *Reader) metaDebug() error {
+	req, tok := r.req, r.req.tokens
+	if len(tok) < 2 || r.badKey(tok[1]) {
+		return r.fail(ReplyBadFormat)
 	}
 	switch {
 	case len(tok) == 3 && string(tok[2]) == "b":
 		req.MetaFlags = append(req.MetaFlags, tok[2])
-		p.base64 = true
+		r.base64 = true
 	case len(tok) > 2:
-		return p.fail(ReplyInvalidFlag)
+		return r.fail(ReplyInvalidFlag)
 	}
-	if err := p.metaKey(tok[1]); err != nil {
-		return p.fail(ReplyBadFormat) // me's answer to a key that does not decode
+	if err := r.metaKey(tok[1]); err != nil {
+		return r.fail(ReplyBadFormat) // me's answer to a key that does not decode
 	}
 	return nil
 }
 
 // metaSet parses "ms <key> <datalen> <flag>*" and reads the data block.
-func (p *parser) metaSet() error {
-	tok := p.tok
+func (r *Reader) metaSet() error {
+	tok := r.req.tokens
 	if len(tok) < 3 {
 		reply := ReplyBadFormat
 		if len(tok) < 2 {
 			reply = ReplyError
 		}
-		return p.fatal(reply)
+		return r.fatal(reply)
 	}
 	size, sizeOK := parseSize(tok[2])
 	switch {
-	case p.badKey(tok[1]):
-		return p.refuse(ReplyBadFormat, size, sizeOK)
+	case r.badKey(tok[1]):
+		return r.refuse(ReplyBadFormat, size, sizeOK)
 	case len(tok) > maxMetaTokens:
-		return p.refuse(ReplyMetaTooManyFlags, size, sizeOK)
+		return r.refuse(ReplyMetaTooManyFlags, size, sizeOK)
 	case !sizeOK:
-		return p.fatal(ReplyBadFormat)
+		return r.fatal(ReplyBadFormat)
 	}
-	pre, post := p.metaFlags(tok[3:])
-	if pre == "" && p.metaKey(tok[1]) != nil {
+	pre, post := r.metaFlags(tok[3:])
+	if pre == "" && r.metaKey(tok[1]) != nil {
 		pre = ReplyBadKeyEncoding
 	}
 	switch {
 	case pre != "":
-		return p.refuse(pre, size, true)
+		return r.refuse(pre, size, true)
 	case post != "":
-		return p.refuse(post, size, true)
+		return r.refuse(post, size, true)
 	}
-	return p.value(size)
+	return r.value(size)
 }
 
 // metaKey sets the key of a meta command, decoding it if the b flag is given.
-func (p *parser) metaKey(k []byte) *Error {
-	req := p.req
+func (r *Reader) metaKey(k []byte) *Error {
+	req := r.req
 	req.Keys = append(req.Keys, k)
-	if !p.base64 {
+	if !r.base64 {
 		return nil
 	}
 	// memcached skips bytes that are not base64 and stops at the first padded
@@ -518,7 +514,7 @@ func (p *parser) metaKey(k []byte) *Error {
 	}
 	n, err := base64.StdEncoding.Strict().Decode(req.decoded[:n], k)
 	if err != nil || n == 0 {
-		return p.fail(ReplyBadKeyEncoding)
+		return r.fail(ReplyBadKeyEncoding)
 	}
 	req.decoded = req.decoded[:n]
 	return nil
@@ -530,6 +526,17 @@ func parseUint(b []byte, max uint64) (uint64, bool) {
 		return 0, false
 	}
 	var n uint64
+	if len(b) < 20 {
+		// Nineteen digits fit in 64 bits: no overflow to watch for.
+		for _, c := range b {
+			d := uint64(c - '0')
+			if d > 9 {
+				return 0, false
+			}
+			n = n*10 + d
+		}
+		return n, n <= max
+	}
 	for _, c := range b {
 		d := uint64(c - '0')
 		if d > 9 || n > (max-d)/10 {

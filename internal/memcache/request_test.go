@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -449,6 +451,27 @@ func TestHasControl(t *testing.T) {
 		b := bytes.Repeat([]byte{c}, 8)
 		if got, want := hasControl(b), c < 0x20 || c == 0x7f; got != want {
 			t.Errorf("hasControl(%q) = %v; want %v", b, got, want)
+		}
+	}
+}
+
+// TestSplit checks the eight-bytes-at-a-time split against a plain one, on
+// lines of every length up to 40 bytes made of spaces, tabs, letters and the
+// bytes next to the control characters' bounds.
+func TestSplit(t *testing.T) {
+	alphabet := []byte{' ', ' ', 'a', 'b', '\t', 0, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		line := make([]byte, r.IntN(41))
+		for i := range line {
+			line[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		got, ctl, tidy := split(nil, line)
+		want := bytes.FieldsFunc(line, func(r rune) bool { return r == ' ' })
+		wantCtl := slices.ContainsFunc(line, func(c byte) bool { return c < 0x20 || c == 0x7f })
+		wantTidy := len(line) > 0 && string(bytes.Join(want, []byte(" "))) == string(line)
+		if !slices.EqualFunc(got, want, bytes.Equal) || ctl != wantCtl || tidy != wantTidy {
+			t.Errorf("split(%q) = %q, %v, %v; want %q, %v, %v", line, got, ctl, tidy, want, wantCtl, wantTidy)
 		}
 	}
 }

@@ -37,7 +37,13 @@ type itemOffsets struct{ key, keyEnd, val, valEnd int }
 // Reset clears r, keeping its memory for reuse, except a buffer grown past 64
 // KiB for one large reply.
 func (r *Response) Reset() {
-	*r = Response{Items: r.Items[:0], buf: keep(r.buf), offs: r.offs[:0], tok: r.tok[:0]}
+	// Field by field: reslicing writes only lengths, where assigning a whole
+	// Response would write every pointer again.
+	r.Items = r.Items[:0]
+	r.Line, r.Value = nil, nil
+	r.buf = keep(r.buf)
+	r.offs = r.offs[:0]
+	r.tok = r.tok[:0]
 }
 
 // IsError reports whether line is an error reply: ERROR, CLIENT_ERROR or
@@ -90,14 +96,14 @@ func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Reque
 		if err != nil {
 			return err
 		}
-		if hasControl(line) {
-			return badReply(cmd, line)
-		}
 		if cmd.IsRetrieval() && bytes.HasPrefix(line, []byte("VALUE ")) {
 			if err := r.readItem(resp, cmd, line, maxItems, req, &next); err != nil {
 				return err
 			}
 			continue
+		}
+		if hasControl(line) {
+			return badReply(cmd, line)
 		}
 		size, ok := resp.checkLast(cmd, line, req, r.lim.maxValue())
 		if !ok {
@@ -132,13 +138,13 @@ func badReply(cmd Command, line []byte) *Error {
 
 // readItem reads the VALUE item of line and its data block.
 func (r *Reader) readItem(resp *Response, cmd Command, line []byte, maxItems int, req *Request, next *int) error {
-	t, tidy := splitReply(resp.tok[:0], line)
+	t, ctl, tidy := split(resp.tok[:0], line)
 	resp.tok = t
 	n := 4
 	if cmd == CmdGets || cmd == CmdGats {
 		n = 5 // VALUE <key> <flags> <bytes> <cas unique>
 	}
-	if !tidy || len(t) != n || len(t[1]) > MaxKeyLen {
+	if ctl || !tidy || len(t) != n || len(t[1]) > MaxKeyLen {
 		return newError("bad VALUE line", line, true)
 	}
 	key := t[1]
@@ -193,26 +199,26 @@ func (resp *Response) checkLast(cmd Command, line []byte, req *Request, maxValue
 
 // checkAnswer is checkLast for the lines that are not errors.
 func (resp *Response) checkAnswer(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
-	s := string(line)
+	// string(line) in each comparison copies nothing.
 	switch cmd {
 	case CmdGet, CmdGets, CmdGat, CmdGats:
-		return -1, s == "END"
+		return -1, string(line) == "END"
 	case CmdSet, CmdAdd, CmdReplace, CmdAppend, CmdPrepend, CmdCas:
-		return -1, s == "STORED" || s == "NOT_STORED" || s == "EXISTS" || s == "NOT_FOUND"
+		return -1, string(line) == "STORED" || string(line) == "NOT_STORED" || string(line) == "EXISTS" || string(line) == "NOT_FOUND"
 	case CmdDelete:
-		return -1, s == "DELETED" || s == "NOT_FOUND"
+		return -1, string(line) == "DELETED" || string(line) == "NOT_FOUND"
 	case CmdIncr, CmdDecr:
-		return -1, s == "NOT_FOUND" || isNumber(line)
+		return -1, string(line) == "NOT_FOUND" || isNumber(line)
 	case CmdTouch:
-		return -1, s == "TOUCHED" || s == "NOT_FOUND"
+		return -1, string(line) == "TOUCHED" || string(line) == "NOT_FOUND"
 	case CmdVersion:
-		t, tidy := splitReply(resp.tok[:0], line)
+		t, _, tidy := split(resp.tok[:0], line) // line holds no control character
 		resp.tok = t
 		return -1, tidy && len(t) > 1 && string(t[0]) == "VERSION"
 	case CmdMetaNoop:
-		return -1, s == "MN"
+		return -1, string(line) == "MN"
 	case CmdMetaDebug:
-		return -1, s == "EN" || resp.checkDebug(line, req)
+		return -1, string(line) == "EN" || resp.checkDebug(line, req)
 	case CmdMetaGet, CmdMetaSet, CmdMetaDelete, CmdMetaArithmetic:
 		return resp.checkMeta(cmd, line, req, maxValue)
 	}
@@ -227,7 +233,7 @@ func isNumber(b []byte) bool {
 
 // checkDebug checks "ME <key> <name>=<value>*", the answer of me to a hit.
 func (resp *Response) checkDebug(line []byte, req *Request) bool {
-	t, tidy := splitReply(resp.tok[:0], line)
+	t, _, tidy := split(resp.tok[:0], line) // line holds no control character
 	resp.tok = t
 	if !tidy || len(t) < 2 || string(t[0]) != "ME" {
 		return false
@@ -247,27 +253,27 @@ var (
 
 // metaCode returns the return flags that code may carry in a reply to cmd, or
 // none if cmd is not answered with code.
-func metaCode(cmd Command, code string) metaFlagSet {
+func metaCode(cmd Command, code []byte) metaFlagSet {
 	switch cmd {
 	case CmdMetaGet:
-		switch code {
+		switch string(code) {
 		case "VA", "HD":
 			return getItemFlags
 		case "EN":
 			return missFlags
 		}
 	case CmdMetaSet:
-		switch code {
+		switch string(code) {
 		case "HD", "NS", "EX", "NF":
 			return setFlags
 		}
 	case CmdMetaDelete:
-		switch code {
+		switch string(code) {
 		case "HD", "NF", "EX":
 			return missFlags
 		}
 	case CmdMetaArithmetic:
-		switch code {
+		switch string(code) {
 		case "VA", "HD":
 			return arithItemFlags
 		case "NF", "EX", "NS":
@@ -280,18 +286,19 @@ func metaCode(cmd Command, code string) metaFlagSet {
 // checkMeta checks the reply line of a meta command: "<code> <flag>*", or
 // "VA <size> <flag>*" before a data block of size bytes.
 func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue int) (size int, ok bool) {
-	t, tidy := splitReply(resp.tok[:0], line)
+	t, _, tidy := split(resp.tok[:0], line) // line holds no control character
 	resp.tok = t
 	if !tidy {
 		return -1, false
 	}
-	code := string(t[0])
+	code := t[0]
 	allowed := metaCode(cmd, code)
 	if allowed == 0 {
 		return -1, false
 	}
 	size, flags := -1, t[1:]
-	if code == "VA" {
+	va := string(code) == "VA"
+	if va {
 		if len(flags) == 0 {
 			return -1, false
 		}
@@ -301,8 +308,8 @@ func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue
 		}
 		size, flags = n, flags[1:]
 	}
-	if req != nil && (code == "VA" || code == "HD") && cmd != CmdMetaSet && cmd != CmdMetaDelete &&
-		req.HasMetaFlag('v') != (code == "VA") {
+	if req != nil && (va || string(code) == "HD") && cmd != CmdMetaSet && cmd != CmdMetaDelete &&
+		req.HasMetaFlag('v') != va {
 		return -1, false // mg and ma answer VA if and only if v asks for the value
 	}
 	var seen metaFlagSet
