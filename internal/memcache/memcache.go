@@ -222,10 +222,12 @@ const (
 )
 
 // Error is bad input: a request a server must refuse or a reply a client cannot
-// read. Reply is what memcached answers to such a request. Unless Fatal is set,
-// the Reader consumed exactly the bad request (and its data block, if it has
-// one) and can go on reading.
+// read. Unless Fatal is set, the Reader consumed exactly the bad request (and
+// its data block, if it has one) and can go on reading.
 type Error struct {
+	// Reply is what memcached answers to the request, one of the Reply
+	// constants; for a reply that cannot be read, what is wrong with it ("bad
+	// reply to set", "VALUE of a key not asked for", ...).
 	Reply string
 	// Line is the offending line, cut to 128 bytes.
 	Line []byte
