@@ -56,6 +56,6 @@ func ExampleHolder() {
 	})
 	fmt.Println(h.Load().Len())
 	// Output:
-	// chash: ring has no nodes
+	// chash: no nodes
 	// 2
 }

@@ -33,7 +33,19 @@ func FuzzLookup(f *testing.F) {
 		if (err != nil) != (want == "") || got != want {
 			t.Fatalf("Lookup(%q) = %q, %v; want %q", key, got, err, want)
 		}
+		if i, err := r.LookupIndex(key); err == nil && r.Nodes()[i].Name != want {
+			t.Fatalf("LookupIndex(%q) = %d, node %q; want %q", key, i, r.Nodes()[i].Name, want)
+		}
 		reps, _ := r.AppendN(nil, key, int(n))
+		idx, _ := r.AppendIndexN(nil, key, int(n))
+		if len(idx) != len(reps) {
+			t.Fatalf("AppendIndexN(%q) = %v; want as many as AppendN's %q", key, idx, reps)
+		}
+		for j, i := range idx {
+			if r.Nodes()[i].Name != reps[j] {
+				t.Fatalf("AppendIndexN(%q)[%d] = %d, node %q; want %q", key, j, i, r.Nodes()[i].Name, reps[j])
+			}
+		}
 		if len(reps) > 0 && reps[0] != want {
 			t.Fatalf("AppendN(%q)[0] = %q; want %q", key, reps[0], want)
 		}

@@ -12,8 +12,10 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// ErrEmpty is returned by lookups on a ring that has no points.
-var ErrEmpty = errors.New("chash: ring has no nodes")
+// ErrEmpty is returned by lookups on a ring that has no points, and by the
+// lookups of every algorithm package (jump, maglev, rendezvous, ...) built over
+// no nodes: one error for one condition, whichever the algorithm.
+var ErrEmpty = errors.New("chash: no nodes")
 
 // Node is a member of a ring.
 type Node struct {
@@ -324,6 +326,23 @@ func (r *Ring) Lookup(key []byte) (string, error) {
 	return r.names[r.owner(h)], nil
 }
 
+// LookupIndex returns the index in Nodes of the node that owns key, or -1 and
+// ErrEmpty. A caller that keeps its own slice of servers in Nodes order, or a
+// map from each index to its server, finds the owner without comparing or
+// hashing names.
+func (r *Ring) LookupIndex(key []byte) (int, error) {
+	if len(r.pts) == 0 {
+		return -1, ErrEmpty
+	}
+	var h uint32
+	if r.std {
+		h = uint32(xxhash.Sum64(key))
+	} else {
+		h = r.hash(key)
+	}
+	return int(r.rank[r.owner(h)]), nil
+}
+
 // LookupString is Lookup for a string key; it does not copy the key.
 func (r *Ring) LookupString(key string) (string, error) {
 	return r.Lookup(unsafe.Slice(unsafe.StringData(key), len(key)))
@@ -334,44 +353,58 @@ func (r *Ring) LookupString(key string) (string, error) {
 // than n when the ring has fewer nodes with points, never a name twice. It
 // allocates only if dst lacks capacity or n is above 8.
 func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
+	var small [8]uint32
+	ids, err := r.distinct(small[:0], key, n)
+	for _, id := range ids {
+		dst = append(dst, r.names[id])
+	}
+	return dst, err
+}
+
+// AppendIndexN is AppendN giving the nodes' indexes in Nodes instead of their
+// names.
+func (r *Ring) AppendIndexN(dst []int, key []byte, n int) ([]int, error) {
+	var small [8]uint32
+	ids, err := r.distinct(small[:0], key, n)
+	for _, id := range ids {
+		dst = append(dst, int(r.rank[id]))
+	}
+	return dst, err
+}
+
+// distinct appends to ids, whose capacity it uses before allocating, the ids
+// of the first n distinct owners clockwise from key.
+func (r *Ring) distinct(ids []uint32, key []byte, n int) ([]uint32, error) {
 	if len(r.pts) == 0 {
-		return dst, ErrEmpty
+		return ids, ErrEmpty
 	}
 	n = min(n, r.live)
 	if n <= 0 {
-		return dst, nil
+		return ids, nil
+	}
+	if n > cap(ids) {
+		ids = make([]uint32, 0, n)
 	}
 	i := r.search(r.Hash(key))
 	pts := r.pts[:len(r.pts)-1]
 	if i == len(pts) {
 		i = 0 // past the last point: the first
 	}
-	o := uint32(pts[i])
-	dst = append(dst, r.names[o])
-	if n == 1 {
-		return dst, nil
-	}
-	var small [8]uint32
-	seen := small[:1]
-	if n > len(small) {
-		seen = make([]uint32, 1, n)
-	}
-	seen[0] = o
+	ids = append(ids, uint32(pts[i]))
 next:
-	for len(seen) < n {
+	for len(ids) < n {
 		if i++; i == len(pts) {
 			i = 0
 		}
-		o = uint32(pts[i])
-		for _, s := range seen {
+		o := uint32(pts[i])
+		for _, s := range ids {
 			if s == o {
 				continue next
 			}
 		}
-		seen = append(seen, o)
-		dst = append(dst, r.names[o])
+		ids = append(ids, o)
 	}
-	return dst, nil
+	return ids, nil
 }
 
 // AppendNString is AppendN for a string key; it does not copy the key.

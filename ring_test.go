@@ -564,17 +564,62 @@ func TestAppendN(t *testing.T) {
 	}
 }
 
+// TestLookupIndex checks that LookupIndex and AppendIndexN name, by index in
+// Nodes, the nodes Lookup and AppendN name, also on rings made by updates,
+// whose node ids are no longer their indexes.
+func TestLookupIndex(t *testing.T) {
+	built := mustNew(t, Standard{Points: 20}, nodes(30))
+	removed, err := built.Remove(nodes(30)[3].Name, nodes(30)[17].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := removed.Add(Node{Name: "a-newcomer", Weight: 2}, Node{Name: "zz-newcomer", Weight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*Ring{"built": built, "removed": removed, "added": added} {
+		ns := r.Nodes()
+		for _, k := range keys(2000) {
+			owner, _ := r.Lookup(k)
+			i, err := r.LookupIndex(k)
+			if err != nil || i < 0 || i >= len(ns) || ns[i].Name != owner {
+				t.Fatalf("%s: LookupIndex(%q) = %d, %v; want the index of %q", name, k, i, err, owner)
+			}
+			names, _ := r.AppendN(nil, k, 4)
+			idx, err := r.AppendIndexN([]int{-7}, k, 4)
+			if err != nil || len(idx) != len(names)+1 || idx[0] != -7 {
+				t.Fatalf("%s: AppendIndexN([-7], %q, 4) = %v, %v; want -7 and %d indexes", name, k, idx, err, len(names))
+			}
+			for j, n := range names {
+				if got := ns[idx[j+1]].Name; got != n {
+					t.Fatalf("%s: AppendIndexN(%q, 4)[%d] names %q; want %q", name, k, j, got, n)
+				}
+			}
+		}
+	}
+	var zero Ring
+	if i, err := zero.LookupIndex([]byte("k")); i != -1 || !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty ring: LookupIndex = %d, %v; want -1, ErrEmpty", i, err)
+	}
+	if got, err := zero.AppendIndexN(nil, []byte("k"), 2); len(got) != 0 || !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty ring: AppendIndexN = %v, %v; want none, ErrEmpty", got, err)
+	}
+}
+
 func TestAllocs(t *testing.T) {
 	r := mustNew(t, nil, nodes(100))
 	k := []byte("user:00000000000042")
 	ks := string(k)
 	dst := make([]string, 0, 3)
+	idx := make([]int, 0, 3)
 	var h Holder
 	h.Store(r)
 	for name, f := range map[string]func(){
 		"Lookup":       func() { r.Lookup(k) },
 		"LookupString": func() { r.LookupString(ks) },
 		"AppendN":      func() { r.AppendN(dst[:0], k, 3) },
+		"LookupIndex":  func() { r.LookupIndex(k) },
+		"AppendIndexN": func() { r.AppendIndexN(idx[:0], k, 3) },
 		"Holder":       func() { h.LookupString(ks) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {

@@ -4,6 +4,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // A Scheme decides where a node's points go and where a key lands. A node's points
@@ -59,7 +60,7 @@ const golden64 = 0x9E3779B97F4A7C15
 func (s Standard) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
 	seed := xxhash.Sum64String(name)
 	for j := from; j < to; j++ {
-		dst = append(dst, uint32(hashfn.Mix64(seed+uint64(j+1)*golden64)>>32))
+		dst = append(dst, uint32(splitmix.Mix64(seed+uint64(j+1)*golden64)>>32))
 	}
 	return dst
 }

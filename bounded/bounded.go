@@ -31,7 +31,6 @@
 package bounded
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -50,9 +49,6 @@ const DefaultC = 1.25
 // cScale is the fixed-point scale of the capacity factor: capacities are
 // computed exactly, in integers, from C rounded to 6 decimal places.
 const cScale = 1_000_000
-
-// ErrEmpty is returned when there are no nodes.
-var ErrEmpty = errors.New("bounded: no nodes")
 
 // Config configures a Balancer. The zero value is ready to use.
 type Config struct {
@@ -88,7 +84,7 @@ type Balancer struct {
 // New returns a Balancer over nodes with no load. It is an error, naming the
 // node, for an empty or duplicate name or a weight below 1, and an error for a
 // capacity factor not above 1 or negative Points. An empty list gives a
-// Balancer whose Acquire and Lookup return ErrEmpty.
+// Balancer whose Acquire and Lookup return chash.ErrEmpty.
 func New(cfg Config, nodes []chash.Node) (*Balancer, error) {
 	c := cfg.C
 	if c == 0 {
@@ -162,7 +158,7 @@ func (b *Balancer) place(key []byte) int {
 // the request finishes); for offline placement of keys, never.
 func (b *Balancer) Acquire(key []byte) (string, error) {
 	if len(b.nodes) == 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -198,7 +194,7 @@ func (b *Balancer) Release(name string) error {
 // placing any load.
 func (b *Balancer) Lookup(key []byte) (string, error) {
 	if len(b.nodes) == 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

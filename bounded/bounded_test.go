@@ -1,6 +1,7 @@
 package bounded
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -239,11 +240,11 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	b, _ := New(Config{}, nil)
-	if _, err := b.Acquire([]byte("k")); err != ErrEmpty {
-		t.Errorf("Acquire on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.Acquire([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Acquire on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
-	if _, err := b.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 
 // goldenFile is a parsed testdata/*.golden file (see compat/testdata/gen).
 type goldenFile struct {
-	header []string // the comment lines
-	conf   string   // the chash config
+	header []string     // the comment lines
+	pool   *config.Pool // the chash config's pool
 	c      routeCase
 	keys   [][]byte
 	want   []string
@@ -41,8 +41,7 @@ func readGolden(t *testing.T, path string) goldenFile {
 			conf.WriteString(line)
 		}
 	}
-	g.conf = conf.String()
-	f, err := config.Parse(path, []byte(g.conf))
+	f, err := config.Parse(path, []byte(conf.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +49,7 @@ func readGolden(t *testing.T, path string) goldenFile {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.pool = p
 	g.c = routeCase{name: filepath.Base(path), distribution: p.Distribution, hash: p.Hash, hashTag: p.HashTag}
 	for _, s := range p.Servers {
 		g.c.servers = append(g.c.servers, live.Server{Host: s.Host, Port: s.Port, Weight: s.Weight, Alias: s.Alias})
@@ -91,7 +91,7 @@ func TestGolden(t *testing.T) {
 			if len(g.keys) < 200 {
 				t.Errorf("%d keys; want at least 200", len(g.keys))
 			}
-			got, err := routeConfig(path, g.conf, g.keys)
+			got, err := routeConfig(path, g.pool, g.keys)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,11 +3,11 @@ package compat_test
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/compat/internal/live"
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // This file holds what the golden tests and the interop tests share: cases written
@@ -23,21 +23,9 @@ type routeCase struct {
 	servers      []live.Server
 }
 
-// yaml returns the case as a chash config with one pool, "pool".
-func (c routeCase) yaml() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pool:\n  distribution: %s\n", c.distribution)
-	if c.hash != "" {
-		fmt.Fprintf(&b, "  hash: %s\n", c.hash)
-	}
-	if c.hashTag != "" {
-		fmt.Fprintf(&b, "  hash_tag: %q\n", c.hashTag)
-	}
-	b.WriteString("  servers:\n")
-	for _, s := range c.servers {
-		fmt.Fprintf(&b, "   - %s\n", s.Spec())
-	}
-	return b.String()
+// pool returns the case as a chash config's pool, "pool".
+func (c routeCase) pool() *config.Pool {
+	return live.Pool{Distribution: c.distribution, Hash: c.hash, HashTag: c.hashTag, Servers: c.servers}.Config("")
 }
 
 // displayName is the name chash route prints for s: its alias, else host:port.
@@ -48,26 +36,31 @@ func displayName(s live.Server) string {
 	return s.Addr()
 }
 
-// routeConfig routes keys through the pool of conf (a chash config named file),
-// as chash route does, and returns the server names.
-func routeConfig(file, conf string, keys [][]byte) ([]string, error) {
-	f, err := config.Parse(file, []byte(conf))
+// routeConfig routes keys through pool p as chash route does, after writing it
+// to a config named file and reading that back, and returns the server names.
+func routeConfig(file string, p *config.Pool, keys [][]byte) ([]string, error) {
+	conf, err := config.Marshal(&config.File{Path: file, Pools: []*config.Pool{p}})
 	if err != nil {
 		return nil, err
 	}
-	p, err := f.Pool("")
+	f, err := config.Parse(file, conf)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.Router()
-	if err != nil {
+	if p, err = f.Pool(""); err != nil {
 		return nil, err
+	}
+	r, err := dist.Build(p, p.Servers)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, conf)
 	}
 	got := make([]string, len(keys))
 	for i, k := range keys {
-		if got[i], err = r.Lookup(p.HashKey(k)); err != nil {
+		s, err := r.Lookup(p.HashKey(k))
+		if err != nil {
 			return nil, fmt.Errorf("Lookup(%q): %w", k, err)
 		}
+		got[i] = p.Servers[s].Name()
 	}
 	return got, nil
 }

@@ -1,6 +1,9 @@
 package compat
 
 import (
+	"bytes"
+	"crypto/md5"
+	"encoding/binary"
 	"math"
 	"strconv"
 
@@ -98,21 +101,15 @@ func HashTagged(key []byte, tag string) []byte {
 	if len(tag) != 2 {
 		return key
 	}
-	for i, c := range key {
-		if c != tag[0] {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == tag[1] {
-				if j-i > 1 {
-					return key[i+1 : j]
-				}
-				return key
-			}
-		}
+	i := bytes.IndexByte(key, tag[0])
+	if i < 0 {
 		return key
 	}
-	return key
+	j := bytes.IndexByte(key[i+1:], tag[1])
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
 }
 
 // KetamaPoints returns the points a server of weight w owns in a weighted ketama
@@ -156,7 +153,7 @@ func appendKetamaPoints(dst []uint32, name, sep string, from, to, maxLabel int) 
 		if maxLabel > 0 && len(label) > maxLabel {
 			label = label[:maxLabel]
 		}
-		hashfn.KetamaPoints(words[:0], label)
+		ketamaWords(words[:0], label)
 		for a := j % 4; a < 4 && j < to; a++ {
 			dst = append(dst, words[a])
 			j++
@@ -179,4 +176,19 @@ func TwemproxyName(host, port, alias string) string {
 		return host
 	}
 	return host + ":" + port
+}
+
+// ketamaWords appends to dst the four ring points that ketama derives from one
+// label (twemproxy's nc_ketama.c, ketama_hash with alignment 0..3; libmemcached's
+// weighted continuum does the same): for a = 0..3, bytes 4a..4a+3 of MD5(label)
+// read little-endian. The first of them is hashfn.MD5(label). It allocates
+// nothing when dst has room for four more points.
+func ketamaWords(dst []uint32, label []byte) []uint32 {
+	d := md5.Sum(label)
+	return append(dst,
+		binary.LittleEndian.Uint32(d[0:4]),
+		binary.LittleEndian.Uint32(d[4:8]),
+		binary.LittleEndian.Uint32(d[8:12]),
+		binary.LittleEndian.Uint32(d[12:16]),
+	)
 }

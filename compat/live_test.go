@@ -182,7 +182,7 @@ func checkCase(t *testing.T, c routeCase, keys [][]byte, where []int, err error)
 	}
 	want := names(c.servers, where)
 	compareRoutes(t, "library", keys, libraryRoute(t, c, keys), want)
-	got, err := routeConfig(c.name+".yml", c.yaml(), keys)
+	got, err := routeConfig(c.name+".yml", c.pool(), keys)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"crypto/md5"
 	"hash/crc32"
 	"slices"
 	"sort"
@@ -48,12 +49,36 @@ func TestLibketamaNumPoints(t *testing.T) {
 	}
 }
 
+// TestKetamaWords checks the four points of a label against MD5, computed
+// here byte by byte, and that they allocate nothing when dst has room.
+func TestKetamaWords(t *testing.T) {
+	for _, label := range []string{"", "10.0.0.1-0", "10.0.0.1:11212-159", "cache-1-39"} {
+		d := md5.Sum([]byte(label))
+		want := []uint32{7,
+			uint32(d[0]) | uint32(d[1])<<8 | uint32(d[2])<<16 | uint32(d[3])<<24,
+			uint32(d[4]) | uint32(d[5])<<8 | uint32(d[6])<<16 | uint32(d[7])<<24,
+			uint32(d[8]) | uint32(d[9])<<8 | uint32(d[10])<<16 | uint32(d[11])<<24,
+			uint32(d[12]) | uint32(d[13])<<8 | uint32(d[14])<<16 | uint32(d[15])<<24,
+		}
+		if got := ketamaWords([]uint32{7}, []byte(label)); !slices.Equal(got, want) {
+			t.Errorf("ketamaWords([7], %q) = %#x; want %#x", label, got, want)
+		}
+		if got, want := hashfn.MD5([]byte(label)), want[1]; got != want {
+			t.Errorf("MD5(%q) = %#08x; want the first ketama point %#08x", label, got, want)
+		}
+	}
+	dst := make([]uint32, 0, 4)
+	if a := testing.AllocsPerRun(100, func() { dst = ketamaWords(dst[:0], []byte("10.0.0.1-0")) }); a != 0 {
+		t.Errorf("ketamaWords with room: %v allocations; want 0", a)
+	}
+}
+
 // TestKetamaLabels checks the labels and the four words per label.
 func TestKetamaLabels(t *testing.T) {
 	all := Ketama{}.AppendPoints(nil, "10.0.0.1", 0, 12)
 	var want []uint32
 	for _, label := range []string{"10.0.0.1-0", "10.0.0.1-1", "10.0.0.1-2"} {
-		want = hashfn.KetamaPoints(want, []byte(label))
+		want = ketamaWords(want, []byte(label))
 	}
 	if !slices.Equal(all, want) {
 		t.Fatalf("AppendPoints(0, 12) = %x; want %x", all, want)

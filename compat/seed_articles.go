@@ -6,14 +6,18 @@ import (
 	"github.com/chash-dev/chash/hashfn"
 )
 
-// The seed articles are five Chinese blog posts with Java consistent-hash rings
-// (shared/seeds in chash's project). Each function below returns the Seed that
-// routes every key as the article's ring does, given its servers in the order the
-// Java program adds them; the names follow the articles' file names. Their tests
-// run the articles' programs (compat/testdata/seed) on thousands of keys.
+// The seed articles are five blog posts, four in Chinese and one in English,
+// that explain consistent hashing with a small Java ring each: servers placed at
+// the hashes of their names (or of numbered virtual nodes), a key served by the
+// first server at or after its hash. chash began as a study of them. Each
+// function below returns the Seed that routes every key as one article's ring
+// does, given its servers in the order the Java program adds them; the articles
+// are numbered 000 to 004, in the order chash studied them. Their tests run the
+// articles' programs, rebuilt in compat/testdata/seed, on thousands of keys.
 
-// SeedArticle000 is the ring of 000_e9707e8ab86841d9.txt,
-// ConsistentHashingWithVirtualNode: 5 virtual nodes per server,
+// SeedArticle000 is the ring of article 000, a Chinese post that first places five
+// servers on a ring without virtual nodes and then, to even out their shares, with
+// them: its ConsistentHashingWithVirtualNode gives 5 virtual nodes per server,
 // "192.168.0.0:111&&VN0" ... "192.168.0.0:111&&VN4", hashed with the article's
 // FNV1_32_HASH getHash (java_fnv1_32), as are keys. For another VIRTUAL_NODES set
 // Points. The article's first program, ConsistentHashingWithoutVirtualNode, is
@@ -23,22 +27,22 @@ func SeedArticle000() Seed {
 	return Seed{Points: 5}
 }
 
-// SeedArticle001 is the ring of 001_37c3335863982e2d.txt, ConsistentHash<T> built
-// with its no-argument constructor: 3 replicas per server at rehash(i + ":" +
-// node), "0:192.168.2.106" ... "2:192.168.2.106", and keys at rehash(key), where
-// rehash is String.hashCode spread and made non-negative (java_hashcode_spread).
-// Its lookup, the first point ≥ the key's hash with the index taken modulo the
-// number of points, is Seed's. For ConsistentHash(replicas, Utils::rehash) set
-// Points.
+// SeedArticle001 is the ring of article 001, a Chinese post on data skew that
+// writes a generic ConsistentHash<T> class; built with its no-argument constructor,
+// it puts 3 replicas per server at rehash(i + ":" + node), "0:192.168.2.106" ...
+// "2:192.168.2.106", and keys at rehash(key), where rehash is String.hashCode
+// spread and made non-negative (java_hashcode_spread). Its lookup, the first point
+// ≥ the key's hash with the index taken modulo the number of points, is Seed's. For
+// ConsistentHash(replicas, Utils::rehash) set Points.
 func SeedArticle001() Seed {
 	return Seed{Points: 3, Label: "{i}:{name}", HashFunc: hashfn.JavaHashCodeSpread}
 }
 
-// SeedArticle002 is the ring of 002_928219273e2ab314.txt, new
-// ConsistentHash(replicas, nodes): virtual nodes node + "#" + i,
-// "192.168.0.1:8888#0" ..., and keys, hashed with the FNV1_32_HASH getHash
-// (java_fnv1_32). It is an error if replicas is below 1: the Java ring would then
-// be empty.
+// SeedArticle002 is the ring of article 002, a Chinese post on consistent hashing
+// for distributed storage, whose new ConsistentHash(replicas, nodes) places virtual
+// nodes node + "#" + i, "192.168.0.1:8888#0" ..., and keys, hashed with the
+// FNV1_32_HASH getHash (java_fnv1_32). It is an error if replicas is below 1: the
+// Java ring would then be empty.
 func SeedArticle002(replicas int) (Seed, error) {
 	if replicas < 1 {
 		return Seed{}, fmt.Errorf("compat: seed article 002: %d replicas; want at least 1", replicas)
@@ -46,22 +50,24 @@ func SeedArticle002(replicas int) (Seed, error) {
 	return Seed{Points: replicas, Label: "{name}#{i}"}, nil
 }
 
-// SeedArticle003 is the ring of 003_4e018a8b45ca771b.txt,
-// ConsistentHashingWithoutVirtualNode: no virtual nodes, one point per server at
-// getHash(server), keys at getHash(key), with the FNV1_32_HASH getHash
-// (java_fnv1_32). It is also the first program of SeedArticle000's article, except
-// that that one throws NoSuchElementException for a key past the last point where
-// this one, like the 003 program, wraps to the first.
+// SeedArticle003 is the ring of article 003, a Chinese post that walks through
+// adding and removing a server, with its ConsistentHashingWithoutVirtualNode: no
+// virtual nodes, one point per server at getHash(server), keys at getHash(key),
+// with the FNV1_32_HASH getHash (java_fnv1_32). It is also the first program of
+// SeedArticle000's article, except that that one throws NoSuchElementException for
+// a key past the last point where this one, like the 003 program, wraps to the
+// first.
 func SeedArticle003() Seed {
 	return Seed{}
 }
 
-// SeedArticle004 is the ring of 004_a30ec39aea443aa7.txt, new
-// ConsistentHash<T>(hashFunction, replicas, nodes): virtual nodes at
-// hashFunction.hash(node.toString() + i), "192.168.0.1:88880",
-// "192.168.0.1:88881", ..., and keys at hashFunction.hash(key), where
-// hashFunction is the function called hash (see Seed.WithHash; java_hashcode is
-// key.hashCode()). It is an error if replicas is below 1 or the hash is unknown.
+// SeedArticle004 is the ring of article 004, an English post on laying out servers
+// with a hash function, whose new ConsistentHash<T>(hashFunction, replicas, nodes)
+// places virtual nodes at hashFunction.hash(node.toString() + i),
+// "192.168.0.1:88880", "192.168.0.1:88881", ..., and keys at
+// hashFunction.hash(key), where hashFunction is the function called hash (see
+// Seed.WithHash; java_hashcode is key.hashCode()). It is an error if replicas is
+// below 1 or the hash is unknown.
 func SeedArticle004(replicas int, hash string) (Seed, error) {
 	if replicas < 1 {
 		return Seed{}, fmt.Errorf("compat: seed article 004: %d replicas; want at least 1", replicas)

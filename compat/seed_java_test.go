@@ -17,6 +17,7 @@ import (
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -54,10 +55,10 @@ func (c seedCommand) String() string {
 // seedRing is what must route as a seedCommand: the compat preset and the
 // settings of a chash config's seed pool.
 type seedRing struct {
-	preset   compat.Seed
-	settings string // YAML lines of the pool: points, label, hash
-	hash     hashfn.Func
-	bytes    bool // the Java hash reads the key's UTF-8 bytes, so keys must be valid UTF-8
+	preset compat.Seed
+	config func(p *config.Pool) // sets the pool's points, label and hash
+	hash   hashfn.Func
+	bytes  bool // the Java hash reads the key's UTF-8 bytes, so keys must be valid UTF-8
 }
 
 // ring returns the preset and config that route as c does.
@@ -86,19 +87,19 @@ func (c seedCommand) ring() (seedRing, error) {
 		if n == 0 {
 			r.preset = compat.SeedArticle003() // the article's first program
 		}
-		r.settings = fmt.Sprintf("points: %d\n", n) // the default label and hash
+		r.config = func(p *config.Pool) { p.Points = n } // the default label and hash
 	case "Article001":
 		r.preset = compat.SeedArticle001()
 		r.preset.Points = n
-		r.settings = fmt.Sprintf("points: %d\nlabel: \"{i}:{name}\"\nhash: java_hashcode_spread\n", n)
+		r.config = func(p *config.Pool) { p.Points, p.Label, p.Hash = n, "{i}:{name}", "java_hashcode_spread" }
 	case "Article002":
 		r.preset, err = compat.SeedArticle002(n)
-		r.settings = fmt.Sprintf("points: %d\nlabel: \"{name}#{i}\"\nhash: java_fnv1_32\n", n)
+		r.config = func(p *config.Pool) { p.Points, p.Label, p.Hash = n, "{name}#{i}", "java_fnv1_32" }
 	case "Article003":
 		r.preset = compat.SeedArticle003()
 	case "Article004":
 		r.preset, err = compat.SeedArticle004(n, c.args[1])
-		r.settings = fmt.Sprintf("points: %d\nlabel: \"{name}{i}\"\nhash: %s\n", n, c.args[1])
+		r.config = func(p *config.Pool) { p.Points, p.Label, p.Hash = n, "{name}{i}", c.args[1] }
 		r.bytes = c.args[1] == "md5"
 	}
 	r.hash = r.preset.HashFunc
@@ -124,19 +125,18 @@ func seedServerList(t *testing.T, path string) []string {
 	return s
 }
 
-// seedConfig returns a chash config with one seed pool over servers, named by
+// seedConfig returns a chash config's seed pool over servers, named by
 // aliases, in the order the Java program adds them.
-func seedConfig(r seedRing, servers []string) string {
-	var b strings.Builder
-	b.WriteString("pool:\n  distribution: seed\n")
-	for line := range strings.Lines(r.settings) {
-		b.WriteString("  " + line)
+func seedConfig(r seedRing, servers []string) *config.Pool {
+	p := config.NewPool("pool")
+	p.Distribution = "seed"
+	if r.config != nil {
+		r.config(p)
 	}
-	b.WriteString("  servers:\n")
 	for i, s := range servers {
-		fmt.Fprintf(&b, "   - %s\n", strconv.Quote(fmt.Sprintf("127.0.0.1:%d:1 %s", 10000+i, s)))
+		p.Servers = append(p.Servers, config.Server{Host: "127.0.0.1", Port: 10000 + i, Weight: 1, Alias: s})
 	}
-	return b.String()
+	return p
 }
 
 // seedJavaRoute is what an article program printed for one key.
@@ -200,10 +200,9 @@ func checkSeedRoutes(t *testing.T, c seedCommand, servers []string, keys [][]byt
 	}
 	compareRoutes(t, c.String()+": preset", keys, got, wantServers)
 
-	conf := seedConfig(r, servers)
-	got, err = routeConfig("seed.yml", conf, keys)
+	got, err = routeConfig("seed.yml", seedConfig(r, servers), keys)
 	if err != nil {
-		t.Fatalf("%v: %v\n%s", c, err, conf)
+		t.Fatalf("%v: %v", c, err)
 	}
 	compareRoutes(t, c.String()+": chash route", keys, got, wantServers)
 	return throws

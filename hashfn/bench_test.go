@@ -29,12 +29,3 @@ func BenchmarkHash(b *testing.B) {
 		})
 	}
 }
-
-func BenchmarkKetamaPoints(b *testing.B) {
-	label := []byte("10.0.0.1:11212-159")
-	dst := make([]uint32, 0, 4)
-	b.SetBytes(int64(len(label)))
-	for b.Loop() {
-		dst = KetamaPoints(dst[:0], label)
-	}
-}

@@ -24,20 +24,6 @@ func Example() {
 	// true
 }
 
-func ExampleKetamaPoints() {
-	// The first four of the 160 points of server "10.0.0.1:11211" on a ketama ring
-	// (port 11211 is left out of the label, as twemproxy and libmemcached do).
-	points := hashfn.KetamaPoints(nil, []byte("10.0.0.1-0"))
-	for _, p := range points {
-		fmt.Printf("0x%08x\n", p)
-	}
-	// Output:
-	// 0x2194783c
-	// 0x36d6a85b
-	// 0xf1edf592
-	// 0x40a9b8cf
-}
-
 func ExampleCRC32() {
 	// twemproxy's crc32 keeps 15 bits of the CRC; crc32a is the full CRC-32.
 	fmt.Printf("0x%08x 0x%08x\n", hashfn.CRC32([]byte("123456789")), hashfn.CRC32A([]byte("123456789")))

@@ -1,7 +1,6 @@
 package hashfn
 
 import (
-	"crypto/md5"
 	"hash/crc32"
 	"hash/fnv"
 	"slices"
@@ -83,30 +82,8 @@ func TestAllocs(t *testing.T) {
 			}
 		}
 	}
-	dst := make([]uint32, 0, 4)
-	if a := testing.AllocsPerRun(100, func() { dst = KetamaPoints(dst[:0], key[:20]) }); a != 0 {
-		t.Errorf("KetamaPoints with room: %v allocations; want 0", a)
-	}
 	if a := testing.AllocsPerRun(100, func() { String(FNV1a_64, "user:1000") }); a != 0 {
 		t.Errorf("String: %v allocations; want 0", a)
-	}
-}
-
-func TestKetamaPoints(t *testing.T) {
-	for _, label := range []string{"", "10.0.0.1-0", "10.0.0.1:11212-159", "cache-1-39"} {
-		d := md5.Sum([]byte(label))
-		want := []uint32{7,
-			uint32(d[0]) | uint32(d[1])<<8 | uint32(d[2])<<16 | uint32(d[3])<<24,
-			uint32(d[4]) | uint32(d[5])<<8 | uint32(d[6])<<16 | uint32(d[7])<<24,
-			uint32(d[8]) | uint32(d[9])<<8 | uint32(d[10])<<16 | uint32(d[11])<<24,
-			uint32(d[12]) | uint32(d[13])<<8 | uint32(d[14])<<16 | uint32(d[15])<<24,
-		}
-		if got := KetamaPoints([]uint32{7}, []byte(label)); !slices.Equal(got, want) {
-			t.Errorf("KetamaPoints([7], %q) = %#x; want %#x", label, got, want)
-		}
-		if got, want := MD5([]byte(label)), want[1]; got != want {
-			t.Errorf("MD5(%q) = %#08x; want the first ketama point %#08x", label, got, want)
-		}
 	}
 }
 

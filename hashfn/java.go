@@ -1,7 +1,7 @@
 package hashfn
 
 // JavaFNV1_32 is the "FNV1_32_HASH" of the seed articles' Java rings (see
-// shared/specs/compat.md, section 7): FNV-1a over the UTF-16 code units of the key
+// compat.SeedArticle000): FNV-1a over the UTF-16 code units of the key
 // as Java sees it, h = (h ^ c) * 16777619 from h = (int) 2166136261L, then five
 // mixing steps on a signed 32-bit int with arithmetic right shifts, then Math.abs.
 // Math.abs leaves math.MinInt32 negative, so the result, read as a Java int, is in

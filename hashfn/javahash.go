@@ -27,9 +27,9 @@ func JavaHashCode(key []byte) uint32 {
 }
 
 // JavaHashCodeSpread is the rehash of seed article 001's ConsistentHash
-// (001_37c3335863982e2d.txt, Utils.rehash), HashMap's spreading step with the sign
-// bit cleared: (h ^ (h >>> 16)) & 0x7fffffff with h = JavaHashCode(key). Its values
-// are in [0, 2^31).
+// (Utils.rehash; see compat.SeedArticle001), HashMap's spreading step with the
+// sign bit cleared: (h ^ (h >>> 16)) & 0x7fffffff with h = JavaHashCode(key).
+// Its values are in [0, 2^31).
 func JavaHashCodeSpread(key []byte) uint32 {
 	h := JavaHashCode(key)
 	return (h ^ h>>16) & 0x7fffffff

@@ -15,19 +15,3 @@ func MD5(key []byte) uint32 {
 	d := md5.Sum(key)
 	return binary.LittleEndian.Uint32(d[0:4])
 }
-
-// KetamaPoints appends to dst the four ring points that ketama derives from one
-// label (twemproxy src/hashkit/nc_ketama.c, ketama_hash with alignment 0..3;
-// libmemcached's weighted continuum does the same): for a = 0..3, bytes 4a..4a+3
-// of MD5(label) read little-endian. The first of them equals MD5(label).
-//
-// KetamaPoints allocates nothing when dst has room for four more points.
-func KetamaPoints(dst []uint32, label []byte) []uint32 {
-	d := md5.Sum(label)
-	return append(dst,
-		binary.LittleEndian.Uint32(d[0:4]),
-		binary.LittleEndian.Uint32(d[4:8]),
-		binary.LittleEndian.Uint32(d[8:12]),
-		binary.LittleEndian.Uint32(d[12:16]),
-	)
-}

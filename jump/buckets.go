@@ -11,9 +11,6 @@ import (
 	"github.com/chash-dev/chash"
 )
 
-// ErrEmpty is returned by lookups when there are no nodes.
-var ErrEmpty = errors.New("jump: no nodes")
-
 // Config configures Buckets. The zero value is ready to use.
 type Config struct {
 	// Back selects JumpBackHash (Back) instead of Lamping and Veach's Hash. The
@@ -37,7 +34,7 @@ type Buckets struct {
 // New returns Buckets over nodes, in the order given. It is an error, naming
 // the node, for an empty or duplicate name or a weight other than 1 (jump
 // hashing has no weights). An empty list gives Buckets whose lookups return
-// ErrEmpty.
+// chash.ErrEmpty.
 func New(cfg Config, nodes []chash.Node) (*Buckets, error) {
 	b := &Buckets{cfg: cfg}
 	return b.Add(nodes...)
@@ -87,7 +84,7 @@ func (b *Buckets) Remove(name string) (*Buckets, error) {
 // Lookup returns the name of the node that owns key. It allocates nothing.
 func (b *Buckets) Lookup(key []byte) (string, error) {
 	if len(b.names) == 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	var h uint64
 	if b.cfg.KeyHash != nil {

@@ -28,7 +28,7 @@ package jump
 import (
 	"math/bits"
 
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // Hash returns the bucket in [0, n) of key under Lamping and Veach's jump
@@ -62,7 +62,7 @@ func Back(key uint64, n int) int {
 	}
 	nb := uint32(n)
 	state := key + golden
-	r0 := hashfn.Mix64(state)
+	r0 := splitmix.Mix64(state)
 	// Bit i of x is set when the key's jump sequence has a jump in [2^i, 2^(i+1)),
 	// an event of probability 1/2; only intervals below n matter.
 	x := uint32(r0^r0>>32) & (1<<bits.Len32(nb-1) - 1)
@@ -83,7 +83,7 @@ func Back(key uint64, n int) int {
 		mask := lo<<1 - 1
 		for {
 			state += golden
-			r1 := hashfn.Mix64(state)
+			r1 := splitmix.Mix64(state)
 			c := uint32(r1) & mask
 			if c < lo {
 				break

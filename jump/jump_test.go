@@ -2,6 +2,7 @@ package jump
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 type vector struct {
@@ -86,7 +87,7 @@ func TestMonotone(t *testing.T) {
 		s := uint64(1)
 		for range 2000 {
 			s += golden
-			key := hashfn.Mix64(s)
+			key := splitmix.Mix64(s)
 			prev := fn.f(key, 1)
 			if prev != 0 {
 				t.Fatalf("%s(%#x, 1) = %d; want 0", fn.name, key, prev)
@@ -112,7 +113,7 @@ func TestUniform(t *testing.T) {
 			s := uint64(7)
 			for range keys {
 				s += golden
-				counts[fn.f(hashfn.Mix64(s), n)]++
+				counts[fn.f(splitmix.Mix64(s), n)]++
 			}
 			mean := float64(keys) / float64(n)
 			sd := math.Sqrt(mean * (1 - 1/float64(n)))
@@ -209,8 +210,8 @@ func TestBucketsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.LookupString("x"); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.LookupString("x"); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

@@ -37,7 +37,6 @@ package maglev
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -47,7 +46,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // DefaultSize is the table size when Config.Size is zero, the smaller of the
@@ -56,9 +55,6 @@ const DefaultSize = 65537
 
 // maxSize caps the table at 2^28 entries (1 GiB at 4 bytes).
 const maxSize = 1 << 28
-
-// ErrEmpty is returned by lookups when there are no nodes.
-var ErrEmpty = errors.New("maglev: no nodes")
 
 // Config configures a Table. The zero value is ready to use.
 type Config struct {
@@ -84,7 +80,7 @@ type Table struct {
 // New builds the table of nodes. It is an error, naming the node, for an empty
 // or duplicate name or a weight below 1, and an error if Size is not a prime or
 // is smaller than the total weight. An empty list gives a Table whose lookups
-// return ErrEmpty. The table depends only on the nodes, not on their order;
+// return chash.ErrEmpty. The table depends only on the nodes, not on their order;
 // Order is ignored.
 func New(cfg Config, nodes []chash.Node) (*Table, error) {
 	m := cfg.Size
@@ -129,7 +125,7 @@ func (t *Table) populate() {
 	for i, node := range t.nodes {
 		h := xxhash.Sum64String(node.Name)
 		next[i] = h % m
-		skip[i] = hashfn.Mix64(h)%(m-1) + 1
+		skip[i] = splitmix.Mix64(h)%(m-1) + 1
 	}
 	entry := make([]int32, m)
 	for j := range entry {
@@ -200,7 +196,7 @@ func (t *Table) Lookup(key []byte) (string, error) {
 	if t32 := t.t32; j < uint64(len(t32)) {
 		return t.names[t32[j]], nil
 	}
-	return "", ErrEmpty
+	return "", chash.ErrEmpty
 }
 
 // LookupString is Lookup for a string key; it does not copy the key.

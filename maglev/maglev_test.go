@@ -1,6 +1,7 @@
 package maglev
 
 import (
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -152,8 +153,8 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := tb.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

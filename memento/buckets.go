@@ -12,9 +12,6 @@ import (
 	"github.com/chash-dev/chash"
 )
 
-// ErrEmpty is returned by lookups when no node is working.
-var ErrEmpty = errors.New("memento: no nodes")
-
 // Config configures Buckets. The zero value is ready to use.
 type Config struct {
 	// KeyHash hashes a key to 64 bits. If nil, it defaults to XXH64 with seed 0.
@@ -33,7 +30,7 @@ type Buckets struct {
 
 // New returns Buckets over nodes, in the order given, none removed. It is an
 // error, naming the node, for an empty or duplicate name or a weight other
-// than 1. An empty list gives Buckets whose lookups return ErrEmpty.
+// than 1. An empty list gives Buckets whose lookups return chash.ErrEmpty.
 func New(cfg Config, nodes []chash.Node) (*Buckets, error) {
 	t, _ := NewTable(0)
 	b := &Buckets{cfg: cfg, t: t, bucket: map[string]int{}}
@@ -97,7 +94,7 @@ func (b *Buckets) Lookup(key []byte) (string, error) {
 	}
 	i := b.t.Bucket(h)
 	if i < 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	return b.names[i], nil
 }

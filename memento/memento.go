@@ -29,7 +29,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 	"github.com/chash-dev/chash/jump"
 )
 
@@ -86,7 +86,7 @@ func (t *Table) Bucket(h uint64) int {
 		// Rehash among the e.replacer buckets working right after b left.
 		// Those that left earlier (a larger replacer) stand for the bucket
 		// that took their place, which may itself be b, and so on.
-		b = int(hashfn.Mix64(h^uint64(b+1)*golden) % uint64(e.replacer))
+		b = int(splitmix.Mix64(h^uint64(b+1)*golden) % uint64(e.replacer))
 		for {
 			f, gone := t.removed[b]
 			if !gone || f.replacer < e.replacer {

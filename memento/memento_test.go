@@ -1,6 +1,7 @@
 package memento
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -8,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/algotest"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 func hashes(n int) []uint64 {
@@ -17,7 +18,7 @@ func hashes(n int) []uint64 {
 	s := uint64(99)
 	for i := range hs {
 		s += golden
-		hs[i] = hashfn.Mix64(s)
+		hs[i] = splitmix.Mix64(s)
 	}
 	return hs
 }
@@ -183,8 +184,8 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	b, _ := New(Config{}, nil)
-	if _, err := b.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := b.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 	b, _ = New(Config{}, algotest.Nodes(2))
 	if _, err := b.Remove("nope"); err == nil {

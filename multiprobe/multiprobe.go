@@ -25,7 +25,6 @@ package multiprobe
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -34,15 +33,12 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // DefaultProbes is the number of probes when Config.Probes is zero, the
 // paper's choice for a peak-to-mean load ratio of 1.05.
 const DefaultProbes = 21
-
-// ErrEmpty is returned by lookups when there are no nodes.
-var ErrEmpty = errors.New("multiprobe: no nodes")
 
 // Config configures a Ring. The zero value is ready to use.
 type Config struct {
@@ -73,7 +69,7 @@ type Ring struct {
 
 // New builds the ring of nodes. It is an error, naming the node, for an empty
 // or duplicate name or a weight below 1, and an error for a negative Probes or
-// Points. An empty list gives a Ring whose lookups return ErrEmpty. The ring
+// Points. An empty list gives a Ring whose lookups return chash.ErrEmpty. The ring
 // depends only on the nodes, not on their order; points that collide go to
 // the node whose name sorts first, and Order is ignored.
 func New(cfg Config, nodes []chash.Node) (*Ring, error) {
@@ -101,7 +97,7 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	for i, n := range ns {
 		seed := xxhash.Sum64String(n.Name)
 		for j := range n.Weight * per {
-			pts = append(pts, point{hashfn.Mix64(seed + uint64(j)*golden), uint32(i)})
+			pts = append(pts, point{splitmix.Mix64(seed + uint64(j)*golden), uint32(i)})
 		}
 	}
 	r.nodes = ns
@@ -162,7 +158,7 @@ func (r *Ring) best(key []byte) int {
 	bestI, bestD := 0, ^uint64(0)
 	for range r.probes {
 		h += golden
-		p := hashfn.Mix64(h)
+		p := splitmix.Mix64(h)
 		i := r.search(p)
 		if i == last {
 			i = 0 // wrapped: the first point, at distance 2^64 - p + pos[0]
@@ -177,7 +173,7 @@ func (r *Ring) best(key []byte) int {
 // Lookup returns the name of the node that owns key. It allocates nothing.
 func (r *Ring) Lookup(key []byte) (string, error) {
 	if len(r.pos) == 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	return r.nodes[r.own[r.best(key)]].Name, nil
 }
@@ -194,7 +190,7 @@ func (r *Ring) LookupString(key string) (string, error) {
 // adding the next one. It allocates only if dst lacks capacity or n > 8.
 func (r *Ring) AppendN(dst []string, key []byte, n int) ([]string, error) {
 	if len(r.pos) == 0 {
-		return dst, ErrEmpty
+		return dst, chash.ErrEmpty
 	}
 	n = min(n, len(r.nodes))
 	if n <= 0 {

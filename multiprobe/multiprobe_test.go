@@ -1,12 +1,13 @@
 package multiprobe
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/algotest"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
 
 // TestBalance measures the load of each node over many keys. The paper
@@ -80,7 +81,7 @@ func TestLookupBrute(t *testing.T) {
 		bestD, bestO := ^uint64(0), uint32(0)
 		for range 5 {
 			h += golden
-			p := hashfn.Mix64(h)
+			p := splitmix.Mix64(h)
 			for j, q := range pts {
 				if d := q - p; d < bestD {
 					bestD, bestO = d, r.own[j]
@@ -128,8 +129,8 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	r, _ := New(Config{}, nil)
-	if _, err := r.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := r.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

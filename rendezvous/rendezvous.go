@@ -27,7 +27,6 @@ package rendezvous
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -36,11 +35,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/splitmix"
 )
-
-// ErrEmpty is returned by lookups when there are no nodes.
-var ErrEmpty = errors.New("rendezvous: no nodes")
 
 // Config configures a Set. The zero value is ready to use.
 type Config struct {
@@ -70,7 +66,7 @@ const maxClasses = 16
 
 // New returns a Set of nodes. It is an error, naming the node, for an empty or
 // duplicate name or a weight below 1. An empty list gives a Set whose lookups
-// return ErrEmpty. Routing depends only on the nodes, not on their order;
+// return chash.ErrEmpty. Routing depends only on the nodes, not on their order;
 // Order is ignored (scores do not tie in practice).
 func New(cfg Config, nodes []chash.Node) (*Set, error) {
 	if err := chash.CheckNodes(nodes); err != nil {
@@ -113,7 +109,7 @@ func (s *Set) hash(key []byte) uint64 {
 
 // draw returns node i's 53-bit uniform draw for the key hash h, in [1, 2^53].
 func (s *Set) draw(h uint64, i int) uint64 {
-	return hashfn.Mix64(h^s.seeds[i])>>11 + 1
+	return splitmix.Mix64(h^s.seeds[i])>>11 + 1
 }
 
 // score returns node i's score for the key hash h: −w/ln(U) with U ∈ (0, 1],
@@ -132,7 +128,7 @@ func (s *Set) score(h uint64, i int) float64 {
 // allocates nothing.
 func (s *Set) Lookup(key []byte) (string, error) {
 	if len(s.nodes) == 0 {
-		return "", ErrEmpty
+		return "", chash.ErrEmpty
 	}
 	h := s.hash(key)
 	if s.class != nil {
@@ -189,7 +185,7 @@ func (s *Set) LookupString(key string) (string, error) {
 // n > 16.
 func (s *Set) AppendN(dst []string, key []byte, n int) ([]string, error) {
 	if len(s.nodes) == 0 {
-		return dst, ErrEmpty
+		return dst, chash.ErrEmpty
 	}
 	n = min(n, len(s.nodes))
 	if n <= 0 {

@@ -1,6 +1,7 @@
 package rendezvous
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -133,11 +134,11 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	s, _ := New(Config{}, nil)
-	if _, err := s.Lookup([]byte("k")); err != ErrEmpty {
-		t.Errorf("Lookup on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := s.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("Lookup on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
-	if _, err := s.AppendN(nil, []byte("k"), 2); err != ErrEmpty {
-		t.Errorf("AppendN on no nodes: err = %v; want ErrEmpty", err)
+	if _, err := s.AppendN(nil, []byte("k"), 2); !errors.Is(err, chash.ErrEmpty) {
+		t.Errorf("AppendN on no nodes: err = %v; want chash.ErrEmpty", err)
 	}
 }
 

@@ -4,24 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"strconv"
-	"strings"
-	"time"
-	"unicode/utf8"
 
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
-	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/analyze"
-	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/plot"
 )
 
@@ -57,12 +45,15 @@ weight), and the summary: the most loaded server's share over its fair share
 the load (std/mean, the root mean square of share/fair - 1).
 
 The shares are exact wherever the distribution allows: from arc lengths for a
-ring (chash and seed pools; the twemproxy-compatible rings once the config
-package exposes their rings), from table entries for a lookup table. Other
-distributions are measured by routing --sample generated keys (1000000 by
-default) and counting; the output says which. Given --sample for an exact
+ring (chash, seed, balanced and the rings of deployed programs: ketama,
+libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
+entries for maglev's lookup table. A load-aware distribution (bounded) places
+--sample generated keys (1000000 by default) in turn, each counting as load, as
+chash route places the keys it reads; the others are measured by routing that
+many keys and counting. The output says which. Given --sample for an exact
 distribution, analyze also routes that many sample keys and prints the sampled
-shares next to the exact ones, as a cross-check.
+shares next to the exact ones, as a cross-check. A pool whose distribution is
+random has no shares to measure: each request goes to a server at random.
 
 With --keys, analyze also routes every key of FILE (one per line, as chash
 route reads them; "-" for standard input) and prints how many went to each
@@ -78,7 +69,7 @@ computed from the ring say nothing of that.
 --format json prints one JSON object, a stable interface:
 
 	{"config": FILE, "pool": NAME, "distribution": NAME,
-	 "method": "arcs"|"table"|"sample", "total": N,
+	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 	 "nodes": [{"name", "weight", "share", "expected", "ratio", "count"}, ...],
 	 "max_over_mean", "min_over_mean", "std_over_mean", "most", "least",
 	 "sample": {...}, "keys": {...},
@@ -136,70 +127,89 @@ func (f *analyzeFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	if f.sample < 1 {
 		return cmd.UsageError(env.Stderr, "--sample %d: want at least 1", f.sample)
 	}
-	pool, r, code := loadPool(cmd, env, f.config, f.pool)
+	p, code := loadPool(cmd, env, f.config, f.pool)
 	if code != 0 {
 		return code
 	}
-	nodes, names := poolNodes(pool.Servers)
-	out := analyzeOutput{Config: f.config, Pool: pool.Name, Distribution: pool.Distribution}
-	b, err := analyze.Measure(r, nodes, hashKeys(pool, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")))
+	pool, code := measure(cmd, env, p, p.Servers)
+	if code != 0 {
+		return code
+	}
+	out := analyzeOutput{Config: f.config, Pool: p.Name, Distribution: p.Distribution}
+	sample := func() iter.Seq[[]byte] {
+		return progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")
+	}
+	b, err := pool.Balance(sample())
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	b.Reorder(names)
 	out.Balance = b
-	if out.SimilarKeys, err = analyze.Cluster(r, b, similarGroups, pool.HashKey); err != nil {
+	if out.SimilarKeys, err = pool.Cluster(b, similarGroups); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	if b.Method != analyze.MethodSample && flagSet(&cmd.Flag, "sample") {
-		s, err := analyze.Sample(r, nodes, hashKeys(pool, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")))
-		if err != nil {
+	if b.Exact() && flagSet(&cmd.Flag, "sample") {
+		if out.Sample, err = pool.Sample(sample()); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
 			return 1
 		}
-		s.Reorder(names)
-		out.Sample = s
 	}
 	if f.keys != "" {
-		k, err := countKeyFile(env, f.keys, pool, r, nodes)
-		if err != nil {
+		if out.Keys, err = countKeyFile(env, f.keys, pool); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
 			return 1
 		}
-		k.Reorder(names)
-		out.Keys = k
 	}
 	if err := f.write(env.Stdout, &out); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
+	title := fmt.Sprintf("Pool %q (%s), %d servers", p.Name, p.Distribution, len(pool.Nodes))
 	if f.plot != "" {
-		title := fmt.Sprintf("Pool %q (%s), %d servers", pool.Name, pool.Distribution, len(nodes))
 		if err := savePlot(f.plot, func() (*plot.Chart, error) { return plot.Shares(b, title) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
 			return 1
 		}
 	}
 	if f.ringPlot != "" {
-		ring, rename := ringOf(r)
-		if ring == nil {
-			cmd.Errorf(env.Stderr, "--ring-plot: distribution %s has no ring to draw", pool.Distribution)
+		arcs := pool.Arcs()
+		if arcs == nil {
+			cmd.Errorf(env.Stderr, "--ring-plot: distribution %s has no ring to draw", p.Distribution)
 			return 1
 		}
-		pic := plot.RingPicture{
-			Title:  fmt.Sprintf("Pool %q (%s), %d servers", pool.Name, pool.Distribution, len(nodes)),
-			Nodes:  names,
-			Labels: shareLabels(b, names),
-			Layers: []plot.Layer{{Arcs: renameArcs(analyze.Arcs(ring), rename)}},
-		}
+		pic := plot.RingPicture{Title: title, Nodes: pool.Names(), Labels: shareLabels(b, pool.Names()), Layers: []plot.Layer{{Arcs: arcs}}}
 		if err := savePlot(f.ringPlot, func() (*plot.Chart, error) { return plot.Ring(pic) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
 			return 1
 		}
 	}
 	return 0
+}
+
+// shareLabels returns legend labels "name  12.34%" in names order.
+func shareLabels(b *analyze.Balance, names []string) []string {
+	labels := make([]string, len(names))
+	for i, name := range names {
+		labels[i] = name
+		if n, ok := b.Node(name); ok {
+			labels[i] = fmt.Sprintf("%s  %s", name, pct(n.Share))
+		}
+	}
+	return labels
+}
+
+// countKeyFile routes every line of the named file ("-": standard input).
+func countKeyFile(env *Env, path string, pool *analyze.Pool) (*analyze.Balance, error) {
+	lines, readErr, err := keyFile(env, path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pool.Count(lines)
+	if err := readErr(); err != nil {
+		return nil, err
+	}
+	return b, err
 }
 
 func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
@@ -273,42 +283,6 @@ func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
 	return bw.Flush()
 }
 
-// writeTable writes rows under head (if not nil) in columns two spaces apart,
-// each line starting with indent; align has an 'l' (left) or 'r' (right) for
-// each column.
-func writeTable(w io.Writer, indent string, head []string, rows [][]string, align string) {
-	if head != nil {
-		rows = append([][]string{head}, rows...)
-	}
-	var width []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i == len(width) {
-				width = append(width, 0)
-			}
-			width[i] = max(width[i], utf8.RuneCountInString(c))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		b.WriteString(indent)
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if i < len(align) && align[i] == 'l' {
-				b.WriteString(c)
-				b.WriteString(pad)
-			} else {
-				b.WriteString(pad)
-				b.WriteString(c)
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-}
-
 // summary prints a balance's three ratios, naming the extreme nodes.
 func summary(w io.Writer, prefix string, b *analyze.Balance) {
 	fmt.Fprintf(w, "%smax/mean %.3f (%s)\n", prefix, b.MaxOverMean, b.Most)
@@ -324,209 +298,8 @@ func methodText(b *analyze.Balance) string {
 		return fmt.Sprintf("exact, from the %d entries of the lookup table", b.Total)
 	case analyze.MethodSample:
 		return fmt.Sprintf("sampled, %d generated keys routed (the distribution has no exact form)", b.Total)
+	case analyze.MethodPlaced:
+		return fmt.Sprintf("placed, %d generated keys placed in turn, each counting as load (the distribution is load-aware)", b.Total)
 	}
 	return fmt.Sprintf("%d keys counted", b.Total)
-}
-
-// pct formats a fraction as a percentage with two decimals.
-func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + "%" }
-
-// fmtFloat formats a float for CSV: the shortest form that reads back exactly.
-func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// checkOutput checks the --format and plot flags shared by the analysis commands.
-func checkOutput(cmd *Command, env *Env, format string, plots ...string) int {
-	switch format {
-	case "text", "json", "csv":
-	default:
-		return cmd.UsageError(env.Stderr, "--format %q: want text, json or csv", format)
-	}
-	for _, p := range plots {
-		if p == "" {
-			continue
-		}
-		if _, err := plot.Format(p); err != nil {
-			return cmd.UsageError(env.Stderr, "%v", err)
-		}
-	}
-	return 0
-}
-
-// loadPool loads a pool and builds its router; on failure it reports the error
-// and returns the exit status.
-func loadPool(cmd *Command, env *Env, path, name string) (*config.Pool, config.Router, int) {
-	file, err := config.Load(path)
-	if err != nil {
-		cmd.Errorf(env.Stderr, "%v", err)
-		return nil, nil, 2
-	}
-	pool, err := file.Pool(name)
-	if err != nil {
-		cmd.Errorf(env.Stderr, "%v", err)
-		return nil, nil, 2
-	}
-	r, err := pool.Router()
-	if err != nil {
-		cmd.Errorf(env.Stderr, "%v", err)
-		return nil, nil, 2
-	}
-	return pool, r, 0
-}
-
-// poolNodes returns servers as nodes, named as the routers report them, and
-// their names, in the file's order.
-func poolNodes(servers []config.Server) ([]chash.Node, []string) {
-	nodes := make([]chash.Node, len(servers))
-	names := make([]string, len(servers))
-	for i, s := range servers {
-		nodes[i] = chash.Node{Name: s.Name(), Weight: s.Weight}
-		names[i] = s.Name()
-	}
-	return nodes, names
-}
-
-// ringOf returns the ring behind a router, and how its node names map to the
-// router's, or nil if the router has no ring.
-func ringOf(r config.Router) (*chash.Ring, map[string]string) {
-	switch r := r.(type) {
-	case *chash.Ring:
-		return r, nil
-	case analyze.RingRouter:
-		return r.Ring()
-	}
-	return nil, nil
-}
-
-func renameArcs(arcs []analyze.Arc, names map[string]string) []analyze.Arc {
-	for i, a := range arcs {
-		if n, ok := names[a.Node]; ok {
-			arcs[i].Node = n
-		}
-	}
-	return arcs
-}
-
-// shareLabels returns legend labels "name  12.34%" in names order.
-func shareLabels(b *analyze.Balance, names []string) []string {
-	labels := make([]string, len(names))
-	for i, name := range names {
-		labels[i] = name
-		if n, ok := b.Node(name); ok {
-			labels[i] = fmt.Sprintf("%s  %s", name, pct(n.Share))
-		}
-	}
-	return labels
-}
-
-// hashKeys passes each key through the pool's hash tag, as the proxy does.
-func hashKeys(pool *config.Pool, keys iter.Seq[[]byte]) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		for k := range keys {
-			if !yield(pool.HashKey(k)) {
-				return
-			}
-		}
-	}
-}
-
-// countKeyFile routes every line of the named file ("-": standard input).
-func countKeyFile(env *Env, path string, pool *config.Pool, r config.Router, nodes []chash.Node) (*analyze.Balance, error) {
-	var in io.Reader = env.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		in = f
-	}
-	var readErr error
-	lines := func(yield func([]byte) bool) {
-		stop := errors.New("stop")
-		err := eachLine(in, bufio.NewWriter(io.Discard), func(line []byte) error {
-			if !yield(line) {
-				return stop
-			}
-			return nil
-		})
-		if err != nil && err != stop {
-			readErr = err
-		}
-	}
-	b, err := analyze.Count(r, nodes, hashKeys(pool, lines))
-	if readErr != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, readErr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
-}
-
-// savePlot builds a chart and saves it.
-func savePlot(path string, build func() (*plot.Chart, error)) error {
-	c, err := build()
-	if err != nil {
-		return err
-	}
-	return c.Save(path)
-}
-
-// newProgress returns a function that reports progress towards total on a bar
-// on standard error, when standard error is a terminal and total is at least
-// least; otherwise a function that does nothing. The bar clears itself when
-// done.
-func newProgress(env *Env, total, least int, what string) func(done int) {
-	f, ok := env.Stderr.(*os.File)
-	if !ok || total < least || !term.IsTerminal(int(f.Fd())) {
-		return func(int) {}
-	}
-	bar := progressbar.NewOptions64(int64(total),
-		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionShowCount(),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetWidth(30),
-	)
-	return func(done int) {
-		bar.Set64(int64(done))
-		if done >= total {
-			bar.Finish()
-		}
-	}
-}
-
-// progressKeys reports progress through keys, n in all, on a bar when there are
-// a million or more (see newProgress). The bar appears only once the keys are
-// used.
-func progressKeys(env *Env, keys iter.Seq[[]byte], n int, what string) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		report := newProgress(env, n, 1_000_000, what)
-		i := 0
-		for k := range keys {
-			if !yield(k) {
-				return
-			}
-			if i++; i&0xffff == 0 || i == n {
-				report(i)
-			}
-		}
-	}
 }

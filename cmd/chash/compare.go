@@ -3,32 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	gonum "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
-	ring "github.com/chash-dev/chash" // the name chash is taken by a test helper
-	"github.com/chash-dev/chash/balanced"
-	"github.com/chash-dev/chash/bounded"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/plot"
-	"github.com/chash-dev/chash/jump"
-	"github.com/chash-dev/chash/maglev"
-	"github.com/chash-dev/chash/memento"
-	"github.com/chash-dev/chash/multiprobe"
-	"github.com/chash-dev/chash/rendezvous"
 )
 
 func init() { register(newCompare) }
@@ -40,125 +27,84 @@ type compareFlags struct {
 	keyFile    string
 	points     int
 	algorithms string
+	format     string
 	plot       string
 }
 
 func newCompare() *Command {
 	f := new(compareFlags)
 	c := &Command{
-		UsageLine: "compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--plot FILE]",
-		Short:     "compare the distribution algorithms side by side",
-		Long: `Compare builds every distribution algorithm over the same N nodes and
-keys and prints, one row each: the lookup time, the memory the router
-holds, the most and least loaded node's share over its fair share, the keys
-that move when a node joins and when one leaves, as a multiple of the least
-that must move, and which of weights, removal of any node and replica sets
-the algorithm supports.
+		UsageLine: "compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--format text|json|csv] [--plot FILE]",
+		Short:     "compare the distributions side by side",
+		Long: `Compare builds every distribution (chash's ring, those of the deployed
+programs and the alternative algorithms) over the same N servers and keys and
+prints, one row each: the lookup time, the memory the router holds, the most
+and least loaded server's share over its fair share, the keys that move when a
+server joins and when one leaves, as a multiple of the least that must move,
+and which of weights, removal of any server and replica sets the
+distribution supports.
 
-The nodes are named node0 to node(N-1); --weights gives their weights as a
-comma-separated list, repeated over the nodes (default: all 1). An
-algorithm that cannot be built, as those without weights when some weight
-is not 1, shows "-" and the reason under the table. The joining node is
-called "joining", of weight 1; the leaving one is node(N/2), or the last
-node for jump hashing, which can remove no other.
+Server i is 10.0.x.y:11211 (x.y spelling i in base 256) with the name node<i>,
+which the distributions that hash names (chash's ring, twemproxy's, the
+algorithms) hash; the others hash the address, as their programs would.
+--weights gives the weights as a comma-separated list, repeated over the
+servers (default: all 1). A distribution that cannot be built, as those
+without weights when some weight is not 1, shows "-" and the reason under the
+table, as does random, which sends each request to a server at random. The
+joining server is called "joining", of weight 1; the leaving one is node(N/2),
+or the last server for jump hashing, which can remove no other.
 
-Balance and movement are exact where the router allows (arc lengths of the
-rings chash and balanced, entries of maglev's table) and otherwise counted
-over the keys: --keys sample keys (default 100000), or the lines of
---keyfile. Bounded loads places the keys in turn, as chash route does, so
-its balance and movement are those of that placement. Lookup times are
-wall-clock means over the keys on this machine, and memory is the growth of
-the live heap while the router is built: both are indications, not
-benchmarks.
+Balance and movement are exact where the distribution allows (arc lengths of
+the rings, entries of maglev's table) and otherwise counted over the keys:
+--keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+places the keys in turn, as chash route does, so its balance and movement are
+those of that placement. Lookup times are wall-clock means over the keys on
+this machine, and memory is the growth of the live heap while the router is
+built: both are indications, not benchmarks. A long comparison shows a
+progress bar on standard error when it is a terminal.
 
---algorithms limits the rows to a comma-separated list of names, those of
-the configuration's distribution key plus chash (the default ring). --plot
-also draws the balance and movement columns as grouped bars to FILE, a .png
-or .svg.`,
+--algorithms limits the rows to a comma-separated list of distribution names.
+--points sets the points per unit of weight of those that take it (0: each
+one's default). --plot also draws the balance and movement columns as grouped
+bars to FILE, a .png or .svg.
+
+--format json prints one JSON object, a stable interface:
+
+	{"nodes": N, "weights": [W, ...], "keys": N, "points": P,
+	 "distributions": [{"name", "method", "lookup_ns", "memory_bytes",
+	   "max_over_mean", "min_over_mean", "std_over_mean",
+	   "add": {"moved", "ideal", "modulo_moved"},
+	   "remove": {"moved", "ideal", "modulo_moved"},
+	   "weights": true|false, "removal": "any"|"last", "replicas": true|false,
+	   "error": "..."}, ...]}
+
+"max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
+"add" and "remove" have chash diff's fields: the fraction of the key space that
+moves, the least any scheme must move and what modulo hashing over the same
+servers moves. A distribution without figures has only its name, its
+capabilities and "error". --format csv prints the same, one row per
+distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
+std_over_mean,add_moved,add_ideal,add_modulo_moved,remove_moved,remove_ideal,
+remove_modulo_moved,weights,removal,replicas,error.`,
 	}
-	c.Flag.IntVar(&f.nodes, "nodes", 100, "compare over `N` nodes")
-	c.Flag.StringVar(&f.weights, "weights", "1", "node weights, a comma-separated `LIST` repeated over the nodes")
+	c.Flag.IntVar(&f.nodes, "nodes", 100, "compare over `N` servers")
+	c.Flag.StringVar(&f.weights, "weights", "1", "server weights, a comma-separated `LIST` repeated over the servers")
 	c.Flag.IntVar(&f.keys, "keys", 100000, "measure with `N` sample keys")
 	c.Flag.StringVar(&f.keyFile, "keyfile", "", "measure with the keys of `FILE`, one per line")
-	c.Flag.IntVar(&f.points, "points", 0, "points per unit of weight for chash, bounded, balanced and multiprobe (`P`; 0: each one's default)")
-	c.Flag.StringVar(&f.algorithms, "algorithms", "", "compare only the algorithms in `LIST`")
+	c.Flag.IntVar(&f.points, "points", 0, "points per unit of weight of the distributions that take them (`P`; 0: each one's default)")
+	c.Flag.StringVar(&f.algorithms, "algorithms", "", "compare only the distributions in `LIST`")
+	c.Flag.StringVar(&f.format, "format", "text", "print `FORMAT`: text, json or csv")
 	c.Flag.StringVar(&f.plot, "plot", "", "draw the balance and movement to `FILE` (.png or .svg)")
 	c.Run = f.run
 	return c
 }
 
-// A cmpAlgo is one algorithm of the comparison.
-type cmpAlgo struct {
-	name                       string
-	weights, removal, replicas string
-	// build returns the router of nodes; opts carries the flags.
-	build func(f *compareFlags, nodes []ring.Node) (analyze.Router, error)
-	// remove returns the router without the named node, built from r; nil
-	// means building afresh without it.
-	remove func(r analyze.Router, name string) (analyze.Router, error)
-	// lastOnly says the algorithm can remove only its last node.
-	lastOnly bool
-}
-
-var cmpAlgos = []cmpAlgo{
-	{name: "chash", weights: "yes", removal: "yes", replicas: "yes",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return ring.New(ring.Standard{Points: f.points}, ns)
-		}},
-	{name: "jump", weights: "no", removal: "last only", replicas: "no", lastOnly: true,
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return jump.New(jump.Config{}, ns)
-		}},
-	{name: "jumpback", weights: "no", removal: "last only", replicas: "no", lastOnly: true,
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return jump.New(jump.Config{Back: true}, ns)
-		}},
-	{name: "rendezvous", weights: "yes", removal: "yes", replicas: "yes",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return rendezvous.New(rendezvous.Config{}, ns)
-		}},
-	{name: "maglev", weights: "yes", removal: "yes", replicas: "no",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return maglev.New(maglev.Config{}, ns)
-		}},
-	{name: "multiprobe", weights: "yes", removal: "yes", replicas: "yes",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return multiprobe.New(multiprobe.Config{Points: f.points}, ns)
-		}},
-	{name: "bounded", weights: "yes", removal: "yes", replicas: "no",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return bounded.New(bounded.Config{Points: f.points}, ns)
-		}},
-	{name: "memento", weights: "no", removal: "yes", replicas: "no",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return memento.New(memento.Config{}, ns)
-		},
-		remove: func(r analyze.Router, name string) (analyze.Router, error) {
-			return r.(*memento.Buckets).Remove(name)
-		}},
-	{name: "balanced", weights: "yes", removal: "yes", replicas: "yes",
-		build: func(f *compareFlags, ns []ring.Node) (analyze.Router, error) {
-			return balanced.New(balanced.Config{Points: f.points}, ns)
-		},
-		remove: func(r analyze.Router, name string) (analyze.Router, error) {
-			return r.(*balanced.Ring).Remove(name)
-		}},
-}
-
-// A cmpResult is one row of the comparison.
-type cmpResult struct {
-	c                  cmpAlgo
-	err                error
-	lookup             time.Duration
-	mem                uint64
-	maxMean, minMean   float64
-	addMoved, remMoved float64 // multiples of the ideal
-	method             string
-}
-
 func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
 	if len(args) > 0 {
 		return cmd.UsageError(env.Stderr, "unexpected arguments %q", args)
+	}
+	if code := checkOutput(cmd, env, f.format, f.plot); code != 0 {
+		return code
 	}
 	if f.nodes < 2 {
 		return cmd.UsageError(env.Stderr, "--nodes %d: want at least 2", f.nodes)
@@ -166,25 +112,28 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	if f.points < 0 {
 		return cmd.UsageError(env.Stderr, "--points %d is negative", f.points)
 	}
-	weights, err := cmpWeights(f.weights)
+	weights, err := parseWeights(f.weights)
 	if err != nil {
 		return cmd.UsageError(env.Stderr, "--weights: %v", err)
 	}
-	cs := cmpAlgos
+	var entries []dist.Entry
 	if f.algorithms != "" {
-		cs = nil
 		for name := range strings.SplitSeq(f.algorithms, ",") {
-			i := slices.IndexFunc(cmpAlgos, func(c cmpAlgo) bool { return c.name == strings.TrimSpace(name) })
-			if i < 0 {
-				return cmd.UsageError(env.Stderr, "--algorithms: unknown algorithm %q (known: %s)", name, strings.Join(cmpNames(), ", "))
+			e, err := dist.Lookup(strings.TrimSpace(name))
+			if err != nil {
+				return cmd.UsageError(env.Stderr, "--algorithms: %v", strings.TrimPrefix(err.Error(), "dist: "))
 			}
-			cs = append(cs, cmpAlgos[i])
+			entries = append(entries, e)
 		}
 	}
 	var keys [][]byte
 	if f.keyFile != "" {
-		if keys, err = cmpReadKeys(f.keyFile); err != nil {
+		if keys, err = readKeys(env, f.keyFile); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
+			return 1
+		}
+		if len(keys) == 0 {
+			cmd.Errorf(env.Stderr, "%s has no keys", f.keyFile)
 			return 1
 		}
 	} else {
@@ -195,30 +144,31 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 			keys = append(keys, slices.Clone(k))
 		}
 	}
-	if len(keys) == 0 {
-		cmd.Errorf(env.Stderr, "%s has no keys", f.keyFile)
+	n := len(entries)
+	if n == 0 {
+		n = len(dist.All())
+	}
+	// Progress counts keys measured, which is what takes the time.
+	report := newProgress(env, n*len(keys), 1_000_000, "comparing")
+	results, err := analyze.CompareDistributions(analyze.CompareConfig{
+		Nodes: f.nodes, Weights: weights, Points: f.points, Keys: keys, Entries: entries,
+		Progress: func(done, _ int) { report(done * len(keys)) },
+	})
+	if err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	if f.plot != "" {
-		if _, err := plot.Format(f.plot); err != nil {
-			return cmd.UsageError(env.Stderr, "--plot: %v", err)
-		}
+	out := compareOutput{Nodes: f.nodes, Weights: weights, Keys: len(keys), Points: f.points}
+	for _, r := range results {
+		out.Distributions = append(out.Distributions, newCompareRow(r))
 	}
-
-	nodes := make([]ring.Node, f.nodes)
-	for i := range nodes {
-		nodes[i] = ring.Node{Name: "node" + strconv.Itoa(i), Weight: weights[i%len(weights)]}
-	}
-	results := make([]cmpResult, len(cs))
-	for i, c := range cs {
-		results[i] = f.measure(c, nodes, keys)
-	}
-	if err := cmpTable(env.Stdout, f, len(keys), results); err != nil {
+	if err := f.write(env.Stdout, &out); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
 	if f.plot != "" {
-		if err := cmpPlot(f.plot, f, results); err != nil {
+		title := fmt.Sprintf("chash compare: %d servers, weights %s", f.nodes, f.weights)
+		if err := savePlot(f.plot, func() (*plot.Chart, error) { return plot.Compare(results, title) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
 			return 1
 		}
@@ -226,15 +176,8 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	return 0
 }
 
-func cmpNames() []string {
-	names := make([]string, len(cmpAlgos))
-	for i, c := range cmpAlgos {
-		names[i] = c.name
-	}
-	return names
-}
-
-func cmpWeights(s string) ([]int, error) {
+// parseWeights parses --weights, a comma-separated list of positive integers.
+func parseWeights(s string) ([]int, error) {
 	var ws []int
 	for field := range strings.SplitSeq(s, ",") {
 		w, err := strconv.Atoi(strings.TrimSpace(field))
@@ -246,197 +189,131 @@ func cmpWeights(s string) ([]int, error) {
 	return ws, nil
 }
 
-// cmpReadKeys returns the lines of the file, without their "\n" or "\r\n".
-func cmpReadKeys(path string) ([][]byte, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	var keys [][]byte
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		keys = append(keys, []byte(strings.TrimSuffix(sc.Text(), "\r")))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return keys, nil
+// compareOutput is the JSON that compare prints.
+type compareOutput struct {
+	Nodes         int          `json:"nodes"`
+	Weights       []int        `json:"weights"`
+	Keys          int          `json:"keys"`
+	Points        int          `json:"points"`
+	Distributions []compareRow `json:"distributions"`
 }
 
-// cmpKeys yields keys.
-func cmpKeys(keys [][]byte) func(func([]byte) bool) {
-	return func(yield func([]byte) bool) {
-		for _, k := range keys {
-			if !yield(k) {
-				return
+// compareRow is one distribution's row; a distribution without figures has
+// only its name, capabilities and error.
+type compareRow struct {
+	Name string `json:"name"`
+	*compareFigures
+	Weights  bool   `json:"weights"`
+	Removal  string `json:"removal"`
+	Replicas bool   `json:"replicas"`
+	Error    string `json:"error,omitempty"`
+}
+
+// compareFigures are the figures of a distribution that has them.
+type compareFigures struct {
+	Method      string           `json:"method"`
+	LookupNs    int64            `json:"lookup_ns"`
+	MemoryBytes uint64           `json:"memory_bytes"`
+	MaxOverMean float64          `json:"max_over_mean"`
+	MinOverMean float64          `json:"min_over_mean"`
+	StdOverMean float64          `json:"std_over_mean"`
+	Add         analyze.Movement `json:"add"`
+	Remove      analyze.Movement `json:"remove"`
+}
+
+func newCompareRow(r analyze.Comparison) compareRow {
+	row := compareRow{Name: r.Entry.Name, Weights: r.Entry.Weights, Removal: "any", Replicas: r.Entry.Replicas}
+	if r.Entry.Removal == dist.RemoveLast {
+		row.Removal = "last"
+	}
+	if r.Err != nil {
+		row.Error = r.Err.Error()
+		return row
+	}
+	row.compareFigures = &compareFigures{Method: r.Method, LookupNs: r.Lookup.Nanoseconds(), MemoryBytes: r.Memory,
+		MaxOverMean: r.MaxOverMean, MinOverMean: r.MinOverMean, StdOverMean: r.StdOverMean, Add: r.Add, Remove: r.Remove}
+	return row
+}
+
+func (f *compareFlags) write(w io.Writer, out *compareOutput) error {
+	switch f.format {
+	case "json":
+		return writeJSON(w, out)
+	case "csv":
+		cw := csv.NewWriter(w)
+		head := append([]string{"name", "method", "lookup_ns", "memory_bytes", "max_over_mean", "min_over_mean", "std_over_mean"},
+			movementColumns...)
+		cw.Write(append(head, "weights", "removal", "replicas", "error"))
+		for _, r := range out.Distributions {
+			row := []string{r.Name, "", "", "", "", "", "", "", "", "", "", "", ""}
+			if f := r.compareFigures; f != nil {
+				row = append([]string{r.Name, f.Method, strconv.FormatInt(f.LookupNs, 10), strconv.FormatUint(f.MemoryBytes, 10),
+					fmtFloat(f.MaxOverMean), fmtFloat(f.MinOverMean), fmtFloat(f.StdOverMean)}, movementCells(&f.Add)...)
+				row = append(row, movementCells(&f.Remove)...)
 			}
+			cw.Write(append(row, strconv.FormatBool(r.Weights), r.Removal, strconv.FormatBool(r.Replicas), r.Error))
 		}
+		cw.Flush()
+		return cw.Error()
 	}
-}
-
-// exact returns the router analyze should measure for r: a balanced ring's
-// chash.Ring, which it measures exactly, or r itself.
-func cmpExact(r analyze.Router) analyze.Router {
-	if b, ok := r.(*balanced.Ring); ok {
-		return b.Ring()
+	bw := bufio.NewWriter(w)
+	weights := make([]string, len(out.Weights))
+	for i, wt := range out.Weights {
+		weights[i] = strconv.Itoa(wt)
 	}
-	return r
-}
-
-// measure builds c over nodes and measures it.
-func (f *compareFlags) measure(c cmpAlgo, nodes []ring.Node, keys [][]byte) cmpResult {
-	res := cmpResult{c: c}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	r, err := c.build(f, nodes)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if after.HeapAlloc > before.HeapAlloc {
-		res.mem = after.HeapAlloc - before.HeapAlloc
-	}
-
-	joined := append(slices.Clone(nodes), ring.Node{Name: "joining", Weight: 1})
-	leaving := nodes[len(nodes)/2].Name
-	if c.lastOnly {
-		leaving = nodes[len(nodes)-1].Name
-	}
-	left := slices.DeleteFunc(slices.Clone(nodes), func(n ring.Node) bool { return n.Name == leaving })
-	grown, err := c.build(f, joined)
-	if err != nil {
-		res.err = err
-		return res
-	}
-	var shrunk analyze.Router
-	if c.remove != nil {
-		shrunk, err = c.remove(r, leaving)
-	} else {
-		shrunk, err = c.build(f, left)
-	}
-	if err != nil {
-		res.err = err
-		return res
-	}
-
-	if b, ok := r.(*bounded.Balancer); ok {
-		res.measureBounded(b, grown.(*bounded.Balancer), shrunk.(*bounded.Balancer), leaving, keys)
-	} else {
-		bal, err := analyze.Measure(cmpExact(r), nodes, cmpKeys(keys))
-		if err != nil {
-			res.err = err
-			return res
+	fmt.Fprintf(bw, "%d nodes, weights %s, %d keys\n\n", out.Nodes, strings.Join(weights, ","), out.Keys)
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "distribution\tlookup\tmemory\tmax/mean\tmin/mean\tadd moves\tremove moves\tweights\tremoval\treplicas\tmeasured by\t")
+	for _, r := range out.Distributions {
+		removal := "yes"
+		if r.Removal == "last" {
+			removal = "last only"
 		}
-		res.maxMean, res.minMean, res.method = bal.MaxOverMean, bal.MinOverMean, bal.Method
-		add, err := analyze.Compare(cmpExact(r), cmpExact(grown), nodes, joined, cmpKeys(keys))
-		if err != nil {
-			res.err = err
-			return res
-		}
-		rem, err := analyze.Compare(cmpExact(r), cmpExact(shrunk), nodes, left, cmpKeys(keys))
-		if err != nil {
-			res.err = err
-			return res
-		}
-		res.addMoved, res.remMoved = add.Moved/add.Ideal, rem.Moved/rem.Ideal
-	}
-	res.lookup = cmpTime(r, keys)
-	runtime.KeepAlive(r)
-	return res
-}
-
-// measureBounded places the keys in turn on each balancer, as chash route
-// does, and compares the placements.
-func (res *cmpResult) measureBounded(b, grown, shrunk *bounded.Balancer, leaving string, keys [][]byte) {
-	place := func(b *bounded.Balancer) []string {
-		out := make([]string, len(keys))
-		for i, k := range keys {
-			out[i], _ = b.Acquire(k)
-		}
-		return out
-	}
-	pb, pg, ps := place(b), place(grown), place(shrunk)
-	counts := b.Loads()
-	bal, err := analyze.Counts(analyze.MethodKeys, b.Nodes(), counts)
-	if err != nil {
-		res.err = err
-		return
-	}
-	res.maxMean, res.minMean, res.method = bal.MaxOverMean, bal.MinOverMean, "keys placed"
-	var totalW, movedAdd, movedRem, held int
-	for _, n := range grown.Nodes() {
-		totalW += n.Weight
-	}
-	for i := range keys {
-		if pb[i] != pg[i] {
-			movedAdd++
-		}
-		if pb[i] != ps[i] {
-			movedRem++
-		}
-		if pb[i] == leaving {
-			held++
-		}
-	}
-	res.addMoved = float64(movedAdd) / (float64(len(keys)) / float64(totalW))
-	res.remMoved = math.NaN()
-	if held > 0 {
-		res.remMoved = float64(movedRem) / float64(held)
-	}
-}
-
-// cmpTime returns the mean time of a lookup, over the keys, repeated
-// until some 50ms have passed.
-func cmpTime(r analyze.Router, keys [][]byte) time.Duration {
-	n := 0
-	start := time.Now()
-	for time.Since(start) < 50*time.Millisecond {
-		for _, k := range keys {
-			r.Lookup(k)
-		}
-		n += len(keys)
-	}
-	return time.Since(start) / time.Duration(n)
-}
-
-func cmpTable(w io.Writer, f *compareFlags, keys int, results []cmpResult) error {
-	fmt.Fprintf(w, "%d nodes, weights %s, %d keys\n\n", f.nodes, f.weights, keys)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "algorithm\tlookup\tmemory\tmax/mean\tmin/mean\tadd moves\tremove moves\tweights\tremoval\treplicas\tmeasured by\t")
-	for _, r := range results {
-		if r.err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s\t%s\t%s\t(failed)\t\n", r.c.name, r.c.weights, r.c.removal, r.c.replicas)
+		supports := fmt.Sprintf("%s\t%s\t%s", yesNo(r.Weights), removal, yesNo(r.Replicas))
+		f := r.compareFigures
+		if f == nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s\t-\t\n", r.Name, supports)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%.2f×\t%.2f×\t%s\t%s\t%s\t%s\t\n", r.c.name,
-			cmpDuration(r.lookup), cmpBytes(r.mem), r.maxMean, r.minMean, r.addMoved, r.remMoved,
-			r.c.weights, r.c.removal, r.c.replicas, r.method)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t\n", r.Name,
+			durationText(time.Duration(f.LookupNs)), bytesText(f.MemoryBytes), f.MaxOverMean, f.MinOverMean,
+			timesText(f.Add.OverIdeal()), timesText(f.Remove.OverIdeal()), supports, f.Method)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nmoves: keys that change node, as a multiple of the least any algorithm must move.")
-	for _, r := range results {
-		if r.err != nil {
-			fmt.Fprintf(w, "%s failed: %v\n", r.c.name, r.err)
+	fmt.Fprintln(bw, "\nmoves: keys that change server, as a multiple of the least any distribution must move.")
+	for _, r := range out.Distributions {
+		if r.Error != "" {
+			fmt.Fprintf(bw, "%s: %s\n", r.Name, r.Error)
 		}
 	}
-	return nil
+	return bw.Flush()
 }
 
-func cmpDuration(d time.Duration) string {
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// timesText formats a multiple, "-" if there is none (nothing had to move).
+func timesText(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64) + "×"
+}
+
+func durationText(d time.Duration) string {
 	if d < time.Microsecond {
 		return strconv.FormatInt(d.Nanoseconds(), 10) + "ns"
 	}
 	return strconv.FormatFloat(float64(d.Nanoseconds())/1000, 'f', 1, 64) + "µs"
 }
 
-func cmpBytes(b uint64) string {
+func bytesText(b uint64) string {
 	switch {
 	case b >= 1<<20:
 		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + "MiB"
@@ -444,60 +321,4 @@ func cmpBytes(b uint64) string {
 		return strconv.FormatFloat(float64(b)/(1<<10), 'f', 1, 64) + "KiB"
 	}
 	return strconv.FormatUint(b, 10) + "B"
-}
-
-// cmpPlot draws the balance and movement columns as grouped bars.
-func cmpPlot(path string, f *compareFlags, results []cmpResult) error {
-	p := gonum.New()
-	p.Title.Text = fmt.Sprintf("chash compare: %d nodes, weights %s", f.nodes, f.weights)
-	p.Y.Label.Text = "multiple of the fair share or of the least movement"
-	var names []string
-	var ok []cmpResult
-	for _, r := range results {
-		if r.err == nil {
-			names = append(names, r.c.name)
-			ok = append(ok, r)
-		}
-	}
-	if len(ok) == 0 {
-		return errors.New("no algorithm to plot")
-	}
-	series := []struct {
-		label string
-		get   func(cmpResult) float64
-	}{
-		{"max/mean load", func(r cmpResult) float64 { return r.maxMean }},
-		{"min/mean load", func(r cmpResult) float64 { return r.minMean }},
-		{"moved on add", func(r cmpResult) float64 { return r.addMoved }},
-		{"moved on remove", func(r cmpResult) float64 { return r.remMoved }},
-	}
-	w := vg.Points(12)
-	top := 0.0
-	for s, ser := range series {
-		vals := make(plotter.Values, len(ok))
-		for i, r := range ok {
-			if v := ser.get(r); !math.IsNaN(v) {
-				vals[i] = v
-				top = max(top, v)
-			}
-		}
-		bars, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
-		bars.Color = plot.Color(s)
-		bars.LineStyle.Width = 0
-		bars.Offset = vg.Length(s-len(series)/2)*w + w/2
-		p.Add(bars)
-		p.Legend.Add(ser.label, bars)
-	}
-	p.Add(plotter.NewGrid())
-	p.NominalX(names...)
-	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
-	p.Legend.Top = true
-	p.Legend.Left = true
-	if err := p.Save(vg.Length(len(ok))*vg.Inch+2*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("plot: %w", err)
-	}
-	return nil
 }

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // TestCompare runs a small comparison and checks each row's exact figures
@@ -19,14 +25,17 @@ func TestCompare(t *testing.T) {
 	rows := map[string][]string{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
-		if len(f) >= 11 && f[0] != "algorithm" {
+		if len(f) >= 11 && f[0] != "distribution" {
 			rows[f[0]] = f
 		}
 	}
-	for _, name := range cmpNames() {
-		if rows[name] == nil {
-			t.Errorf("compare output has no row for %s:\n%s", name, out)
+	for _, e := range dist.All() {
+		if rows[e.Name] == nil {
+			t.Errorf("compare output has no row for %s:\n%s", e.Name, out)
 		}
+	}
+	if !strings.Contains(out, "\nrandom: each request goes to a server chosen at random") {
+		t.Errorf("compare output does not say why random has no figures:\n%s", out)
 	}
 	num := func(name string, col int) float64 {
 		t.Helper()
@@ -45,7 +54,7 @@ func TestCompare(t *testing.T) {
 	if got := num("bounded", 3); got > 1.25 {
 		t.Errorf("bounded max/mean %v; want at most 1.25", got)
 	}
-	for _, name := range []string{"chash", "balanced"} { // exact ring diffs
+	for _, name := range []string{"chash", "balanced", "ketama", "nginx"} { // exact ring diffs
 		if got := num(name, 6); got != 1 {
 			t.Errorf("%s remove moves %v×; want exactly 1× for a ring", name, got)
 		}
@@ -63,7 +72,7 @@ func TestCompareWeights(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("compare: exit %d, stderr %q", code, errOut)
 	}
-	if !strings.Contains(out, "jump failed: jump: node") || !strings.Contains(out, "rendezvous") {
+	if !strings.Contains(out, "\njump: jump: node") || !strings.Contains(out, "rendezvous") {
 		t.Errorf("compare with weights:\n%s", out)
 	}
 }
@@ -74,6 +83,7 @@ func TestCompareUsage(t *testing.T) {
 		{"compare", "--weights", "1,x"},
 		{"compare", "--weights", "0"},
 		{"compare", "--algorithms", "nope"},
+		{"compare", "--format", "xml"},
 		{"compare", "--keys", "0"},
 		{"compare", "--plot", "x.gif"},
 		{"compare", "extra"},
@@ -85,4 +95,82 @@ func TestCompareUsage(t *testing.T) {
 	if _, _, code := runChash(t, nil, "compare", "--keyfile", "/nonexistent/keys"); code != 1 {
 		t.Errorf("compare with a missing key file: exit %d; want 1", code)
 	}
+}
+
+// TestCompareFormats checks --format json and csv: the same rows, random's
+// with only its capabilities and why it has no figures, and the movement
+// under chash diff's names.
+func TestCompareFormats(t *testing.T) {
+	args := []string{"compare", "--nodes", "8", "--keys", "3000", "--algorithms", "chash,random,jump,modula"}
+	out, errOut, code := runChash(t, nil, append(args, "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("compare --format json: exit %d, stderr %q", code, errOut)
+	}
+	var got struct {
+		Nodes, Keys   int
+		Weights       []int
+		Distributions []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, out)
+	}
+	if got.Nodes != 8 || got.Keys != 3000 || len(got.Weights) != 1 || len(got.Distributions) != 4 {
+		t.Fatalf("compare JSON = %+v", got)
+	}
+	chash, random, jump := got.Distributions[0], got.Distributions[1], got.Distributions[2]
+	add, _ := chash["add"].(map[string]any)
+	if chash["name"] != "chash" || chash["method"] != "arcs" || add["moved"] == nil || add["ideal"] == nil || add["modulo_moved"] == nil {
+		t.Errorf("chash's row %v; want arcs and add's moved, ideal and modulo_moved", chash)
+	}
+	if random["error"] == nil || random["max_over_mean"] != nil || random["weights"] != false {
+		t.Errorf("random's row %v; want an error, capabilities and no figures", random)
+	}
+	if jump["removal"] != "last" || jump["replicas"] != false {
+		t.Errorf("jump's row %v; want removal last, no replicas", jump)
+	}
+
+	out, errOut, code = runChash(t, nil, append(args, "--format", "csv")...)
+	if code != 0 {
+		t.Fatalf("compare --format csv: exit %d, stderr %q", code, errOut)
+	}
+	records, err := csv.NewReader(bytes.NewReader([]byte(out))).ReadAll()
+	if err != nil || len(records) != 5 {
+		t.Fatalf("CSV: %v, %d records\n%s", err, len(records), out)
+	}
+	if h := strings.Join(records[0], ","); !strings.HasPrefix(h, "name,method,lookup_ns,memory_bytes,max_over_mean") || !strings.Contains(h, "add_modulo_moved") {
+		t.Errorf("CSV header %q", h)
+	}
+	for _, r := range records[1:] {
+		if len(r) != len(records[0]) {
+			t.Errorf("CSV row %q has %d fields; the header %d", r, len(r), len(records[0]))
+		}
+	}
+	if r := records[2]; r[0] != "random" || r[1] != "" || r[len(r)-1] == "" {
+		t.Errorf("random's CSV row %q; want no figures and an error", r)
+	}
+}
+
+// TestCompareUnknown checks that an unknown name lists the known ones.
+func TestCompareUnknown(t *testing.T) {
+	_, errOut, code := runChash(t, nil, "compare", "--algorithms", "chash,ring")
+	if code != 2 || !strings.Contains(errOut, `--algorithms: distribution "ring" is unknown (known: balanced, bounded, chash,`) {
+		t.Errorf("compare --algorithms chash,ring: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// FuzzParseWeights checks that --weights' parser never panics and returns
+// positive weights or an error.
+func FuzzParseWeights(f *testing.F) {
+	for _, s := range []string{"1", "1,3", " 2 , 5", "0", "1,x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ws, err := parseWeights(s)
+		if err != nil {
+			return
+		}
+		if len(ws) == 0 || slices.ContainsFunc(ws, func(w int) bool { return w < 1 }) {
+			t.Fatalf("parseWeights(%q) = %v", s, ws)
+		}
+	})
 }

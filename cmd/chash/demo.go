@@ -13,6 +13,8 @@ import (
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/plot"
 )
 
@@ -193,7 +195,7 @@ func (d *demo) shares(r *chash.Ring, points bool) (*analyze.Balance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := analyze.Sample(r, r.Nodes(), analyze.SampleKeys(d.flags.keys, 1))
+	s, err := analyze.Sample(analyze.RingOf(r), r.Nodes(), analyze.SampleKeys(d.flags.keys, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -263,16 +265,16 @@ func (d *demo) churn(five *chash.Ring) error {
 		if joinDiff == nil {
 			joinDiff = exact
 		}
-		counted, err := analyze.CountDiff(analyze.MethodSample, five, c.r, five.Nodes(), c.r.Nodes(), analyze.SampleKeys(d.flags.keys, 2))
+		counted, err := analyze.CountDiff(analyze.MethodSample, analyze.RingOf(five), analyze.RingOf(c.r), five.Nodes(), c.r.Nodes(), analyze.SampleKeys(d.flags.keys, 2))
 		if err != nil {
 			return err
 		}
 		// Modulo hashing as twemproxy's modula does it, with the same hash.
-		oldMod, err := compat.NewModula(five.Nodes(), hashfn.JavaFNV1_32, "")
+		oldMod, err := modula(five.Nodes())
 		if err != nil {
 			return err
 		}
-		newMod, err := compat.NewModula(c.r.Nodes(), hashfn.JavaFNV1_32, "")
+		newMod, err := modula(c.r.Nodes())
 		if err != nil {
 			return err
 		}
@@ -301,9 +303,20 @@ func (d *demo) churn(five *chash.Ring) error {
 			Title: fmt.Sprintf("192.168.0.5:111 joins (five virtual nodes per server)\nmoved %s of keys (ideal %s, modulo hashing %s)",
 				pct(joinDiff.Moved), pct(joinDiff.Ideal), pct(joinDiff.ModuloMoved)),
 			Nodes:  append(articleServers[:5:5], "192.168.0.5:111"),
-			Layers: ringLayers(analyze.Arcs(five), analyze.Arcs(joined), nil, nil, joinDiff.Ranges),
+			Layers: ringLayers(analyze.Arcs(five), analyze.Arcs(joined), joinDiff.Ranges),
 		})
 	})
+}
+
+// modula returns twemproxy's modula distribution over nodes, keys hashed with
+// the articles' java_fnv1_32, routing to the nodes' indexes.
+func modula(nodes []chash.Node) (dist.Router, error) {
+	servers := make([]config.Server, len(nodes))
+	for i, n := range nodes {
+		// twemproxy hashes a server's alias: the node's name.
+		servers[i] = config.Server{Host: "demo", Port: i + 1, Weight: n.Weight, Alias: n.Name}
+	}
+	return dist.Build(&config.Pool{Name: "demo", Distribution: "modula", Hash: "java_fnv1_32", Servers: servers}, servers)
 }
 
 // demoPoints are the virtual nodes per server of the demo's balance table.
@@ -353,20 +366,10 @@ func (d *demo) balance() error {
 	})
 }
 
-// javaHashCode is the name in package hashfn of Java's String.hashCode, the hash
-// of the articles' warning.
-const javaHashCode = "java_hashcode"
-
-// hashCodeWarning replays the articles' warning against String.hashCode, if
-// package hashfn has it.
+// hashCodeWarning replays the articles' warning against String.hashCode.
 func (d *demo) hashCodeWarning() error {
 	d.printf("\n5. The articles' warning: why not Java's String.hashCode()?\n\n")
-	f, err := hashfn.Lookup(javaHashCode)
-	if err != nil {
-		d.printf("  (skipped: package hashfn has no %s yet)\n", javaHashCode)
-		return nil
-	}
-	return hashCodeShares(d.w, f)
+	return hashCodeShares(d.w, hashfn.JavaHashCode)
 }
 
 // hashCodeShares prints the shares of the articles' servers placed with

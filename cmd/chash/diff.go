@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -56,21 +55,23 @@ with an optional " alias"; --remove NAME removes the server of that name
 (its alias, else host:port). Both may be repeated, and apply to NEW when it is
 given. --pool names the pool in both files (--new-pool, if given, in NEW).
 
-Between two rings that hash keys alike (chash and seed pools, and the
-twemproxy-compatible rings once the config package exposes their rings) the
-figures are exact: the two sorted point arrays are merged into hash ranges,
-and each range whose owner changes is counted whole. Two lookup tables of the
-same size are compared entry by entry. Anything else is measured by routing
---sample generated keys (1000000 by default) through both, and lists no ranges.
+Between two rings that hash keys alike (chash, seed, balanced and the rings of
+deployed programs, as chash analyze lists them) the figures are exact: the two
+sorted point arrays are merged into hash ranges, and each range whose owner
+changes is counted whole. Two lookup tables of the same size (maglev) are
+compared entry by entry. A load-aware distribution (bounded) places --sample
+generated keys (1000000 by default) in turn on both, each counting as load;
+anything else is measured by routing that many keys through both. Neither
+lists ranges.
 
-Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+A range is a run of ring positions, start to end inclusive, as the ring
 hashes keys: a key moves from "from" to "to" when its position is in the
 range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 
 --format json prints one JSON object, a stable interface:
 
 	{"old": {"config", "pool", "distribution"}, "new": {...},
-	 "method": "arcs"|"table"|"sample", "total": N,
+	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 	 "moved", "ideal", "modulo_moved",
 	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
@@ -87,6 +88,12 @@ flow's start and end are empty.
 --plot writes bars of each server's share before and after, and --ring-plot
 a picture of both rings and the moved ranges (ring distributions only); IMAGE
 ends in .png or .svg.`,
+	}
+	c.Complete = func(args []string) []string { // OLD and NEW are files
+		if len(args) < 2 {
+			return []string{completeFiles}
+		}
+		return nil
 	}
 	c.Flag.StringVar(&f.pool, "pool", "", "compare the pool called `NAME` (required if a file has several)")
 	c.Flag.StringVar(&f.newPool, "new-pool", "", "the pool's `NAME` in NEW, if not the same as in OLD")
@@ -107,27 +114,24 @@ type side struct {
 	Pool         string `json:"pool"`
 	Distribution string `json:"distribution"`
 	// Change describes --add and --remove, for text output.
-	change  string
-	servers []config.Server
-	router  config.Router
+	change string
+	pool   *analyze.Pool
 }
 
 // diffOutput is the JSON that diff prints.
 type diffOutput struct {
-	Old         side             `json:"old"`
-	New         side             `json:"new"`
-	Method      string           `json:"method"`
-	Total       uint64           `json:"total"`
-	Moved       float64          `json:"moved"`
-	Ideal       float64          `json:"ideal"`
-	ModuloMoved float64          `json:"modulo_moved"`
-	Added       []string         `json:"added"`
-	Removed     []string         `json:"removed"`
-	Reweighted  []string         `json:"reweighted"`
-	Flows       []analyze.Flow   `json:"flows"`
-	Ranges      []analyze.Range  `json:"ranges"`
-	Before      *analyze.Balance `json:"before"`
-	After       *analyze.Balance `json:"after"`
+	Old    side   `json:"old"`
+	New    side   `json:"new"`
+	Method string `json:"method"`
+	Total  uint64 `json:"total"`
+	analyze.Movement
+	Added      []string         `json:"added"`
+	Removed    []string         `json:"removed"`
+	Reweighted []string         `json:"reweighted"`
+	Flows      []analyze.Flow   `json:"flows"`
+	Ranges     []analyze.Range  `json:"ranges"`
+	Before     *analyze.Balance `json:"before"`
+	After      *analyze.Balance `json:"after"`
 }
 
 func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
@@ -147,66 +151,56 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 	}
 	var adds []config.Server
 	for _, a := range f.add {
-		s, err := parseServer(a)
+		s, err := config.ParseServer(strings.TrimSpace(a))
 		if err != nil {
 			return cmd.UsageError(env.Stderr, "--add %q: %v", a, err)
 		}
 		adds = append(adds, s)
 	}
-	oldPool, oldR, code := loadPool(cmd, env, args[0], f.pool)
+	oldPool, code := loadPool(cmd, env, args[0], f.pool)
 	if code != 0 {
 		return code
 	}
-	newPool, newR := oldPool, oldR
-	newFile := args[0]
+	newPool, newFile := oldPool, args[0]
 	if len(args) == 2 {
 		newFile = args[1]
 		name := f.newPool
 		if name == "" {
 			name = f.pool
 		}
-		if newPool, newR, code = loadPool(cmd, env, newFile, name); code != 0 {
+		if newPool, code = loadPool(cmd, env, newFile, name); code != 0 {
 			return code
 		}
 	}
-	newServers := newPool.Servers
-	if len(adds) > 0 || len(f.remove) > 0 {
-		var err error
-		if newServers, err = change(newServers, adds, f.remove); err != nil {
-			cmd.Errorf(env.Stderr, "%v", err)
-			return 2
-		}
-		if newR, err = newPool.RouterOf(newServers); err != nil {
-			cmd.Errorf(env.Stderr, "%v", err)
-			return 2
-		}
+	newServers, err := change(newPool.Servers, adds, f.remove)
+	if err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 2
 	}
-	out := diffOutput{
-		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, servers: oldPool.Servers, router: oldR},
-		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, servers: newServers, router: newR,
-			change: changeText(adds, f.remove)},
-	}
-	oldNodes, oldNames := poolNodes(out.Old.servers)
-	newNodes, newNames := poolNodes(out.New.servers)
 	if oldPool.HashTag != newPool.HashTag {
 		cmd.Errorf(env.Stderr, "the pools' hash tags differ (%q, %q): keys would be hashed differently", oldPool.HashTag, newPool.HashTag)
 		return 2
 	}
-	keys := hashKeys(oldPool, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling"))
-	d, err := analyze.Compare(oldR, newR, oldNodes, newNodes, keys)
+	old, code := measure(cmd, env, oldPool, oldPool.Servers)
+	if code != 0 {
+		return code
+	}
+	new, code := measure(cmd, env, newPool, newServers)
+	if code != 0 {
+		return code
+	}
+	out := diffOutput{
+		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, pool: old},
+		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, pool: new,
+			change: changeText(adds, f.remove)},
+	}
+	d, err := analyze.DiffPools(old, new, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling"))
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	// Modulo hashing over the servers in the files' order, not the rings', each
-	// repeated by its weight as in twemproxy's modula.
-	d.ModuloMoved = analyze.ModuloMoved(analyze.ModuloTable(oldNodes), analyze.ModuloTable(newNodes))
-	d.Old.Reorder(oldNames)
-	d.New.Reorder(newNames)
-	out.Method, out.Total = d.Method, d.Total
-	out.Moved, out.Ideal, out.ModuloMoved = d.Moved, d.Ideal, d.ModuloMoved
+	out.Method, out.Total, out.Movement = d.Method, d.Total, d.Movement
 	out.Added, out.Removed, out.Reweighted = d.Added, d.Removed, d.Reweighted
-	sortFlows(d.Flows, oldNames, newNames)
 	out.Flows, out.Ranges = d.Flows, d.Ranges
 	out.Before, out.After = d.Old, d.New
 	if err := f.write(env.Stdout, &out); err != nil {
@@ -221,14 +215,13 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 		}
 	}
 	if f.ringPlot != "" {
-		or, on := ringOf(oldR)
-		nr, nn := ringOf(newR)
-		if or == nil || nr == nil || d.Method != analyze.MethodArcs {
+		before, after := old.Arcs(), new.Arcs()
+		if before == nil || after == nil || d.Method != analyze.MethodArcs {
 			cmd.Errorf(env.Stderr, "--ring-plot: no two comparable rings to draw")
 			return 1
 		}
-		names := slices.Clone(oldNames)
-		for _, n := range newNames {
+		names := old.Names()
+		for _, n := range new.Names() {
 			if !slices.Contains(names, n) {
 				names = append(names, n)
 			}
@@ -237,7 +230,7 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 			Title: fmt.Sprintf("Pool %q: %s\nmoved %s of keys (ideal %s, modulo hashing %s)",
 				out.New.Pool, diffTitle(&out), pct(d.Moved), pct(d.Ideal), pct(d.ModuloMoved)),
 			Nodes:  names,
-			Layers: ringLayers(analyze.Arcs(or), analyze.Arcs(nr), on, nn, d.Ranges),
+			Layers: ringLayers(before, after, d.Ranges),
 		}
 		if err := savePlot(f.ringPlot, func() (*plot.Chart, error) { return plot.Ring(pic) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
@@ -247,26 +240,16 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 	return 0
 }
 
-// sortFlows sorts flows by source, then target, in the files' order of servers.
-func sortFlows(flows []analyze.Flow, oldNames, newNames []string) {
-	slices.SortStableFunc(flows, func(a, b analyze.Flow) int {
-		if c := cmp.Compare(slices.Index(oldNames, a.From), slices.Index(oldNames, b.From)); c != 0 {
-			return c
-		}
-		return cmp.Compare(slices.Index(newNames, a.To), slices.Index(newNames, b.To))
-	})
-}
-
 // ringLayers returns the three annuli of a diff's ring picture: before, after,
 // and the moved ranges.
-func ringLayers(before, after []analyze.Arc, on, nn map[string]string, ranges []analyze.Range) []plot.Layer {
+func ringLayers(before, after []analyze.Arc, ranges []analyze.Range) []plot.Layer {
 	moved := make([]analyze.Arc, len(ranges))
 	for i, r := range ranges {
 		moved[i] = analyze.Arc{Start: r.Start, End: r.End, Node: r.To}
 	}
 	return []plot.Layer{
-		{Arcs: renameArcs(before, on), Label: "outer ring: before"},
-		{Arcs: renameArcs(after, nn), Label: "middle ring: after"},
+		{Arcs: before, Label: "outer ring: before"},
+		{Arcs: after, Label: "middle ring: after"},
 		{Arcs: moved, Color: plot.MovedColor, Label: "inner ring: moved ranges"},
 	}
 }
@@ -289,31 +272,6 @@ func diffTitle(out *diffOutput) string {
 		return fmt.Sprintf("%d servers join, %d leave, %d are reweighted", len(out.Added), len(out.Removed), len(out.Reweighted))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// parseServer parses --add's argument, "host:port:weight" with an optional
-// " alias", as a servers list writes a server.
-func parseServer(s string) (config.Server, error) {
-	addr, alias, _ := strings.Cut(strings.TrimSpace(s), " ")
-	alias = strings.TrimSpace(alias)
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return config.Server{}, fmt.Errorf("want host:port:weight")
-	}
-	weight, err := strconv.Atoi(addr[i+1:])
-	if err != nil || weight < 1 {
-		return config.Server{}, fmt.Errorf("weight %q is not a positive integer", addr[i+1:])
-	}
-	hostPort := addr[:i]
-	j := strings.LastIndexByte(hostPort, ':')
-	if j <= 0 {
-		return config.Server{}, fmt.Errorf("want host:port:weight")
-	}
-	port, err := strconv.Atoi(hostPort[j+1:])
-	if err != nil || port < 1 || port > 65535 {
-		return config.Server{}, fmt.Errorf("port %q is not a number from 1 to 65535", hostPort[j+1:])
-	}
-	return config.Server{Host: hostPort[:j], Port: port, Weight: weight, Alias: alias}, nil
 }
 
 // change returns servers with those named by remove removed and adds appended.
@@ -365,7 +323,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	}
 	bw := bufio.NewWriter(w)
 	describe := func(label string, s side) {
-		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %d servers", label, s.Pool, s.Config, s.Distribution, len(s.servers))
+		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %d servers", label, s.Pool, s.Config, s.Distribution, len(s.pool.Servers))
 		if s.change != "" {
 			fmt.Fprintf(bw, " (%s)", s.change)
 		}
@@ -429,6 +387,8 @@ func movedMethod(out *diffOutput) string {
 		return "exact, from the two rings' points"
 	case analyze.MethodTable:
 		return "exact, entry by entry"
+	case analyze.MethodPlaced:
+		return fmt.Sprintf("%d generated keys placed in turn on both, each counting as load", out.Total)
 	}
 	return fmt.Sprintf("sampled, %d generated keys routed", out.Total)
 }

@@ -149,32 +149,3 @@ func TestDiffPlots(t *testing.T) {
 	checkImage(t, bars)
 	checkImage(t, ring)
 }
-
-func TestParseServer(t *testing.T) {
-	tests := []struct {
-		in   string
-		want string // Name and weight, or the error
-	}{
-		{"10.0.0.1:11211:2", "10.0.0.1:11211 2"},
-		{"10.0.0.1:11211:1 alias", "alias 1"},
-		{" host:80:3  spaced ", "spaced 3"},
-		{"[::1]:11211:1", "[::1]:11211 1"},
-		{"10.0.0.1:11211", "want host:port:weight"},
-		{"10.0.0.1:11211:x", `weight "x" is not a positive integer`},
-		{"10.0.0.1:0:1", `port "0" is not a number from 1 to 65535`},
-		{":11211:1", "want host:port:weight"},
-		{"host", "want host:port:weight"},
-	}
-	for _, tt := range tests {
-		s, err := parseServer(tt.in)
-		got := ""
-		if err != nil {
-			got = err.Error()
-		} else {
-			got = s.Name() + " " + strconv.Itoa(s.Weight)
-		}
-		if got != tt.want {
-			t.Errorf("parseServer(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}

@@ -11,15 +11,24 @@
 // The commands are:
 //
 //	analyze    show how evenly a pool spreads keys over its servers
-//	compare    compare the distribution algorithms side by side
+//	compare    compare the distributions side by side
+//	completion print a shell's completion script for chash
 //	demo       show what consistent hashing buys, on the seed articles' servers
 //	diff       show which keys move between two configurations, as a migration plan
-//	help       show the manual of a command
+//	help       show the manual of a command or a topic
 //	proxy      run a memcached sharding proxy, a drop-in for twemproxy
 //	route      print the server each key goes to
 //	sweep      tabulate balance against points per node, and movement against cluster size
+//	version    print chash's version
 //
 // Use "chash help <command>" for more information about a command.
+// Flags may come before or after a command's arguments; "--" ends them.
+//
+// Additional help topics:
+//
+//	config     the keys of a configuration file's pools, with defaults and examples
+//
+// Use "chash help <topic>" for more information about that topic.
 //
 // Usage errors and bad configurations exit with status 2, other failures with
 // status 1.
@@ -37,12 +46,15 @@
 // the load (std/mean, the root mean square of share/fair - 1).
 //
 // The shares are exact wherever the distribution allows: from arc lengths for a
-// ring (chash and seed pools; the twemproxy-compatible rings once the config
-// package exposes their rings), from table entries for a lookup table. Other
-// distributions are measured by routing --sample generated keys (1000000 by
-// default) and counting; the output says which. Given --sample for an exact
+// ring (chash, seed, balanced and the rings of deployed programs: ketama,
+// libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
+// entries for maglev's lookup table. A load-aware distribution (bounded) places
+// --sample generated keys (1000000 by default) in turn, each counting as load, as
+// chash route places the keys it reads; the others are measured by routing that
+// many keys and counting. The output says which. Given --sample for an exact
 // distribution, analyze also routes that many sample keys and prints the sampled
-// shares next to the exact ones, as a cross-check.
+// shares next to the exact ones, as a cross-check. A pool whose distribution is
+// random has no shares to measure: each request goes to a server at random.
 //
 // With --keys, analyze also routes every key of FILE (one per line, as chash
 // route reads them; "-" for standard input) and prints how many went to each
@@ -58,7 +70,7 @@
 // --format json prints one JSON object, a stable interface:
 //
 //	{"config": FILE, "pool": NAME, "distribution": NAME,
-//	 "method": "arcs"|"table"|"sample", "total": N,
+//	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 //	 "nodes": [{"name", "weight", "share", "expected", "ratio", "count"}, ...],
 //	 "max_over_mean", "min_over_mean", "std_over_mean", "most", "least",
 //	 "sample": {...}, "keys": {...},
@@ -96,56 +108,344 @@
 //	--sample N
 //		route N sample keys where shares cannot be computed exactly (default 1000000)
 //
-// # Compare the distribution algorithms side by side
+// # Compare the distributions side by side
 //
 // Usage:
 //
-//	chash compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--plot FILE]
+//	chash compare [--nodes N] [--weights LIST] [--keys N | --keyfile FILE] [--points P] [--algorithms LIST] [--format text|json|csv] [--plot FILE]
 //
-// Compare builds every distribution algorithm over the same N nodes and
-// keys and prints, one row each: the lookup time, the memory the router
-// holds, the most and least loaded node's share over its fair share, the keys
-// that move when a node joins and when one leaves, as a multiple of the least
-// that must move, and which of weights, removal of any node and replica sets
-// the algorithm supports.
+// Compare builds every distribution (chash's ring, those of the deployed
+// programs and the alternative algorithms) over the same N servers and keys and
+// prints, one row each: the lookup time, the memory the router holds, the most
+// and least loaded server's share over its fair share, the keys that move when a
+// server joins and when one leaves, as a multiple of the least that must move,
+// and which of weights, removal of any server and replica sets the
+// distribution supports.
 //
-// The nodes are named node0 to node(N-1); --weights gives their weights as a
-// comma-separated list, repeated over the nodes (default: all 1). An
-// algorithm that cannot be built, as those without weights when some weight
-// is not 1, shows "-" and the reason under the table. The joining node is
-// called "joining", of weight 1; the leaving one is node(N/2), or the last
-// node for jump hashing, which can remove no other.
+// Server i is 10.0.x.y:11211 (x.y spelling i in base 256) with the name node<i>,
+// which the distributions that hash names (chash's ring, twemproxy's, the
+// algorithms) hash; the others hash the address, as their programs would.
+// --weights gives the weights as a comma-separated list, repeated over the
+// servers (default: all 1). A distribution that cannot be built, as those
+// without weights when some weight is not 1, shows "-" and the reason under the
+// table, as does random, which sends each request to a server at random. The
+// joining server is called "joining", of weight 1; the leaving one is node(N/2),
+// or the last server for jump hashing, which can remove no other.
 //
-// Balance and movement are exact where the router allows (arc lengths of the
-// rings chash and balanced, entries of maglev's table) and otherwise counted
-// over the keys: --keys sample keys (default 100000), or the lines of
-// --keyfile. Bounded loads places the keys in turn, as chash route does, so
-// its balance and movement are those of that placement. Lookup times are
-// wall-clock means over the keys on this machine, and memory is the growth of
-// the live heap while the router is built: both are indications, not
-// benchmarks.
+// Balance and movement are exact where the distribution allows (arc lengths of
+// the rings, entries of maglev's table) and otherwise counted over the keys:
+// --keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+// places the keys in turn, as chash route does, so its balance and movement are
+// those of that placement. Lookup times are wall-clock means over the keys on
+// this machine, and memory is the growth of the live heap while the router is
+// built: both are indications, not benchmarks. A long comparison shows a
+// progress bar on standard error when it is a terminal.
 //
-// --algorithms limits the rows to a comma-separated list of names, those of
-// the configuration's distribution key plus chash (the default ring). --plot
-// also draws the balance and movement columns as grouped bars to FILE, a .png
-// or .svg.
+// --algorithms limits the rows to a comma-separated list of distribution names.
+// --points sets the points per unit of weight of those that take it (0: each
+// one's default). --plot also draws the balance and movement columns as grouped
+// bars to FILE, a .png or .svg.
+//
+// --format json prints one JSON object, a stable interface:
+//
+//	{"nodes": N, "weights": [W, ...], "keys": N, "points": P,
+//	 "distributions": [{"name", "method", "lookup_ns", "memory_bytes",
+//	   "max_over_mean", "min_over_mean", "std_over_mean",
+//	   "add": {"moved", "ideal", "modulo_moved"},
+//	   "remove": {"moved", "ideal", "modulo_moved"},
+//	   "weights": true|false, "removal": "any"|"last", "replicas": true|false,
+//	   "error": "..."}, ...]}
+//
+// "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
+// "add" and "remove" have chash diff's fields: the fraction of the key space that
+// moves, the least any scheme must move and what modulo hashing over the same
+// servers moves. A distribution without figures has only its name, its
+// capabilities and "error". --format csv prints the same, one row per
+// distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
+// std_over_mean,add_moved,add_ideal,add_modulo_moved,remove_moved,remove_ideal,
+// remove_modulo_moved,weights,removal,replicas,error.
 //
 // The flags are:
 //
 //	--algorithms LIST
-//		compare only the algorithms in LIST
+//		compare only the distributions in LIST
+//	--format FORMAT
+//		print FORMAT: text, json or csv (default text)
 //	--keyfile FILE
 //		measure with the keys of FILE, one per line
 //	--keys N
 //		measure with N sample keys (default 100000)
 //	--nodes N
-//		compare over N nodes (default 100)
+//		compare over N servers (default 100)
 //	--plot FILE
 //		draw the balance and movement to FILE (.png or .svg)
 //	--points P
-//		points per unit of weight for chash, bounded, balanced and multiprobe (P; 0: each one's default)
+//		points per unit of weight of the distributions that take them (P; 0: each one's default)
 //	--weights LIST
-//		node weights, a comma-separated LIST repeated over the nodes (default 1)
+//		server weights, a comma-separated LIST repeated over the servers (default 1)
+//
+// # Print a shell's completion script for chash
+//
+// Usage:
+//
+//	chash completion bash|zsh|fish
+//
+// Completion prints the script with which bash, zsh or fish completes chash's
+// commands, help topics, flags and the values of flags: a --format's formats,
+// the pools of the --config file for --pool, file names where a file is
+// wanted. The script asks chash itself what fits, so it stays in step with the
+// installed command. Load it in the shell's start-up file:
+//
+//	bash (~/.bashrc):                  source <(chash completion bash)
+//	zsh (~/.zshrc, after compinit):    source <(chash completion zsh)
+//	fish (~/.config/fish/config.fish): chash completion fish | source
+//
+// # The keys of a configuration file's pools, with defaults and examples
+//
+// The configuration file of route, analyze, diff and proxy (--config FILE) is
+// twemproxy's nutcracker.yml: a YAML mapping from pool names to pools, each a
+// mapping of the keys below. chash reads every key that twemproxy 0.5.0 reads,
+// as twemproxy reads it, and adds keys of its own, marked "chash" below, which
+// nutcracker rejects. A key left out takes its default; an unknown key, a key
+// given twice or a bad value is an error naming the file, the line and the pool.
+//
+//	cache:
+//	  listen: 127.0.0.1:22121
+//	  hash: md5
+//	  hash_tag: "{}"
+//	  distribution: ketama
+//	  timeout: 400
+//	  auto_eject_hosts: true
+//	  servers:
+//	   - 10.0.0.1:11211:1
+//	   - 10.0.0.2:11211:1
+//	   - 10.0.0.3:11211:2 big
+//
+// Durations are whole milliseconds.
+//
+// The keys of a pool:
+//
+// listen (twemproxy)
+//
+//	The address the proxy accepts the pool's clients on: host:port, or the
+//	path of a Unix socket optionally followed by the socket's mode in octal.
+//	No two pools may listen on the same address.
+//	Default: none: the proxy requires it; chash route and analyze do not use
+//	it.
+//	Example:
+//		listen: 127.0.0.1:22121
+//
+// hash (twemproxy)
+//
+//	The function that hashes keys (and, for most rings, the servers'
+//	points). twemproxy's names hash byte for byte as twemproxy does; a pool
+//	that must route as a deployed twemproxy keeps its hash. fnv1a_64
+//	clusters keys that differ only in their last character: chash analyze
+//	warns of it.
+//	Default: the distribution's own: fnv1a_64 for twemproxy's ketama, modula
+//	and random, xxh64 for chash, java_fnv1_32 for seed.
+//	Values: crc16, crc32, crc32a, fnv1_32, fnv1_64, fnv1a_32, fnv1a_64,
+//	hsieh, java_fnv1_32, java_hashcode, java_hashcode_spread, jenkins, md5,
+//	murmur, one_at_a_time, xxh64.
+//	Example:
+//		hash: md5
+//
+// hash_tag (twemproxy)
+//
+//	Two characters that delimit the part of a key that is hashed: with "{}",
+//	"{user1}:name" and "{user1}:mail" are both routed by "user1" and land on
+//	the same server. A key without both characters, or with nothing between
+//	them, is hashed whole.
+//	Default: none: the whole key is hashed.
+//	Example:
+//		hash_tag: "{}"
+//
+// distribution (twemproxy)
+//
+//	How keys are spread over the servers. ketama, modula and random route as
+//	twemproxy does; libmemcached, libketama (the npm package hashring),
+//	spymemcached, nginx, groupcache and stathat as those programs do; seed
+//	as the seed articles' Java ring; chash is chash's own ring; jump,
+//	jumpback, rendezvous, maglev, multiprobe, bounded, memento and balanced
+//	are alternative algorithms (chash compare sets them side by side). An
+//	unknown name is an error.
+//	Default: ketama.
+//	Values: balanced, bounded, chash, groupcache, jump, jumpback, ketama,
+//	libketama, libmemcached, maglev, memento, modula, multiprobe, nginx,
+//	random, rendezvous, seed, spymemcached, stathat.
+//	Example:
+//		distribution: chash
+//
+// points (chash)
+//
+//	The number of points (virtual nodes) per unit of weight, for the rings
+//	that take it: chash, seed, bounded, balanced, multiprobe, groupcache and
+//	stathat. The other distributions, whose points are fixed by the programs
+//	they copy or that have none, refuse it.
+//	Default: the distribution's own: 160 for chash and bounded, 16 for
+//	balanced, 1 for multiprobe, 50 for groupcache, 20 for stathat; for seed,
+//	one point per server whatever its weight.
+//	Example:
+//		points: 160
+//
+// label (chash)
+//
+//	The string the seed distribution hashes for each point of a server,
+//	{name} standing for the server's name and {i} for the point's number.
+//	Only the seed distribution takes it, with points above zero. Quote it:
+//	YAML reads braces as a mapping.
+//	Default: "{name}&&VN{i}", the seed articles' label.
+//	Example:
+//		label: "{i}:{name}"
+//
+// timeout (twemproxy)
+//
+//	How long, in milliseconds, the proxy waits to connect to a server or for
+//	its reply; a server that does not answer in time counts a failure (see
+//	auto_eject_hosts) and the client gets an error.
+//	Default: 0: no limit.
+//	Example:
+//		timeout: 400
+//
+// backlog (twemproxy)
+//
+//	The length of the listen queue of the pool's listener.
+//	Default: 512.
+//	Example:
+//		backlog: 1024
+//
+// client_connections (twemproxy)
+//
+//	The most client connections the proxy accepts on the pool's listener;
+//	one more is closed at once. twemproxy 0.5.0 parses the key but does not
+//	enforce it.
+//	Default: 0: no limit.
+//	Example:
+//		client_connections: 4096
+//
+// redis (twemproxy)
+//
+//	Whether the pool's clients and servers speak the Redis protocol (RESP).
+//	chash route and analyze route a Redis pool's keys as nutcracker does;
+//	chash proxy does not serve Redis pools yet and refuses a file that has
+//	one.
+//	Default: false: the pool speaks memcached's protocol.
+//	Example:
+//		redis: true
+//
+// redis_auth (twemproxy)
+//
+//	The password of the pool's Redis servers, which twemproxy sends with
+//	AUTH on each connection to one and requires of its clients. Only a pool
+//	with redis: true may set it.
+//	Default: none: no AUTH.
+//	Example:
+//		redis_auth: s3cret
+//
+// redis_db (twemproxy)
+//
+//	The database that twemproxy selects with SELECT on each connection to a
+//	Redis server.
+//	Default: 0.
+//	Example:
+//		redis_db: 3
+//
+// preconnect (twemproxy)
+//
+//	Whether the proxy connects to every server of the pool when it starts.
+//	Default: false: the proxy connects to a server when a request first
+//	needs it.
+//	Example:
+//		preconnect: true
+//
+// auto_eject_hosts (twemproxy)
+//
+//	Whether a server that fails server_failure_limit times in a row leaves
+//	the distribution, its keys going to the other servers, until
+//	server_retry_timeout passes and it answers a probe.
+//	Default: false: a failing server keeps its keys.
+//	Example:
+//		auto_eject_hosts: true
+//
+// server_connections (twemproxy)
+//
+//	The most connections the proxy opens to each server; at least 1.
+//	Default: 1.
+//	Example:
+//		server_connections: 4
+//
+// server_retry_timeout (twemproxy)
+//
+//	How long, in milliseconds, an ejected server stays out of the
+//	distribution (see auto_eject_hosts).
+//	Default: 30000 (30s).
+//	Example:
+//		server_retry_timeout: 2000
+//
+// server_failure_limit (twemproxy)
+//
+//	The number of failures in a row that ejects a server (see
+//	auto_eject_hosts).
+//	Default: 2.
+//	Example:
+//		server_failure_limit: 3
+//
+// tcpkeepalive (twemproxy)
+//
+//	Whether the proxy enables TCP keepalive on its connections to the
+//	servers.
+//	Default: false.
+//	Example:
+//		tcpkeepalive: true
+//
+// eject_errors (chash)
+//
+//	Whether the keys of an ejected server answer "SERVER_ERROR server
+//	ejected" instead of moving to other servers, for clients that prefer
+//	misses to stale data. It may be true only with auto_eject_hosts: true.
+//	Default: chash proxy's --eject-errors, which is false unless given.
+//	Example:
+//		eject_errors: true
+//
+// client_idle_timeout (chash)
+//
+//	How long, in milliseconds, the proxy keeps a client connection that
+//	sends nothing; 0 keeps idle clients, as twemproxy does.
+//	Default: chash proxy's --idle-timeout, which is 0 (idle clients are
+//	kept) unless given.
+//	Example:
+//		client_idle_timeout: 30000
+//
+// tls_cert_file (chash)
+//
+//	The PEM file of the certificate, with its chain, with which the pool's
+//	listener serves clients over TLS; set with tls_key_file. A relative path
+//	is relative to the proxy's working directory. On reload the files are
+//	read again, so a renewed certificate needs no restart.
+//	Default: chash proxy's --tls-cert; without it, no TLS.
+//	Example:
+//		tls_cert_file: /etc/chash/cert.pem
+//
+// tls_key_file (chash)
+//
+//	The PEM file of the certificate's private key; set with tls_cert_file.
+//	Default: chash proxy's --tls-key; without it, no TLS.
+//	Example:
+//		tls_key_file: /etc/chash/key.pem
+//
+// servers (twemproxy)
+//
+//	The pool's servers, one "host:port:weight [name]" or
+//	"/path/to/socket:weight [name]" line each. The weight is a positive
+//	integer; the name, if given, is what the distribution hashes and what
+//	chash route prints instead of host:port, so that a server can move to
+//	another address and keep its keys. No two servers may have the same
+//	name.
+//	Default: none: a pool needs at least one server.
+//	Example:
+//		servers:
+//		 - 10.0.0.1:11211:1
+//		 - 10.0.0.2:11211:2 cache-2
 //
 // # Show what consistent hashing buys, on the seed articles' servers
 //
@@ -201,21 +501,23 @@
 // (its alias, else host:port). Both may be repeated, and apply to NEW when it is
 // given. --pool names the pool in both files (--new-pool, if given, in NEW).
 //
-// Between two rings that hash keys alike (chash and seed pools, and the
-// twemproxy-compatible rings once the config package exposes their rings) the
-// figures are exact: the two sorted point arrays are merged into hash ranges,
-// and each range whose owner changes is counted whole. Two lookup tables of the
-// same size are compared entry by entry. Anything else is measured by routing
-// --sample generated keys (1000000 by default) through both, and lists no ranges.
+// Between two rings that hash keys alike (chash, seed, balanced and the rings of
+// deployed programs, as chash analyze lists them) the figures are exact: the two
+// sorted point arrays are merged into hash ranges, and each range whose owner
+// changes is counted whole. Two lookup tables of the same size (maglev) are
+// compared entry by entry. A load-aware distribution (bounded) places --sample
+// generated keys (1000000 by default) in turn on both, each counting as load;
+// anything else is measured by routing that many keys through both. Neither
+// lists ranges.
 //
-// Flags come before the files. A range is a run of ring positions, start to end inclusive, as the ring
+// A range is a run of ring positions, start to end inclusive, as the ring
 // hashes keys: a key moves from "from" to "to" when its position is in the
 // range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 //
 // --format json prints one JSON object, a stable interface:
 //
 //	{"old": {"config", "pool", "distribution"}, "new": {...},
-//	 "method": "arcs"|"table"|"sample", "total": N,
+//	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
 //	 "moved", "ideal", "modulo_moved",
 //	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 //	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
@@ -254,14 +556,15 @@
 //	--sample N
 //		route N sample keys where movement cannot be computed exactly (default 1000000)
 //
-// # Show the manual of a command
+// # Show the manual of a command or a topic
 //
 // Usage:
 //
-//	chash help [command]
+//	chash help [command|topic]
 //
-// Help shows the list of commands or, given a command's name, its usage,
-// its description and its flags.
+// Help shows the list of commands and topics or, given a command's name, its
+// usage, its description and its flags, and given a topic's name, the topic.
+// "chash CMD --help" (or -h) prints the same as "chash help CMD".
 //
 // # Run a memcached sharding proxy, a drop-in for twemproxy
 //
@@ -285,7 +588,8 @@
 // --eject-errors, --idle-timeout and --tls-cert with --tls-key are defaults: a
 // pool may set its own with the keys eject_errors: true|false (which needs
 // auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
-// 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F.
+// 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F. 'chash help
+// config' describes every key of a pool.
 //
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
@@ -357,11 +661,13 @@
 // line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 // stripped, so an empty line is the empty key. Lines may be of any length.
 //
-// FILE is in twemproxy's nutcracker.yml format, to which chash adds the key
-// points and distributions of its own (chash, seed) and of other programs
-// (see 'go doc ./internal/config'). --pool names the pool and may be left
-// out when the file has only one. Keys pass through the pool's hash_tag
-// before they are hashed, as in twemproxy.
+// FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
+// distributions of its own (chash, seed), of other programs and of other
+// algorithms: 'chash help config' lists every key. --pool names the pool and
+// may be left out when the file has only one. Keys pass through the pool's hash_tag
+// before they are hashed, as in twemproxy. A pool whose distribution is
+// random cannot be routed offline: twemproxy sends each request to a server
+// chosen at random.
 //
 // With distribution: bounded, the keys read are the load: each key in turn goes
 // to the first server clockwise whose load is below the bound ceil(c*m/n), m
@@ -369,8 +675,9 @@
 // depends on the keys before it.
 //
 // A bad configuration is reported with its file, line and pool, and route exits
-// with status 2, as for a bad flag. Flags come before the keys; put "--" before
-// keys that begin with "-".
+// with status 2, as for a bad flag. Flags may come before or after the keys;
+// put "--" before keys that begin with "-", which would otherwise be taken for
+// flags.
 //
 // The flags are:
 //
@@ -402,12 +709,12 @@
 // that moves, exactly, next to the ideal (the joining server's fair share; the
 // leaving server's share) and to modulo hashing over the same servers.
 //
-// --scheme is a distribution name: chash (the default), seed, ketama,
-// libketama, libmemcached, nginx, groupcache or stathat. Each node gets the
-// first V points of the scheme's own sequence of points for it, and keys are
-// hashed with the scheme's default hash; ketama-style schemes, which normally
-// fix 160 points per server, are swept over V as well. Servers are named
-// 10.T.X.Y:11211 for ring T of a cell.
+// --scheme is the name of a distribution that places points on a ring: chash
+// (the default), seed, ketama, libketama, spymemcached, libmemcached, nginx,
+// groupcache or stathat. Each node gets the first V points of the scheme's own
+// sequence of points for it, and keys are hashed with the scheme's default
+// hash; ketama-style schemes, which normally fix 160 points per server, are
+// swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell.
 //
 // A LIST is numbers separated by commas (5,10,50), a range A..B of roughly
 // evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
@@ -418,11 +725,18 @@
 //	{"scheme": NAME, "trials": N, "churn_points": N,
 //	 "balance": [{"nodes", "points", "std_over_mean", "random_std_over_mean",
 //	              "max_over_mean", "min_over_mean"}, ...],
-//	 "churn": [{"nodes", "points", "add_moved", "add_ideal", "add_modulo",
-//	            "remove_moved", "remove_ideal", "remove_modulo"}, ...]}
+//	 "churn": [{"nodes", "points",
+//	            "add": {"moved", "ideal", "modulo_moved"},
+//	            "remove": {"moved", "ideal", "modulo_moved"}}, ...]}
+//
+// The movement's three fields are chash diff's: the fraction of the key space
+// that moves, the least any scheme must move (the joining server's fair share;
+// the leaving server's share) and what modulo hashing would move. A ring of one
+// server has no "remove".
 //
 // --format csv prints both tables as rows of one table, whose first column,
-// record, is "balance" or "churn"; the columns of the other kind are empty.
+// record, is "balance" or "churn"; the columns of the other kind are empty, and
+// the churn columns are add_ and remove_ followed by the movement's fields.
 //
 // --plot writes the seed articles' chart: std/mean (log scale, with the
 // closed form dashed) and max/mean against points per node, one line per
@@ -448,4 +762,19 @@
 //		sweep rings of the distribution NAME (default chash)
 //	--trials N
 //		average over N rings of different names (default 10)
+//
+// # Print chash's version
+//
+// Usage:
+//
+//	chash version
+//
+// Version prints the version of the chash module the command was built from
+// and, when it was built in a git checkout, the commit (with "+dirty" when the
+// checkout had uncommitted changes) and the commit's time; then the Go version
+// and the platform. "chash --version" is the same.
+//
+// A command installed with "go install github.com/chash-dev/chash/cmd/chash@v1.2.3"
+// reports v1.2.3; one built in a checkout reports the version Go derives from the
+// commit, such as v0.0.0-20261130101500-9ecdd35a1b2c+dirty.
 package main

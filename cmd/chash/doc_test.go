@@ -49,7 +49,11 @@ func manual() []byte {
 	for _, c := range all() {
 		short := strings.TrimSuffix(c.Short, ".")
 		r, n := utf8.DecodeRuneInString(short)
-		fmt.Fprintf(&doc, "\n# %c%s\n\nUsage:\n\n\tchash %s\n\n%s\n", unicode.ToUpper(r), short[n:], c.UsageLine, strings.TrimSpace(c.Long))
+		fmt.Fprintf(&doc, "\n# %c%s\n\n", unicode.ToUpper(r), short[n:])
+		if c.Runnable() {
+			fmt.Fprintf(&doc, "Usage:\n\n\tchash %s\n\n", c.UsageLine)
+		}
+		fmt.Fprintf(&doc, "%s\n", strings.TrimSpace(c.Long))
 		if hasFlags(c) {
 			doc.WriteString("\nThe flags are:\n\n")
 			c.Flag.VisitAll(func(f *flag.Flag) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -11,10 +12,21 @@ func init() { register(newHelp) }
 func newHelp() *Command {
 	return &Command{
 		Run:       runHelp,
-		UsageLine: "help [command]",
-		Short:     "show the manual of a command",
-		Long: `Help shows the list of commands or, given a command's name, its usage,
-its description and its flags.`,
+		UsageLine: "help [command|topic]",
+		Short:     "show the manual of a command or a topic",
+		Long: `Help shows the list of commands and topics or, given a command's name, its
+usage, its description and its flags, and given a topic's name, the topic.
+"chash CMD --help" (or -h) prints the same as "chash help CMD".`,
+		Complete: func(args []string) []string {
+			if len(args) > 0 {
+				return nil
+			}
+			var names []string
+			for _, c := range all() {
+				names = append(names, c.Name()+"\t"+c.Short)
+			}
+			return names
+		},
 	}
 }
 
@@ -29,15 +41,23 @@ func runHelp(_ context.Context, cmd *Command, env *Env, args []string) int {
 	}
 	c := lookup(args[0])
 	if c == nil {
-		fmt.Fprintf(env.Stderr, "chash help %s: unknown command. Run 'chash help'.\n", args[0])
+		fmt.Fprintf(env.Stderr, "chash help %s: unknown command or topic. Run 'chash help'.\n", args[0])
 		return 2
 	}
-	w := env.Stdout
-	fmt.Fprintf(w, "usage: chash %s\n\n%s\n", c.UsageLine, strings.TrimSpace(c.Long))
+	printHelp(env.Stdout, c)
+	return 0
+}
+
+// printHelp writes the manual of a command or topic: its usage, its
+// description and its flags.
+func printHelp(w io.Writer, c *Command) {
+	if c.Runnable() {
+		fmt.Fprintf(w, "usage: chash %s\n\n", c.UsageLine)
+	}
+	fmt.Fprintf(w, "%s\n", strings.TrimSpace(c.Long))
 	if hasFlags(c) {
 		fmt.Fprintln(w, "\nFlags:")
 		c.Flag.SetOutput(w)
 		c.Flag.PrintDefaults()
 	}
-	return 0
 }

@@ -15,10 +15,12 @@ import (
 // lives in its own file, which registers the function that makes it from an init
 // function; add a section for it to the manual in doc.go too.
 type Command struct {
-	// Run runs the command with the arguments left after the flags. It returns
-	// the exit status: 0 for success, 2 for a usage error or a bad configuration,
-	// 1 for any other failure. ctx is never canceled by chash itself: a command
-	// that runs until it is stopped handles signals with signal.NotifyContext.
+	// Run runs the command with the arguments that are not flags, in order. It
+	// returns the exit status: 0 for success, 2 for a usage error or a bad
+	// configuration, 1 for any other failure. ctx is never canceled by chash
+	// itself: a command that runs until it is stopped handles signals with
+	// signal.NotifyContext. A Command without Run is a help topic, which "chash
+	// help NAME" prints.
 	Run func(ctx context.Context, cmd *Command, env *Env, args []string) int
 	// UsageLine is the one-line usage message. Its first word is the command's
 	// name.
@@ -29,6 +31,11 @@ type Command struct {
 	Long string
 	// Flag is the set of flags of the command.
 	Flag flag.FlagSet
+	// Complete, if not nil, returns the shell completions of the command's
+	// next argument that is not a flag, given those before it: words, or
+	// completeFiles for file names. If nil, such arguments complete to
+	// nothing. Flags and their values complete without it (completion.go).
+	Complete func(args []string) []string
 }
 
 // Env is where a command reads and writes.
@@ -80,7 +87,8 @@ func lookup(name string) *Command {
 	return nil
 }
 
-// all returns a new instance of every command, sorted by name.
+// all returns a new instance of every command, sorted by name, help topics
+// included.
 func all() []*Command {
 	cmds := make([]*Command, len(commands))
 	for i, newCommand := range commands {
@@ -89,6 +97,9 @@ func all() []*Command {
 	slices.SortFunc(cmds, func(a, b *Command) int { return strings.Compare(a.Name(), b.Name()) })
 	return cmds
 }
+
+// Runnable reports whether c is a command rather than a help topic.
+func (c *Command) Runnable() bool { return c.Run != nil }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -102,32 +113,94 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		mainUsage(stderr)
 		return 2
 	}
-	switch args[0] {
+	name := args[0]
+	switch name {
 	case "-h", "-help", "--help":
 		mainUsage(stdout)
 		return 0
+	case "-version", "--version":
+		name = "version"
+	case completeCommand:
+		return complete(env, args[1:])
 	}
-	c := lookup(args[0])
-	if c == nil {
-		fmt.Fprintf(stderr, "chash: unknown command %q\nRun 'chash help' for usage.\n", args[0])
+	c := lookup(name)
+	if c == nil || !c.Runnable() {
+		fmt.Fprintf(stderr, "chash: unknown command %q\nRun 'chash help' for usage.\n", name)
 		return 2
 	}
 	c.Flag.Init(c.Name(), flag.ContinueOnError)
-	c.Flag.SetOutput(stderr)
-	c.Flag.Usage = func() {
-		c.usage(stderr)
-		if hasFlags(c) {
-			fmt.Fprintln(stderr, "\nFlags:")
-			c.Flag.PrintDefaults()
-		}
+	c.Flag.SetOutput(io.Discard) // errors are printed below, help on stdout
+	c.Flag.Usage = func() {}
+	pos, err := parseFlags(&c.Flag, args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(stdout, c)
+		return 0
+	case err != nil:
+		return c.UsageError(stderr, "%v", err)
 	}
-	if err := c.Flag.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2 // the flag package has printed the error and the usage
+	return c.Run(context.Background(), c, env, pos)
+}
+
+// parseFlags parses the flags of fs found anywhere in args, as most commands
+// of a shell do ("chash route KEY --config FILE"), and returns the other
+// arguments in order. "--" ends the flags: every argument after it is not a
+// flag, nor is "-" (standard input). So a key that starts with '-' follows
+// "--", where it cannot be mistaken for a flag nor silently routed as a key.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	line := splitLine(fs, args)
+	if err := fs.Parse(line.flags); err != nil {
+		return nil, err
 	}
-	return c.Run(context.Background(), c, env, c.Flag.Args())
+	return line.args, nil
+}
+
+// A commandLine is a command's arguments told apart into flags and the rest,
+// as parseFlags parses them and completion reads them.
+type commandLine struct {
+	flags    []string          // the flags with their values, in order, for FlagSet.Parse
+	values   map[string]string // the value of each flag given, by name (the last one)
+	args     []string          // the arguments that are not flags, in order
+	pending  *flag.Flag        // the last argument's flag, whose value has not come
+	dashdash bool              // "--" has ended the flags
+}
+
+// splitLine tells the flags of fs among args from the other arguments. A flag
+// that takes a value takes the next argument, whatever it looks like, as the
+// flag package does; a flag fs does not know is kept for Parse to report.
+func splitLine(fs *flag.FlagSet, args []string) commandLine {
+	line := commandLine{values: map[string]string{}}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case line.dashdash || len(a) < 2 || a[0] != '-':
+			line.args = append(line.args, a)
+			continue
+		case a == "--":
+			line.dashdash = true
+			continue
+		}
+		line.flags = append(line.flags, a)
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case f == nil || hasValue || isBoolFlag(f):
+		case i+1 == len(args):
+			line.pending = f
+		default:
+			i++
+			value = args[i]
+			line.flags = append(line.flags, value)
+		}
+		line.values[name] = value
+	}
+	return line
+}
+
+// isBoolFlag reports whether f takes no value, as the flag package decides.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func hasFlags(c *Command) bool {
@@ -141,7 +214,19 @@ func mainUsage(w io.Writer) {
 		"configuration file describes them, and measures how rings spread and move keys.\n\n"+
 		"Usage:\n\n\tchash <command> [arguments]\n\nThe commands are:\n\n")
 	for _, c := range all() {
+		if c.Runnable() {
+			fmt.Fprintf(w, "\t%-10s %s\n", c.Name(), c.Short)
+		}
+	}
+	fmt.Fprint(w, "\nUse \"chash help <command>\" for more information about a command.\n"+
+		"Flags may come before or after a command's arguments; \"--\" ends them.\n")
+	topics := slices.DeleteFunc(all(), (*Command).Runnable)
+	if len(topics) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nAdditional help topics:\n\n")
+	for _, c := range topics {
 		fmt.Fprintf(w, "\t%-10s %s\n", c.Name(), c.Short)
 	}
-	fmt.Fprint(w, "\nUse \"chash help <command>\" for more information about a command.\n")
+	fmt.Fprint(w, "\nUse \"chash help <topic>\" for more information about that topic.\n")
 }

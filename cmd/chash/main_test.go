@@ -29,17 +29,17 @@ func TestUsage(t *testing.T) {
 	}{
 		{args: nil, code: 2, stderr: "Usage:\n\n\tchash <command> [arguments]", emptyStdout: true},
 		{args: []string{"-h"}, code: 0, stdout: "\troute      print the server each key goes to\n", noStderr: true},
-		{args: []string{"help"}, code: 0, stdout: "\thelp       show the manual of a command\n", noStderr: true},
+		{args: []string{"help"}, code: 0, stdout: "\thelp       show the manual of a command or a topic\n", noStderr: true},
 		{args: []string{"help", "route"}, code: 0, stdout: "usage: chash route --config FILE [--pool NAME] [KEY ...]\n\nRoute prints", noStderr: true},
 		{args: []string{"help", "route"}, code: 0, stdout: "  -config FILE\n    \tread the configuration FILE (required)\n", noStderr: true},
-		{args: []string{"help", "help"}, code: 0, stdout: "usage: chash help [command]\n", noStderr: true},
-		{args: []string{"help", "nope"}, code: 2, stderr: "chash help nope: unknown command", emptyStdout: true},
-		{args: []string{"help", "route", "extra"}, code: 2, stderr: "chash help: too many arguments\nusage: chash help [command]\n", emptyStdout: true},
+		{args: []string{"help", "help"}, code: 0, stdout: "usage: chash help [command|topic]\n", noStderr: true},
+		{args: []string{"help", "nope"}, code: 2, stderr: "chash help nope: unknown command or topic", emptyStdout: true},
+		{args: []string{"help", "route", "extra"}, code: 2, stderr: "chash help: too many arguments\nusage: chash help [command|topic]\n", emptyStdout: true},
 		{args: []string{"nope"}, code: 2, stderr: "chash: unknown command \"nope\"\nRun 'chash help' for usage.\n", emptyStdout: true},
 		{args: []string{"route"}, code: 2, stderr: "chash route: --config is required\nusage: chash route --config FILE", emptyStdout: true},
-		{args: []string{"route", "--nope"}, code: 2, stderr: "flag provided but not defined: -nope\nusage: chash route", emptyStdout: true},
+		{args: []string{"route", "--nope"}, code: 2, stderr: "chash route: flag provided but not defined: -nope\nusage: chash route", emptyStdout: true},
 		{args: []string{"route", "--config"}, code: 2, stderr: "flag needs an argument: -config", emptyStdout: true},
-		{args: []string{"route", "-h"}, code: 0, stderr: "usage: chash route", emptyStdout: true},
+		{args: []string{"route", "-h"}, code: 0, stdout: "usage: chash route", noStderr: true},
 		{args: []string{"help", "-x"}, code: 2, stderr: "flag provided but not defined: -x", emptyStdout: true},
 	}
 	for _, tt := range tests {

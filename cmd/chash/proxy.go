@@ -55,7 +55,8 @@ moving them, for users who prefer misses to stale data.
 --eject-errors, --idle-timeout and --tls-cert with --tls-key are defaults: a
 pool may set its own with the keys eject_errors: true|false (which needs
 auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
-0 keeps idle clients) and tls_cert_file: F with tls_key_file: F.
+0 keeps idle clients) and tls_cert_file: F with tls_key_file: F. 'chash help
+config' describes every key of a pool.
 
 SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 or TLS files that do not load, is refused and the old configuration keeps

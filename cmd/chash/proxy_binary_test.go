@@ -14,10 +14,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -29,17 +31,24 @@ import (
 // invalid file is refused while the old one keeps serving, and that SIGTERM
 // answers every request already sent and exits 0.
 func TestProxyBinary(t *testing.T) {
-	bin := buildChash(t)
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	bin := buildChash(t)
 	listen := testprog.FreeAddr(t)
 	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
-	// A long timeout: requests wait for a frozen server at shutdown.
 	yaml := func(servers ...*memcachedtest.Server) string {
-		y := "alpha:\n  listen: " + listen + "\n  hash: md5\n  timeout: 5000\n  servers:\n"
+		p := config.NewPool("alpha")
+		p.Listen, p.Hash = listen, "md5"
+		p.Timeout = 5 * time.Second // requests wait for a frozen server at shutdown
 		for _, s := range servers {
-			y += "   - " + s.Addr + ":1\n"
+			host, port, _ := net.SplitHostPort(s.Addr)
+			n, _ := strconv.Atoi(port)
+			p.Servers = append(p.Servers, config.Server{Host: host, Port: n, Weight: 1})
 		}
-		return y
+		y, err := config.Marshal(&config.File{Pools: []*config.Pool{p}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(y)
 	}
 	writeFile(t, conf, yaml(servers[0], servers[1]))
 	p := startChashProxy(t, bin, conf, listen)
@@ -152,19 +161,48 @@ func TestProxyBinary(t *testing.T) {
 	waitExit(t, p, "SIGTERM")
 }
 
-// buildChash builds the chash command into the test's temporary directory and
-// returns its path. Under -race, the command is built with -race too: the build
-// reuses the packages compiled for the test, and a data race in the proxy makes
-// it exit with an error.
-func buildChash(t *testing.T) string {
+// builds holds the chash binaries that buildChash has made, by their build
+// flags, in a directory TestMain removes: each is built once per test binary.
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// TestMain runs the tests and removes the binaries they built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
+}
+
+// buildChash builds the chash command with the go build flags given, once per
+// test binary, and returns its path. Under -race, the command is built with
+// -race too: the build reuses the packages compiled for the test, and a data
+// race in the proxy makes it exit with an error.
+func buildChash(t *testing.T, flags ...string) string {
 	t.Helper()
+	builds.Lock()
+	defer builds.Unlock()
+	key := strings.Join(flags, " ")
+	if bin, ok := builds.bins[key]; ok {
+		return bin
+	}
 	// go test puts the go command of its GOROOT first in PATH.
 	gocmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("no go command to build chash: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "chash")
-	args := []string{"build", "-o", bin}
+	if builds.dir == "" {
+		if builds.dir, err = os.MkdirTemp("", "chash-test"); err != nil {
+			t.Fatal(err)
+		}
+		builds.bins = map[string]string{}
+	}
+	bin := filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)), "chash")
+	args := append([]string{"build", "-o", bin}, flags...)
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "-race" && s.Value == "true" {
@@ -177,6 +215,7 @@ func buildChash(t *testing.T) string {
 	if out, err := exec.CommandContext(ctx, gocmd, append(args, ".")...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	builds.bins[key] = bin
 	return bin
 }
 

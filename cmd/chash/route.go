@@ -2,13 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"strings"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 func init() { register(newRoute) }
@@ -31,11 +29,13 @@ With no KEY arguments, route reads keys from standard input, one per line. A
 line's trailing "\n" or "\r\n" is not part of its key and nothing else is
 stripped, so an empty line is the empty key. Lines may be of any length.
 
-FILE is in twemproxy's nutcracker.yml format, to which chash adds the key
-points and distributions of its own (chash, seed) and of other programs
-(see 'go doc ./internal/config'). --pool names the pool and may be left
-out when the file has only one. Keys pass through the pool's hash_tag
-before they are hashed, as in twemproxy.
+FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
+distributions of its own (chash, seed), of other programs and of other
+algorithms: 'chash help config' lists every key. --pool names the pool and
+may be left out when the file has only one. Keys pass through the pool's hash_tag
+before they are hashed, as in twemproxy. A pool whose distribution is
+random cannot be routed offline: twemproxy sends each request to a server
+chosen at random.
 
 With distribution: bounded, the keys read are the load: each key in turn goes
 to the first server clockwise whose load is below the bound ceil(c*m/n), m
@@ -43,8 +43,9 @@ being the number of keys placed so far including this one; so a key's server
 depends on the keys before it.
 
 A bad configuration is reported with its file, line and pool, and route exits
-with status 2, as for a bad flag. Flags come before the keys; put "--" before
-keys that begin with "-".`,
+with status 2, as for a bad flag. Flags may come before or after the keys;
+put "--" before keys that begin with "-", which would otherwise be taken for
+flags.`,
 	}
 	c.Flag.StringVar(&f.config, "config", "", "read the configuration `FILE` (required)")
 	c.Flag.StringVar(&f.pool, "pool", "", "route with the pool called `NAME` (required if FILE has several)")
@@ -74,7 +75,14 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 2
 	}
-	r, err := pool.Router()
+	e, err := dist.EntryOf(pool)
+	if err == nil && e.Random {
+		err = pool.ErrorAt("distribution", dist.ErrRandom)
+	}
+	var r dist.Router
+	if err == nil {
+		r, err = dist.Build(pool, pool.Servers)
+	}
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 2
@@ -83,18 +91,18 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	// A load-aware router (distribution: bounded) treats the keys read as its
 	// load: each key is placed, in order, and counts against its server.
 	lookup := r.Lookup
-	if p, ok := r.(placer); ok {
+	if p, ok := r.(dist.Placer); ok {
 		lookup = p.Acquire
 	}
 	w := bufio.NewWriterSize(env.Stdout, 64<<10)
 	route := func(key []byte) error {
-		server, err := lookup(pool.HashKey(key))
+		i, err := lookup(pool.HashKey(key))
 		if err != nil {
 			return err
 		}
 		w.Write(key)
 		w.WriteByte('\t')
-		w.WriteString(server)
+		w.WriteString(pool.Servers[i].Name())
 		return w.WriteByte('\n')
 	}
 	if len(args) > 0 {
@@ -113,49 +121,4 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 		return 1
 	}
 	return 0
-}
-
-// placer is a router that places keys under a load bound, such as
-// *bounded.Balancer: Acquire routes a key and counts it as load.
-type placer interface {
-	Acquire(key []byte) (string, error)
-}
-
-// eachLine calls f with each line of r, without its trailing "\n" or "\r\n",
-// however long. Before it waits for more input it flushes w, so that routing
-// typed keys answers each at once while piped keys are written in large blocks.
-func eachLine(r io.Reader, w *bufio.Writer, f func(line []byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
-	for {
-		if br.Buffered() == 0 {
-			if err := w.Flush(); err != nil {
-				return err
-			}
-		}
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if len(line) > 0 {
-			if bytes.HasSuffix(line, []byte("\n")) {
-				line = line[:len(line)-1]
-				line = bytes.TrimSuffix(line, []byte("\r"))
-			}
-			if ferr := f(line); ferr != nil {
-				return ferr
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-	}
 }

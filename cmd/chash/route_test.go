@@ -143,6 +143,8 @@ func TestRouteBadConfig(t *testing.T) {
 		{"bad weight", "p:\n  distribution: chash\n  servers:\n   - a:1:0\n", 4, `server "a:1:0": weight "0" is not a positive integer`},
 		{"unknown key", "p:\n  distribution: chash\n  weight: 3\n  servers: [a:1:1]\n", 3, `unknown key "weight"`},
 		{"too many points", "p:\n  distribution: chash\n  points: 1000000\n  servers: [a:1:10]\n", 3, "more than"},
+		{"random", "p:\n  distribution: random\n  servers: [a:1:1, b:1:1]\n", 2, "distribution random cannot be routed offline"},
+		{"label of another distribution", "p:\n  label: \"{name}{i}\"\n  servers: [a:1:1]\n", 2, "label is only used by distribution seed, not ketama"},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/chash-dev/chash"
-	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/plot"
 )
 
@@ -30,36 +30,25 @@ type sweepFlags struct {
 	churnPlot   string
 }
 
-// sweepSchemes are the schemes sweep knows, by distribution name, each giving a
-// node the points of its own sequence: the first V points of a node's sequence
-// are the points it owns with V points per unit of weight.
-var sweepSchemes = map[string]chash.Scheme{
-	"chash":        chash.Standard{Points: 1},
-	"seed":         compat.Seed{Points: 1},
-	"ketama":       compat.Ketama{},
-	"libketama":    compat.Libketama{},
-	"libmemcached": compat.Libmemcached{},
-	"nginx":        compat.Nginx{},
-	"groupcache":   compat.Groupcache{Replicas: 1},
-	"stathat":      compat.Stathat{Replicas: 1},
-}
-
-func sweepSchemeNames() []string {
-	names := make([]string, 0, len(sweepSchemes))
-	for n := range sweepSchemes {
-		names = append(names, n)
+// sweepScheme returns the ring scheme sweep uses for the distribution called
+// name (dist.Entry.Sweep), or an error naming the distributions that have one.
+func sweepScheme(name string) (chash.Scheme, error) {
+	var names []string
+	for _, e := range dist.All() {
+		if e.Sweep == nil {
+			continue
+		}
+		if e.Name == name {
+			return e.Sweep, nil
+		}
+		names = append(names, e.Name)
 	}
 	slices.Sort(names)
-	return names
+	if _, err := dist.Lookup(name); err == nil {
+		return nil, fmt.Errorf("distribution %s is not a ring of points to sweep (rings: %s)", name, strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("unknown (known: %s)", strings.Join(names, ", "))
 }
-
-// perNode gives every node points×weight points of its scheme's sequence.
-type perNode struct {
-	chash.Scheme
-	points int
-}
-
-func (p perNode) NumPoints(weight, total, n int) int { return p.points * weight }
 
 func newSweep() *Command {
 	f := new(sweepFlags)
@@ -83,12 +72,12 @@ points per node (default 160) and removes one, and prints the fraction of keys
 that moves, exactly, next to the ideal (the joining server's fair share; the
 leaving server's share) and to modulo hashing over the same servers.
 
---scheme is a distribution name: chash (the default), seed, ketama,
-libketama, libmemcached, nginx, groupcache or stathat. Each node gets the
-first V points of the scheme's own sequence of points for it, and keys are
-hashed with the scheme's default hash; ketama-style schemes, which normally
-fix 160 points per server, are swept over V as well. Servers are named
-10.T.X.Y:11211 for ring T of a cell.
+--scheme is the name of a distribution that places points on a ring: chash
+(the default), seed, ketama, libketama, spymemcached, libmemcached, nginx,
+groupcache or stathat. Each node gets the first V points of the scheme's own
+sequence of points for it, and keys are hashed with the scheme's default
+hash; ketama-style schemes, which normally fix 160 points per server, are
+swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell.
 
 A LIST is numbers separated by commas (5,10,50), a range A..B of roughly
 evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
@@ -99,11 +88,18 @@ evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
 	{"scheme": NAME, "trials": N, "churn_points": N,
 	 "balance": [{"nodes", "points", "std_over_mean", "random_std_over_mean",
 	              "max_over_mean", "min_over_mean"}, ...],
-	 "churn": [{"nodes", "points", "add_moved", "add_ideal", "add_modulo",
-	            "remove_moved", "remove_ideal", "remove_modulo"}, ...]}
+	 "churn": [{"nodes", "points",
+	            "add": {"moved", "ideal", "modulo_moved"},
+	            "remove": {"moved", "ideal", "modulo_moved"}}, ...]}
+
+The movement's three fields are chash diff's: the fraction of the key space
+that moves, the least any scheme must move (the joining server's fair share;
+the leaving server's share) and what modulo hashing would move. A ring of one
+server has no "remove".
 
 --format csv prints both tables as rows of one table, whose first column,
-record, is "balance" or "churn"; the columns of the other kind are empty.
+record, is "balance" or "churn"; the columns of the other kind are empty, and
+the churn columns are add_ and remove_ followed by the movement's fields.
 
 --plot writes the seed articles' chart: std/mean (log scale, with the
 closed form dashed) and max/mean against points per node, one line per
@@ -143,9 +139,9 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	if code := checkOutput(cmd, env, f.format, f.plot, f.churnPlot); code != 0 {
 		return code
 	}
-	base, ok := sweepSchemes[f.scheme]
-	if !ok {
-		return cmd.UsageError(env.Stderr, "--scheme %q: unknown (known: %s)", f.scheme, strings.Join(sweepSchemeNames(), ", "))
+	base, err := sweepScheme(f.scheme)
+	if err != nil {
+		return cmd.UsageError(env.Stderr, "--scheme %q: %v", f.scheme, err)
 	}
 	nodes, err := parseList(f.nodes)
 	if err != nil {
@@ -171,7 +167,7 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	// Progress counts points built, which is what takes the time.
 	report := newProgress(env, work, 5_000_000, "sweeping")
 	cfg := analyze.SweepConfig{
-		Scheme:      func(p int) chash.Scheme { return perNode{base, p} },
+		Scheme:      analyze.PerNode(base),
 		Nodes:       nodes,
 		Points:      points,
 		ChurnPoints: f.churnPoints,
@@ -238,16 +234,15 @@ func (f *sweepFlags) write(w io.Writer, out *sweepOutput) error {
 		return writeJSON(w, out)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"record", "nodes", "points", "std_over_mean", "random_std_over_mean", "max_over_mean", "min_over_mean",
-			"add_moved", "add_ideal", "add_modulo", "remove_moved", "remove_ideal", "remove_modulo"})
+		cw.Write(append([]string{"record", "nodes", "points", "std_over_mean", "random_std_over_mean", "max_over_mean", "min_over_mean"},
+			movementColumns...))
 		for _, p := range out.Balance {
 			cw.Write([]string{"balance", strconv.Itoa(p.Nodes), strconv.Itoa(p.Points), fmtFloat(p.StdOverMean), fmtFloat(p.Random),
 				fmtFloat(p.MaxOverMean), fmtFloat(p.MinOverMean), "", "", "", "", "", ""})
 		}
 		for _, c := range out.Churn {
-			cw.Write([]string{"churn", strconv.Itoa(c.Nodes), strconv.Itoa(c.Points), "", "", "", "",
-				fmtFloat(c.AddMoved), fmtFloat(c.AddIdeal), fmtFloat(c.AddModulo),
-				fmtFloat(c.RemoveMoved), fmtFloat(c.RemoveIdeal), fmtFloat(c.RemoveModulo)})
+			row := append([]string{"churn", strconv.Itoa(c.Nodes), strconv.Itoa(c.Points), "", "", "", ""}, movementCells(&c.Add)...)
+			cw.Write(append(row, movementCells(c.Remove)...))
 		}
 		cw.Flush()
 		return cw.Error()
@@ -269,16 +264,14 @@ func (f *sweepFlags) write(w io.Writer, out *sweepOutput) error {
 	rows = rows[:0]
 	for _, c := range out.Churn {
 		leave := []string{"-", "-", "-"}
-		if c.Nodes > 1 {
-			leave = []string{pct(c.RemoveMoved), pct(c.RemoveIdeal), pct(c.RemoveModulo)}
+		if r := c.Remove; r != nil {
+			leave = []string{pct(r.Moved), pct(r.Ideal), pct(r.ModuloMoved)}
 		}
-		rows = append(rows, append([]string{strconv.Itoa(c.Nodes), pct(c.AddMoved), pct(c.AddIdeal), pct(c.AddModulo)}, leave...))
+		rows = append(rows, append([]string{strconv.Itoa(c.Nodes), pct(c.Add.Moved), pct(c.Add.Ideal), pct(c.Add.ModuloMoved)}, leave...))
 	}
 	writeTable(bw, "", []string{"nodes", "join: ring", "ideal", "modulo", "leave: ring", "ideal", "modulo"}, rows, "")
 	return bw.Flush()
 }
-
-func f3(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
 
 // parseList parses a LIST of positive numbers: "5,10,50", "A..B" (a 1-1.2-1.5-
 // 2-2.5-3-4-5-6-8 series between A and B, both included) or "A..B:S".

@@ -44,12 +44,12 @@ func TestSweepAgreesWithClosedForm(t *testing.T) {
 			Random        float64 `json:"random_std_over_mean"`
 		}
 		Churn []struct {
-			Nodes       int
-			AddMoved    float64 `json:"add_moved"`
-			AddIdeal    float64 `json:"add_ideal"`
-			AddModulo   float64 `json:"add_modulo"`
-			RemoveMoved float64 `json:"remove_moved"`
-			RemoveIdeal float64 `json:"remove_ideal"`
+			Nodes int
+			Add   struct {
+				Moved, Ideal float64
+				Modulo       float64 `json:"modulo_moved"`
+			}
+			Remove struct{ Moved, Ideal float64 }
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
@@ -66,11 +66,11 @@ func TestSweepAgreesWithClosedForm(t *testing.T) {
 	}
 	for _, c := range out.Churn {
 		n := float64(c.Nodes)
-		if math.Abs(c.AddIdeal-1/(n+1)) > 1e-12 || math.Abs(c.AddMoved/c.AddIdeal-1) > 0.1 || math.Abs(c.AddModulo-n/(n+1)) > 1e-6 {
-			t.Errorf("%d nodes: join moved %.4f ideal %.4f modulo %.4f", c.Nodes, c.AddMoved, c.AddIdeal, c.AddModulo)
+		if math.Abs(c.Add.Ideal-1/(n+1)) > 1e-12 || math.Abs(c.Add.Moved/c.Add.Ideal-1) > 0.1 || math.Abs(c.Add.Modulo-n/(n+1)) > 1e-6 {
+			t.Errorf("%d nodes: join moved %.4f ideal %.4f modulo %.4f", c.Nodes, c.Add.Moved, c.Add.Ideal, c.Add.Modulo)
 		}
-		if c.RemoveMoved != c.RemoveIdeal {
-			t.Errorf("%d nodes: leave moved %.4f; want the leaving share %.4f", c.Nodes, c.RemoveMoved, c.RemoveIdeal)
+		if c.Remove.Moved != c.Remove.Ideal {
+			t.Errorf("%d nodes: leave moved %.4f; want the leaving share %.4f", c.Nodes, c.Remove.Moved, c.Remove.Ideal)
 		}
 	}
 }
@@ -128,4 +128,21 @@ func TestParseList(t *testing.T) {
 	if !slices.IsSorted(logSeries(1, 10000)) {
 		t.Errorf("logSeries is not sorted")
 	}
+}
+
+// FuzzParseList checks that parseList never panics and returns what it
+// promises: positive numbers, sorted and distinct, or an error.
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"5,10,50", "1..500", "1..100:7", "3..2", "0", "1..1000000000:1", " 4 , 2 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := parseList(s)
+		if err != nil {
+			return
+		}
+		if len(l) == 0 || !slices.IsSorted(l) || len(slices.Compact(slices.Clone(l))) != len(l) || l[0] < 1 {
+			t.Fatalf("parseList(%q) = %v", s, l)
+		}
+	})
 }

@@ -1,22 +1,26 @@
-// Package analyze computes how evenly a router spreads keys over its nodes and how
-// many keys move when its nodes change, exactly where that can be done and by
-// routing keys where it cannot.
+// Package analyze computes how evenly a pool spreads keys over its servers and
+// how many keys move when its servers change, exactly where that can be done
+// and by routing keys where it cannot. It measures the routers of package
+// dist's catalogue, which map a key to the index of its server; Pool and
+// DiffPools measure a configuration's pool as chash analyze and diff print it,
+// and CompareDistributions the whole catalogue side by side, as chash compare
+// does.
 //
-// How each figure is computed:
+// How each figure is computed (dist.Entry.Method says which applies):
 //
-//   - A *chash.Ring divides the 2^32 ring positions into arcs; a node's share is the
-//     total length of the arcs ending at its points (Ring.Shares), an exact count of
-//     positions. Movement between two rings is exact too: the two sorted point arrays
-//     are merged into hash ranges over which both owners are constant, and each range
+//   - A ring (a *chash.Ring, or a RingRouter, a router backed by one) divides the
+//     2^32 ring positions into arcs; a node's share is the total length of the
+//     arcs ending at its points (Ring.Shares), an exact count of positions.
+//     Movement between two rings is exact too: the two sorted point arrays are
+//     merged into hash ranges over which both owners are constant, and each range
 //     whose owner changes is counted whole (Rings).
 //   - A Table (a router that hashes keys uniformly onto a fixed table of entries,
 //     as Maglev does) is measured by counting the entries each node owns, and
 //     movement by comparing the two tables entry by entry. Both are exact for keys
 //     whose hashes are uniform over the entries.
-//   - A RingRouter (a router backed by a ring whose nodes it reports under other
-//     names, as a twemproxy-compatible pool that hashes a server's host but
-//     reports host:port) is measured as its ring.
-//   - Any other Router (jump hash, rendezvous, a proxy's pool) is measured by routing
+//   - A load-aware router (dist.Placer) is measured by placing keys in turn, each
+//     counting as load, as chash route places the keys it reads (Place).
+//   - Any other router (jump hash, rendezvous, modula) is measured by routing
 //     keys, a key file's or generated ones (SampleKeys), and counting. Such figures
 //     are exact for those keys and estimates of the key space's shares, with the
 //     standard error that NodeShare.StdErr reports.
@@ -36,45 +40,55 @@ import (
 	"slices"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
-// Router routes a key to the name of a node. *chash.Ring, the alternative
-// algorithms and the proxy's pools all satisfy it.
-type Router interface {
-	Lookup(key []byte) (string, error)
-}
-
-// A Table is a Router that hashes each key uniformly onto one of a fixed number
-// of equal table entries and returns the entry's owner, as Maglev does
-// (*maglev.Table). Measure and Compare count its entries for exact figures instead
-// of routing keys.
+// A Table is a router that hashes each key uniformly onto one of a fixed number
+// of equal table entries and returns the entry's owner, as Maglev does. Measure
+// and Compare count its entries for exact figures instead of routing keys.
 type Table interface {
-	Router
+	dist.Router
 	// Size returns the number of entries.
 	Size() int
-	// Entry returns the index in Nodes of the node that owns entry j.
+	// Entry returns the index of the node that owns entry j.
 	Entry(j int) int
-	// Nodes returns the table's nodes.
-	Nodes() []chash.Node
 }
 
-// A RingRouter is a Router backed by a *chash.Ring whose nodes may be named
-// otherwise than the router reports them, as when a ring hashes a server's host
-// but the router returns "host:port". Measure and Compare use its ring for exact
-// figures, under the router's names.
+// A RingRouter is a router backed by a *chash.Ring, whose nodes may be named
+// otherwise than the router's, as when a ring hashes a server's host but the
+// pool names it "host:port". Measure and Compare use its ring for exact figures,
+// under the router's names.
 type RingRouter interface {
-	Router
-	// Ring returns the ring and, for each ring node's name that the router reports
-	// differently, the name it reports; names missing from the map are kept.
-	Ring() (*chash.Ring, map[string]string)
+	dist.Router
+	// Ring returns the ring and, for each of its nodes in Nodes order, the index
+	// of the router's node it stands for.
+	Ring() (*chash.Ring, []int)
 }
+
+// RingOf returns r as a RingRouter whose nodes are r.Nodes(), in that order.
+func RingOf(r *chash.Ring) RingRouter {
+	index := make([]int, r.Len())
+	for i := range index {
+		index[i] = i
+	}
+	return ringRouter{r, index}
+}
+
+type ringRouter struct {
+	r     *chash.Ring
+	index []int
+}
+
+func (r ringRouter) Lookup(key []byte) (int, error) { return r.r.LookupIndex(key) }
+func (r ringRouter) Ring() (*chash.Ring, []int)     { return r.r, r.index }
 
 // Methods say how a Balance or Diff was computed.
 const (
-	MethodArcs   = "arcs"   // exact arc lengths on a ring of 2^32 positions
-	MethodTable  = "table"  // exact slot counts of a lookup table
-	MethodKeys   = "keys"   // counts of the given keys, such as a key file
-	MethodSample = "sample" // counts of generated sample keys, an estimate
+	MethodArcs   = string(dist.Arcs)   // exact arc lengths on a ring of 2^32 positions
+	MethodTable  = string(dist.Table)  // exact slot counts of a lookup table
+	MethodKeys   = "keys"              // counts of the given keys, such as a key file
+	MethodSample = string(dist.Sample) // counts of generated sample keys, an estimate
+	MethodPlaced = string(dist.Placed) // counts of keys placed in turn, each counting as load
 )
 
 // RingSize is the number of positions on a ring, the Total of exact ring figures.
@@ -135,9 +149,9 @@ func (b *Balance) Node(name string) (NodeShare, bool) {
 	return NodeShare{}, false
 }
 
-// Reorder puts b's nodes in the order of names, as a configuration lists them;
+// reorder puts b's nodes in the order of names, as a configuration lists them;
 // nodes not named keep their order after the named ones.
-func (b *Balance) Reorder(names []string) {
+func (b *Balance) reorder(names []string) {
 	rank := make(map[string]int, len(names))
 	for i, n := range names {
 		rank[n] = i
@@ -159,8 +173,8 @@ func (b *Balance) Reorder(names []string) {
 
 var errNoNodes = errors.New("analyze: no nodes")
 
-// Ring returns the exact balance of r, from arc lengths. It is an error if r has no
-// points.
+// Ring returns the exact balance of r, from arc lengths, under its nodes' names
+// in its Nodes order. It is an error if r has no points.
 func Ring(r *chash.Ring) (*Balance, error) {
 	if r.NumPoints() == 0 {
 		return nil, errNoNodes
@@ -226,10 +240,30 @@ func (b *Balance) summarize() {
 	b.StdOverMean = math.Sqrt(sq / float64(len(b.Nodes)))
 }
 
+// Exact reports whether b's shares are exact: from a ring's arcs or a table's
+// entries.
+func (b *Balance) Exact() bool { return b.Method == MethodArcs || b.Method == MethodTable }
+
+// RingBalance returns the exact balance of r's ring, from arc lengths, for
+// nodes, the router's nodes in its order.
+func RingBalance(r RingRouter, nodes []chash.Node) (*Balance, error) {
+	ring, index := r.Ring()
+	if ring.NumPoints() == 0 {
+		return nil, errNoNodes
+	}
+	counts := make([]uint64, len(nodes))
+	for k, c := range ring.Shares() {
+		if index[k] < 0 || index[k] >= len(nodes) {
+			return nil, fmt.Errorf("analyze: ring node %d stands for node %d of %d", k, index[k], len(nodes))
+		}
+		counts[index[k]] += c
+	}
+	return Counts(MethodArcs, nodes, counts)
+}
+
 // TableBalance returns the exact balance of a lookup table from the number of
-// entries each node owns.
-func TableBalance(t Table) (*Balance, error) {
-	nodes := t.Nodes()
+// entries each of nodes, the table's nodes in its order, owns.
+func TableBalance(t Table, nodes []chash.Node) (*Balance, error) {
 	if len(nodes) == 0 {
 		return nil, errNoNodes
 	}
@@ -244,10 +278,10 @@ func TableBalance(t Table) (*Balance, error) {
 	return Counts(MethodTable, nodes, counts)
 }
 
-// Count routes every key through r and returns the balance of the counts, with
-// Method MethodKeys. Every name r returns must be one of nodes.
-func Count(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
-	counts, err := count(r, nodes, keys)
+// Count routes every key through r and returns the balance of the counts over
+// nodes, r's nodes in its order, with Method MethodKeys.
+func Count(r dist.Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	counts, err := count(r.Lookup, nodes, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -256,60 +290,57 @@ func Count(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error
 
 // Sample is Count for generated sample keys (SampleKeys): the same figures with
 // Method MethodSample, estimates of the key space's shares.
-func Sample(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
-	counts, err := count(r, nodes, keys)
+func Sample(r dist.Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	counts, err := count(r.Lookup, nodes, keys)
 	if err != nil {
 		return nil, err
 	}
 	return Counts(MethodSample, nodes, counts)
 }
 
-func count(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) ([]uint64, error) {
-	idx := indexOf(nodes)
+// Place places every key in turn with r's Acquire, each counting as load, and
+// returns the balance of the placements, with Method MethodPlaced. r's loads
+// grow by the keys: pass a router built for the purpose.
+func Place(r dist.Placer, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+	counts, err := count(r.Acquire, nodes, keys)
+	if err != nil {
+		return nil, err
+	}
+	return Counts(MethodPlaced, nodes, counts)
+}
+
+// count routes every key with lookup and counts the keys of each of nodes.
+func count(lookup func([]byte) (int, error), nodes []chash.Node, keys iter.Seq[[]byte]) ([]uint64, error) {
 	counts := make([]uint64, len(nodes))
-	// Routers return the same few strings over and over; remember the last one to
-	// skip most map lookups.
-	last, lastIdx := "", -1
 	for k := range keys {
-		name, err := r.Lookup(k)
+		i, err := lookup(k)
 		if err != nil {
 			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
 		}
-		if lastIdx < 0 || name != last {
-			i, ok := idx[name]
-			if !ok {
-				return nil, fmt.Errorf("analyze: key %q routed to %q, not a node", k, name)
-			}
-			last, lastIdx = name, i
+		if i < 0 || i >= len(nodes) {
+			return nil, fmt.Errorf("analyze: key %q routed to node %d of %d", k, i, len(nodes))
 		}
-		counts[lastIdx]++
+		counts[i]++
 	}
 	return counts, nil
 }
 
-// Measure returns r's balance, exactly where it can: from arc lengths when r is a
-// *chash.Ring or a RingRouter, from entry counts when r is a Table (in these cases
-// the router's own nodes are used), and otherwise by routing keys over nodes, with
-// Method MethodSample.
-func Measure(r Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
+// Measure returns the balance of r over nodes, r's nodes in its order, exactly
+// where it can: from arc lengths when r is a RingRouter, from entry counts when
+// r is a Table; otherwise by routing keys with r's Lookup, with Method
+// MethodSample. It never changes r, even a load-aware one (see Place).
+func Measure(r dist.Router, nodes []chash.Node, keys iter.Seq[[]byte]) (*Balance, error) {
 	switch r := r.(type) {
-	case *chash.Ring:
-		return Ring(r)
 	case RingRouter:
-		ring, names := r.Ring()
-		b, err := Ring(ring)
-		if err != nil {
-			return nil, err
-		}
-		b.rename(names)
-		return b, nil
+		return RingBalance(r, nodes)
 	case Table:
-		return TableBalance(r)
+		return TableBalance(r, nodes)
 	}
 	return Sample(r, nodes, keys)
 }
 
-// rename renames b's nodes by names, for a RingRouter.
+// rename renames b's nodes by names, for a ring whose nodes are named
+// otherwise than the router's.
 func (b *Balance) rename(names map[string]string) {
 	for i := range b.Nodes {
 		b.Nodes[i].Name = renamed(names, b.Nodes[i].Name)
@@ -324,12 +355,17 @@ func renamed(names map[string]string, name string) string {
 	return name
 }
 
-func indexOf(nodes []chash.Node) map[string]int {
-	idx := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		idx[n.Name] = i
+// ringNames returns r's ring and the map from its nodes' names to those of
+// nodes, the router's nodes.
+func ringNames(r RingRouter, nodes []chash.Node) (*chash.Ring, map[string]string) {
+	ring, index := r.Ring()
+	names := make(map[string]string, len(index))
+	for k, n := range ring.Nodes() {
+		if i := index[k]; i >= 0 && i < len(nodes) {
+			names[n.Name] = nodes[i].Name
+		}
 	}
-	return idx
+	return ring, names
 }
 
 // Arc is a run of ring positions owned by one node: Start through End inclusive.
@@ -377,4 +413,15 @@ func Arcs(r *chash.Ring) []Arc {
 func prevPos(r *chash.Ring, i int) uint32 {
 	p, _ := r.Point(i - 1)
 	return p
+}
+
+// RouterArcs is Arcs of r's ring under the names of nodes, r's nodes in its
+// order.
+func RouterArcs(r RingRouter, nodes []chash.Node) []Arc {
+	ring, names := ringNames(r, nodes)
+	arcs := Arcs(ring)
+	for i := range arcs {
+		arcs[i].Node = renamed(names, arcs[i].Node)
+	}
+	return arcs
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // fixed is a scheme whose nodes' points are given by the test, a node of weight w
@@ -171,7 +172,7 @@ func TestSampleAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sampled, err := Sample(r, r.Nodes(), SampleKeys(keys, 1))
+			sampled, err := Sample(RingOf(r), r.Nodes(), SampleKeys(keys, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,10 +266,10 @@ func TestCounts(t *testing.T) {
 
 func TestCountErrors(t *testing.T) {
 	r := mustRing(t, nil, equalNodes("a", "b")...)
-	if _, err := Count(r, equalNodes("a"), StringKeys([]string{"x", "y", "z", "w"})); err == nil {
+	if _, err := Count(RingOf(r), equalNodes("a"), StringKeys([]string{"x", "y", "z", "w"})); err == nil {
 		t.Errorf("Count with a missing node: no error")
 	}
-	if _, err := Count(&chash.Ring{}, equalNodes("a"), StringKeys([]string{"x"})); err == nil {
+	if _, err := Count(RingOf(&chash.Ring{}), equalNodes("a"), StringKeys([]string{"x"})); err == nil {
 		t.Errorf("Count on an empty ring: no error")
 	}
 	if _, err := Ring(&chash.Ring{}); err == nil {
@@ -276,67 +277,80 @@ func TestCountErrors(t *testing.T) {
 	}
 }
 
-// table is a Table whose entries are given as owner names; it hashes a key by its
-// first byte.
-type table []string
+// table is a Table whose entries are given as owner indexes; it hashes a key by
+// its first byte.
+type table []int
 
-func (t table) Lookup(key []byte) (string, error) { return t[int(key[0])%len(t)], nil }
-func (t table) Size() int                         { return len(t) }
-func (t table) Entry(j int) int                   { return slices.Index(t.names(), t[j]) }
-func (t table) Nodes() []chash.Node               { return equalNodes(t.names()...) }
+func (t table) Lookup(key []byte) (int, error) { return t[int(key[0])%len(t)], nil }
+func (t table) Size() int                      { return len(t) }
+func (t table) Entry(j int) int                { return t[j] }
 
-func (t table) names() []string {
-	s := slices.Clone([]string(t))
-	slices.Sort(s)
-	return slices.Compact(s)
-}
+// router is a router that is neither a ring nor a table.
+type router struct{ dist.Router }
 
-// router is a Router that is neither a ring nor a table.
-type router struct{ Router }
-
-// renamedRing is a RingRouter reporting node n of its ring as "srv-n".
+// renamedRing is a RingRouter whose node i is ring node len-1-i, named
+// "srv-" and the ring node's name.
 type renamedRing struct{ r *chash.Ring }
 
-func (r renamedRing) Lookup(key []byte) (string, error) {
-	n, err := r.r.Lookup(key)
-	return "srv-" + n, err
+func (r renamedRing) Lookup(key []byte) (int, error) {
+	k, err := r.r.LookupIndex(key)
+	return r.r.Len() - 1 - k, err
 }
 
-func (r renamedRing) Ring() (*chash.Ring, map[string]string) {
-	m := map[string]string{}
-	for _, n := range r.r.Nodes() {
-		m[n.Name] = "srv-" + n.Name
+func (r renamedRing) Ring() (*chash.Ring, []int) {
+	index := make([]int, r.r.Len())
+	for k := range index {
+		index[k] = r.r.Len() - 1 - k
 	}
-	return r.r, m
+	return r.r, index
+}
+
+func (r renamedRing) nodes() []chash.Node {
+	ns := r.r.Nodes()
+	slices.Reverse(ns)
+	for i := range ns {
+		ns[i].Name = "srv-" + ns[i].Name
+	}
+	return ns
 }
 
 func TestMeasure(t *testing.T) {
 	r := mustRing(t, nil, equalNodes("a", "b", "c")...)
-	b, err := Measure(r, nil, nil)
+	b, err := Measure(RingOf(r), r.Nodes(), nil)
 	if err != nil || b.Method != MethodArcs {
 		t.Fatalf("Measure(ring) = %v, %v; want arcs", b, err)
 	}
-	b, err = Measure(table{"a", "b", "a", "c"}, nil, nil)
+	b, err = Measure(table{0, 1, 0, 2}, equalNodes("a", "b", "c"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Method != MethodTable || b.Nodes[0].Count != 2 || b.Total != 4 {
 		t.Errorf("Measure(table) = %+v; want a owning 2 of 4 entries", b)
 	}
-	b, err = Measure(router{r}, r.Nodes(), SampleKeys(1000, 1))
+	b, err = Measure(router{RingOf(r)}, r.Nodes(), SampleKeys(1000, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Method != MethodSample || b.Total != 1000 {
 		t.Errorf("Measure(router) method %q total %d; want sample 1000", b.Method, b.Total)
 	}
-	b, err = Measure(renamedRing{r}, nil, nil)
+	rr := renamedRing{r}
+	b, err = Measure(rr, rr.nodes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact, _ := Ring(r)
-	if b.Method != MethodArcs || b.Nodes[1].Name != "srv-b" || b.Nodes[1].Share != exact.Nodes[1].Share || b.Most != "srv-"+exact.Most {
-		t.Errorf("Measure(renamed ring) = %+v; want exact shares under srv- names", b)
+	if b.Method != MethodArcs || b.Nodes[0].Name != "srv-c" || b.Nodes[0].Share != exact.Nodes[2].Share || b.Most != "srv-"+exact.Most {
+		t.Errorf("Measure(renamed ring) = %+v; want exact shares under srv- names, in the router's order", b)
+	}
+	arcs := RouterArcs(rr, rr.nodes())
+	for i, a := range Arcs(r) {
+		if arcs[i].Node != "srv-"+a.Node || arcs[i].Start != a.Start || arcs[i].End != a.End {
+			t.Fatalf("RouterArcs[%d] = %v; want %v under its srv- name", i, arcs[i], a)
+		}
+	}
+	if _, err := Measure(table{0, 5}, equalNodes("a"), nil); err == nil {
+		t.Error("Measure of a table owned by a node out of range: no error")
 	}
 }
 

@@ -3,6 +3,8 @@ package analyze
 import (
 	"math"
 	"strconv"
+
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // Clustering is how often keys that differ only in their last character all
@@ -34,7 +36,7 @@ func (c *Clustering) Clustered() bool {
 // through r and counts the groups whose keys all reach one node, against what
 // shares (the router's shares of the key space) would give random keys. key,
 // if not nil, maps a key to what is routed (a pool's hash tag).
-func Cluster(r Router, shares *Balance, groups int, key func([]byte) []byte) (*Clustering, error) {
+func Cluster(r dist.Router, shares *Balance, groups int, key func([]byte) []byte) (*Clustering, error) {
 	const size = 10
 	c := &Clustering{Groups: groups, GroupSize: size}
 	q := 0.0 // the chance that a group of random keys goes to one node
@@ -43,7 +45,7 @@ func Cluster(r Router, shares *Balance, groups int, key func([]byte) []byte) (*C
 	}
 	buf := make([]byte, 0, 32)
 	for g := range groups {
-		first := ""
+		first := -1
 		together := true
 		for d := range size {
 			buf = strconv.AppendInt(append(buf[:0], "key"...), int64(g), 10)
@@ -52,13 +54,13 @@ func Cluster(r Router, shares *Balance, groups int, key func([]byte) []byte) (*C
 			if key != nil {
 				k = key(k)
 			}
-			name, err := r.Lookup(k)
+			i, err := r.Lookup(k)
 			if err != nil {
 				return nil, err
 			}
 			if d == 0 {
-				first = name
-			} else if name != first {
+				first = i
+			} else if i != first {
 				together = false
 				break
 			}

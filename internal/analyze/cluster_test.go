@@ -33,7 +33,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Cluster(r, shares, 1000, nil)
+		c, err := Cluster(RingOf(r), shares, 1000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestCluster(t *testing.T) {
 	// A one-node ring: every group together, as expected.
 	r, _ := chash.New(nil, nodes[:1])
 	shares, _ := Ring(r)
-	if c, _ := Cluster(r, shares, 100, nil); c.Together != 100 || c.Expected != 100 || c.Clustered() {
+	if c, _ := Cluster(RingOf(r), shares, 100, nil); c.Together != 100 || c.Expected != 100 || c.Clustered() {
 		t.Errorf("one node: %+v; want 100 together, 100 expected, not clustered", *c)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // Flow is the part of the key space that moves from one node to another.
@@ -38,13 +39,10 @@ type Range struct {
 // Len returns the number of positions in the range.
 func (r Range) Len() uint64 { return uint64(r.End) - uint64(r.Start) + 1 }
 
-// Diff is what changes owner between two configurations of nodes.
-type Diff struct {
-	// Method is how the figures were computed: MethodArcs, MethodTable, MethodKeys
-	// or MethodSample.
-	Method string `json:"method"`
-	// Total is the denominator of the shares, as in Balance.
-	Total uint64 `json:"total"`
+// Movement is how much of the key space changes owner when nodes change, next
+// to the least any scheme must move and to what modulo hashing would move.
+// diff, sweep and compare report movement with these three names.
+type Movement struct {
 	// Moved is the fraction of the key space whose owner changes.
 	Moved float64 `json:"moved"`
 	// Ideal is the least any scheme must move between the two configurations: the
@@ -58,6 +56,24 @@ type Diff struct {
 	// nodes in the same order, each repeated by its weight (ModuloTable), exactly,
 	// for hashes uniform over 32 bits.
 	ModuloMoved float64 `json:"modulo_moved"`
+}
+
+// OverIdeal returns Moved as a multiple of Ideal, or NaN if Ideal is zero.
+func (m Movement) OverIdeal() float64 {
+	if m.Ideal == 0 {
+		return math.NaN()
+	}
+	return m.Moved / m.Ideal
+}
+
+// Diff is what changes owner between two configurations of nodes.
+type Diff struct {
+	// Method is how the figures were computed: MethodArcs, MethodTable, MethodKeys,
+	// MethodSample or MethodPlaced.
+	Method string `json:"method"`
+	// Total is the denominator of the shares, as in Balance.
+	Total uint64 `json:"total"`
+	Movement
 	// Added, Removed and Reweighted name the nodes that join, leave, or change weight.
 	Added      []string `json:"added"`
 	Removed    []string `json:"removed"`
@@ -153,7 +169,7 @@ func Rings(old, new *chash.Ring) (*Diff, error) {
 	if start <= math.MaxUint32 {
 		emit(uint32(start), math.MaxUint32, o0, n0)
 	}
-	d.finish(moved, flows, on, nn)
+	d.finish(moved, flows)
 	return d, nil
 }
 
@@ -163,65 +179,70 @@ func pointAt(r *chash.Ring, i int) uint64 {
 }
 
 // Tables returns the exact difference between two lookup tables of the same size,
-// comparing them entry by entry.
-func Tables(old, new Table) (*Diff, error) {
+// comparing them entry by entry; oldNodes and newNodes are the tables' nodes.
+func Tables(old, new Table, oldNodes, newNodes []chash.Node) (*Diff, error) {
 	if old.Size() != new.Size() {
 		return nil, fmt.Errorf("analyze: tables of %d and %d entries", old.Size(), new.Size())
 	}
-	ob, err := TableBalance(old)
+	ob, err := TableBalance(old, oldNodes)
 	if err != nil {
 		return nil, err
 	}
-	nb, err := TableBalance(new)
+	nb, err := TableBalance(new, newNodes)
 	if err != nil {
 		return nil, err
 	}
-	on, nn := old.Nodes(), new.Nodes()
-	d := newDiff(MethodTable, uint64(old.Size()), on, nn, ob, nb)
+	d := newDiff(MethodTable, uint64(old.Size()), oldNodes, newNodes, ob, nb)
 	flows := map[[2]int]*Flow{}
 	var moved uint64
 	for j := range old.Size() {
 		o, n := old.Entry(j), new.Entry(j)
-		if on[o].Name != nn[n].Name {
+		if oldNodes[o].Name != newNodes[n].Name {
 			moved++
-			addFlow(flows, o, n, on[o].Name, nn[n].Name)
+			addFlow(flows, o, n, oldNodes[o].Name, newNodes[n].Name)
 		}
 	}
-	d.finish(moved, flows, on, nn)
+	d.finish(moved, flows)
 	return d, nil
 }
 
-// CountDiff routes every key through both routers and counts the keys whose owner
-// changes, with Method MethodKeys (or method, if given, such as MethodSample).
-func CountDiff(method string, old, new Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
+// CountDiff routes every key through both routers and counts the keys whose
+// owner changes, with Method MethodKeys (or method, if given, such as
+// MethodSample); oldNodes and newNodes are the routers' nodes.
+func CountDiff(method string, old, new dist.Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
 	if method == "" {
 		method = MethodKeys
 	}
-	oi, ni := indexOf(oldNodes), indexOf(newNodes)
+	return countDiff(method, old.Lookup, new.Lookup, oldNodes, newNodes, keys)
+}
+
+// PlaceDiff places every key in turn on both load-aware routers, as Place
+// does, and counts the keys whose placement changes, with Method
+// MethodPlaced. The routers' loads grow by the keys.
+func PlaceDiff(old, new dist.Placer, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
+	return countDiff(MethodPlaced, old.Acquire, new.Acquire, oldNodes, newNodes, keys)
+}
+
+func countDiff(method string, old, new func([]byte) (int, error), oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
 	oc, nc := make([]uint64, len(oldNodes)), make([]uint64, len(newNodes))
 	flows := map[[2]int]*Flow{}
 	var moved, total uint64
 	for k := range keys {
-		a, err := old.Lookup(k)
+		o, err := old(k)
 		if err != nil {
 			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
 		}
-		b, err := new.Lookup(k)
+		n, err := new(k)
 		if err != nil {
 			return nil, fmt.Errorf("analyze: lookup %q: %w", k, err)
 		}
-		o, ok := oi[a]
-		if !ok {
-			return nil, fmt.Errorf("analyze: key %q routed to %q, not an old node", k, a)
-		}
-		n, ok := ni[b]
-		if !ok {
-			return nil, fmt.Errorf("analyze: key %q routed to %q, not a new node", k, b)
+		if o < 0 || o >= len(oldNodes) || n < 0 || n >= len(newNodes) {
+			return nil, fmt.Errorf("analyze: key %q routed to nodes %d of %d and %d of %d", k, o, len(oldNodes), n, len(newNodes))
 		}
 		total++
 		oc[o]++
 		nc[n]++
-		if a != b {
+		if a, b := oldNodes[o].Name, newNodes[n].Name; a != b {
 			moved++
 			addFlow(flows, o, n, a, b)
 		}
@@ -235,30 +256,32 @@ func CountDiff(method string, old, new Router, oldNodes, newNodes []chash.Node, 
 		return nil, err
 	}
 	d := newDiff(method, total, oldNodes, newNodes, ob, nb)
-	d.finish(moved, flows, oldNodes, newNodes)
+	d.finish(moved, flows)
 	return d, nil
 }
 
-// Compare returns the difference between two routers, exactly where it can:
-// Rings for two *chash.Rings or RingRouters that hash keys alike (renamed as the
-// routers report their nodes), Tables for two Tables of the same size (in these cases the routers' own
-// nodes are used), and otherwise CountDiff over keys with Method MethodSample.
-func Compare(old, new Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
-	if a, an, ok := ringOf(old); ok {
-		if b, bn, ok := ringOf(new); ok && SameHash(a, b) {
-			d, err := Rings(a, b)
-			if err != nil {
-				return nil, err
-			}
-			if an != nil || bn != nil {
+// Compare returns the difference between two routers, oldNodes and newNodes
+// being their nodes, exactly where it can: Rings for two RingRouters that hash
+// keys alike (under the routers' names), Tables for two Tables of the same
+// size, and otherwise CountDiff over keys with Method MethodSample.
+func Compare(old, new dist.Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
+	if a, ok := old.(RingRouter); ok {
+		if b, ok := new.(RingRouter); ok {
+			ar, an := ringNames(a, oldNodes)
+			br, bn := ringNames(b, newNodes)
+			if SameHash(ar, br) {
+				d, err := Rings(ar, br)
+				if err != nil {
+					return nil, err
+				}
 				d.rename(an, bn)
+				return d, nil
 			}
-			return d, nil
 		}
 	}
 	if a, ok := old.(Table); ok {
 		if b, ok := new.(Table); ok && a.Size() == b.Size() {
-			return Tables(a, b)
+			return Tables(a, b, oldNodes, newNodes)
 		}
 	}
 	return CountDiff(MethodSample, old, new, oldNodes, newNodes, keys)
@@ -273,17 +296,6 @@ func SameHash(a, b *chash.Ring) bool {
 		}
 	}
 	return true
-}
-
-func ringOf(r Router) (*chash.Ring, map[string]string, bool) {
-	switch r := r.(type) {
-	case *chash.Ring:
-		return r, nil, true
-	case RingRouter:
-		ring, names := r.Ring()
-		return ring, names, true
-	}
-	return nil, nil, false
 }
 
 // rename renames d's nodes, old ones by on and new ones by nn.
@@ -349,7 +361,7 @@ func newDiff(method string, total uint64, on, nn []chash.Node, ob, nb *Balance) 
 	return d
 }
 
-func (d *Diff) finish(moved uint64, flows map[[2]int]*Flow, on, nn []chash.Node) {
+func (d *Diff) finish(moved uint64, flows map[[2]int]*Flow) {
 	d.Moved = float64(moved) / float64(d.Total)
 	keys := make([][2]int, 0, len(flows))
 	for k := range flows {

@@ -214,7 +214,7 @@ func TestRingsAgreeWithSampling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sampled, err := CountDiff(MethodSample, old, new, old.Nodes(), new.Nodes(), SampleKeys(keys, 2))
+	sampled, err := CountDiff(MethodSample, RingOf(old), RingOf(new), old.Nodes(), new.Nodes(), SampleKeys(keys, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,8 @@ func TestRingsAgreeWithSampling(t *testing.T) {
 }
 
 func TestTables(t *testing.T) {
-	d, err := Tables(table{"a", "b", "a", "b"}, table{"a", "c", "a", "b"})
+	ab, abc := equalNodes("a", "b"), equalNodes("a", "b", "c")
+	d, err := Tables(table{0, 1, 0, 1}, table{0, 2, 0, 1}, ab, abc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,16 +252,15 @@ func TestTables(t *testing.T) {
 	if !slices.Equal(d.Added, []string{"c"}) || d.Ideal != 1.0/3 {
 		t.Errorf("Tables: added %q ideal %v; want [c] 1/3", d.Added, d.Ideal)
 	}
-	if _, err := Tables(table{"a"}, table{"a", "b"}); err == nil {
+	if _, err := Tables(table{0}, table{0, 1}, ab, ab); err == nil {
 		t.Errorf("Tables of different sizes: no error")
 	}
-	oldN, newN := equalNodes("a", "b"), equalNodes("a", "b", "c")
-	d, err = Compare(table{"a", "b", "a", "b"}, table{"a", "c", "a", "b"}, oldN, newN, nil)
+	d, err = Compare(table{0, 1, 0, 1}, table{0, 2, 0, 1}, ab, abc, nil)
 	if err != nil || d.Method != MethodTable {
 		t.Errorf("Compare(table, table) = %v, %v; want a table diff", d, err)
 	}
-	r := mustRing(t, nil, oldN...)
-	d, err = Compare(router{r}, r, oldN, oldN, SampleKeys(100, 1))
+	r := mustRing(t, nil, ab...)
+	d, err = Compare(router{RingOf(r)}, RingOf(r), ab, ab, SampleKeys(100, 1))
 	if err != nil || d.Method != MethodSample || d.Moved != 0 || d.Total != 100 {
 		t.Errorf("Compare(router, same ring) = %+v, %v; want a sampled diff moving nothing", d, err)
 	}
@@ -268,7 +268,8 @@ func TestTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = Compare(renamedRing{r}, renamedRing{r2}, nil, nil, nil)
+	old, new := renamedRing{r}, renamedRing{r2}
+	d, err = Compare(old, new, old.nodes(), new.nodes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestRingsDifferentHashes(t *testing.T) {
 	if _, err := Rings(a, b); err == nil {
 		t.Errorf("Rings of rings with different key hashes: no error")
 	}
-	d, err := Compare(a, b, a.Nodes(), b.Nodes(), SampleKeys(1000, 1))
+	d, err := Compare(RingOf(a), RingOf(b), a.Nodes(), b.Nodes(), SampleKeys(1000, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,12 +356,12 @@ func TestReorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Reorder([]string{"c", "a"})
+	b.reorder([]string{"c", "a"})
 	var got []string
 	for _, n := range b.Nodes {
 		got = append(got, n.Name)
 	}
 	if want := []string{"c", "a", "b", "d"}; !slices.Equal(got, want) {
-		t.Errorf("Reorder = %q; want %q", got, want)
+		t.Errorf("reorder = %q; want %q", got, want)
 	}
 }

@@ -34,6 +34,22 @@ type SweepConfig struct {
 	Progress func(done, total int)
 }
 
+// PerNode returns a SweepConfig.Scheme over s: the scheme whose node of weight
+// w owns the first points×w points of s's own sequence of points for it,
+// whatever s's NumPoints says. Rings of V points per node are then s's own, or
+// what s would be with V points (a ketama-style scheme fixes 160 per server).
+func PerNode(s chash.Scheme) func(points int) chash.Scheme {
+	return func(points int) chash.Scheme { return perNode{s, points} }
+}
+
+// perNode gives every node points×weight points of its scheme's sequence.
+type perNode struct {
+	chash.Scheme
+	points int
+}
+
+func (p perNode) NumPoints(weight, total, n int) int { return p.points * weight }
+
 // DefaultSweepNodes and DefaultSweepPoints are the default grid.
 var (
 	DefaultSweepNodes  = []int{5, 10, 50, 100}
@@ -158,16 +174,12 @@ func Sweep(c SweepConfig) ([]SweepPoint, error) {
 type ChurnPoint struct {
 	Nodes  int `json:"nodes"`
 	Points int `json:"points"`
-	// AddMoved is the fraction that moves when a node joins; AddIdeal the joining
-	// node's fair share, 1/(N+1); AddModulo what modulo hashing moves.
-	AddMoved  float64 `json:"add_moved"`
-	AddIdeal  float64 `json:"add_ideal"`
-	AddModulo float64 `json:"add_modulo"`
-	// RemoveMoved is the fraction that moves when the last node leaves;
-	// RemoveIdeal that node's share; RemoveModulo what modulo hashing moves.
-	RemoveMoved  float64 `json:"remove_moved"`
-	RemoveIdeal  float64 `json:"remove_ideal"`
-	RemoveModulo float64 `json:"remove_modulo"`
+	// Add is what moves when a node joins: its ideal is the joining node's fair
+	// share, 1/(N+1).
+	Add Movement `json:"add"`
+	// Remove is what moves when the last node leaves, its ideal that node's
+	// share; nil for a ring of one node, which cannot lose it.
+	Remove *Movement `json:"remove,omitempty"`
 }
 
 // Churn returns, for every cluster size in c.Nodes, what moves when a node joins
@@ -195,9 +207,7 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 			if err != nil {
 				return nil, err
 			}
-			cp.AddMoved += add.Moved
-			cp.AddIdeal += add.Ideal
-			cp.AddModulo += add.ModuloMoved
+			cp.Add.add(add.Movement)
 			if n > 1 {
 				shrunk, err := r.Remove(nodes[n-1].Name)
 				if err != nil {
@@ -207,9 +217,10 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 				if err != nil {
 					return nil, err
 				}
-				cp.RemoveMoved += rm.Moved
-				cp.RemoveIdeal += rm.Ideal
-				cp.RemoveModulo += rm.ModuloMoved
+				if cp.Remove == nil {
+					cp.Remove = new(Movement)
+				}
+				cp.Remove.add(rm.Movement)
 			}
 			done++
 			if c.Progress != nil {
@@ -217,13 +228,25 @@ func Churn(c SweepConfig) ([]ChurnPoint, error) {
 			}
 		}
 		k := float64(c.Trials)
-		cp.AddMoved /= k
-		cp.AddIdeal /= k
-		cp.AddModulo /= k
-		cp.RemoveMoved /= k
-		cp.RemoveIdeal /= k
-		cp.RemoveModulo /= k
+		cp.Add.divide(k)
+		if cp.Remove != nil {
+			cp.Remove.divide(k)
+		}
 		out = append(out, cp)
 	}
 	return out, nil
+}
+
+// add adds n's figures to m's, for averaging.
+func (m *Movement) add(n Movement) {
+	m.Moved += n.Moved
+	m.Ideal += n.Ideal
+	m.ModuloMoved += n.ModuloMoved
+}
+
+// divide divides m's figures by k, for averaging.
+func (m *Movement) divide(k float64) {
+	m.Moved /= k
+	m.Ideal /= k
+	m.ModuloMoved /= k
 }

@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/compat"
 )
 
 func standard(p int) chash.Scheme { return chash.Standard{Points: p} }
@@ -59,18 +61,37 @@ func TestChurn(t *testing.T) {
 		if p.Points != chash.DefaultPoints {
 			t.Errorf("%d nodes: %d points; want the default", p.Nodes, p.Points)
 		}
-		if want := 1 / (n + 1); math.Abs(p.AddIdeal-want) > 1e-12 {
-			t.Errorf("%d nodes: add ideal %v; want %v", p.Nodes, p.AddIdeal, want)
+		if want := 1 / (n + 1); math.Abs(p.Add.Ideal-want) > 1e-12 {
+			t.Errorf("%d nodes: add ideal %v; want %v", p.Nodes, p.Add.Ideal, want)
 		}
 		// A ring moves about the ideal; modulo moves about n/(n+1).
-		if math.Abs(p.AddMoved/p.AddIdeal-1) > 0.5 {
-			t.Errorf("%d nodes: add moved %v, ideal %v", p.Nodes, p.AddMoved, p.AddIdeal)
+		if math.Abs(p.Add.OverIdeal()-1) > 0.5 {
+			t.Errorf("%d nodes: add moved %v, ideal %v", p.Nodes, p.Add.Moved, p.Add.Ideal)
 		}
-		if want := n / (n + 1); math.Abs(p.AddModulo-want) > 1e-6 {
-			t.Errorf("%d nodes: modulo moved %v; want %v", p.Nodes, p.AddModulo, want)
+		if want := n / (n + 1); math.Abs(p.Add.ModuloMoved-want) > 1e-6 {
+			t.Errorf("%d nodes: modulo moved %v; want %v", p.Nodes, p.Add.ModuloMoved, want)
 		}
-		if p.Nodes > 1 && p.RemoveMoved != p.RemoveIdeal {
-			t.Errorf("%d nodes: remove moved %v; want the leaving node's share %v", p.Nodes, p.RemoveMoved, p.RemoveIdeal)
+		switch {
+		case p.Nodes == 1 && p.Remove != nil:
+			t.Errorf("1 node: remove %+v; want none, as the only node cannot leave", *p.Remove)
+		case p.Nodes > 1 && (p.Remove == nil || p.Remove.Moved != p.Remove.Ideal):
+			t.Errorf("%d nodes: remove %+v; want the leaving node's share moved", p.Nodes, p.Remove)
 		}
+	}
+}
+
+// TestPerNode checks that PerNode gives each node the first points×weight
+// points of the scheme's own sequence, whatever the scheme's own count.
+func TestPerNode(t *testing.T) {
+	base := compat.Ketama{} // 160 points per server of average weight
+	s := PerNode(base)(3)
+	if got := s.NumPoints(2, 5, 4); got != 6 {
+		t.Errorf("NumPoints(weight 2) = %d; want 6", got)
+	}
+	if got, want := s.AppendPoints(nil, "n", 0, 6), base.AppendPoints(nil, "n", 0, 6); !slices.Equal(got, want) {
+		t.Errorf("AppendPoints = %x; want the scheme's own %x", got, want)
+	}
+	if s.Hash([]byte("k")) != base.Hash([]byte("k")) {
+		t.Error("PerNode changes the key hash")
 	}
 }

@@ -17,8 +17,10 @@
 // "chash" (chash's own ring) and "seed" (the seed articles' Java ring) among them,
 // the key "points", the number of ring points per unit of weight for those that
 // take it, and the key "label", the string the seed distribution hashes for each
-// point ("{name}&&VN{i}" by default; quote it in YAML). Pool.Router builds the
-// pool's distribution; Distributions lists them.
+// point ("{name}&&VN{i}" by default; quote it in YAML). Parse checks what YAML
+// alone can tell; the catalogue of distributions, package dist, checks a pool
+// against its distribution (whether it takes points and label, its hash) when it
+// builds the pool's router, and reports problems with Pool.ErrorAt.
 //
 // chash also adds keys for chash proxy that set, for one pool, what its flags set
 // for all: "eject_errors" (--eject-errors), "client_idle_timeout" in milliseconds
@@ -29,6 +31,11 @@
 //
 //	config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer
 //
+// A configuration can also be built in code: NewPool makes a pool with
+// twemproxy's defaults, and Marshal writes a File so that Parse reads it back.
+// Keys documents every key of a pool, its default and an example: the
+// reference that "chash help config" prints.
+//
 // This is the only package of chash that imports a YAML library.
 package config
 
@@ -36,10 +43,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chash-dev/chash/compat"
 )
 
 // Defaults of twemproxy (nc_conf.h) for keys a pool leaves out.
@@ -101,7 +109,8 @@ type Pool struct {
 	// ("hash_tag:"; see HashKey). Empty when absent: the whole key is hashed.
 	HashTag string
 	// Distribution is the name of the way keys are spread over servers
-	// ("distribution:"). Default: DefaultDistribution (ketama).
+	// ("distribution:"), one of package dist's catalogue, which Parse does not
+	// check. Default: DefaultDistribution (ketama).
 	Distribution string
 	// Points is the number of ring points per unit of weight ("points:", a chash
 	// addition), for the distributions that take it. Zero when absent, which
@@ -183,45 +192,31 @@ type Pool struct {
 	lines map[string]int // the line of each key's value
 }
 
-// newPool returns a pool with twemproxy's defaults (nc_conf.h).
+// newPool returns a pool as Parse starts it, before its keys are read.
 func newPool(file, name string, line int) *Pool {
-	return &Pool{
-		file:               file,
-		Name:               name,
-		Line:               line,
-		Distribution:       DefaultDistribution,
-		Backlog:            512,
-		ServerConnections:  1,
-		ServerRetryTimeout: 30 * time.Second,
-		ServerFailureLimit: 2,
-		lines:              make(map[string]int),
-	}
+	p := NewPool(name)
+	p.file, p.Line, p.lines = file, line, make(map[string]int)
+	return p
 }
 
 // HashKey returns the part of key that the pool hashes: with a HashTag such as
 // "{}", the bytes between the first '{' and the first '}' after it, if both are
 // there and enclose at least one byte; otherwise, or without a HashTag, the whole
 // key. So "{user1}:name" and "{user1}:mail" land on the same server, while "{}x"
-// is hashed whole. This is twemproxy's rule (nc_server.c). The result shares
-// key's memory.
-func (p *Pool) HashKey(key []byte) []byte {
-	if len(p.HashTag) != 2 {
-		return key
-	}
-	i := slices.Index(key, p.HashTag[0])
-	if i < 0 {
-		return key
-	}
-	j := slices.Index(key[i+1:], p.HashTag[1])
-	if j <= 0 {
-		return key
-	}
-	return key[i+1 : i+1+j]
-}
+// is hashed whole. This is twemproxy's rule (nc_server.c), which
+// compat.HashTagged keeps. The result shares key's memory.
+func (p *Pool) HashKey(key []byte) []byte { return compat.HashTagged(key, p.HashTag) }
 
 // KeyLine returns the line of key's value in the file, or the pool's Line if the
 // pool does not set key, for errors about a setting found after Parse.
 func (p *Pool) KeyLine(key string) int { return p.line(key) }
+
+// ErrorAt returns an *Error about the pool at the line of key's value (the
+// pool's line if the pool does not set key), for problems found after Parse,
+// such as a setting its distribution does not take.
+func (p *Pool) ErrorAt(key string, err error) error {
+	return &Error{File: p.file, Line: p.line(key), Pool: p.Name, Err: err}
+}
 
 // line returns the line of key's value in the pool, or the pool's line if the
 // pool does not set key.
@@ -258,6 +253,21 @@ func (s Server) Name() string {
 		return s.Host
 	}
 	return s.Host + ":" + strconv.Itoa(s.Port)
+}
+
+// String returns the server's line in a servers list, as ParseServer reads it:
+// "host:port:weight", or "/path/to/socket:weight" for a Unix socket, followed
+// by " alias" if the server has one.
+func (s Server) String() string {
+	line := s.Host
+	if s.Port != 0 {
+		line += ":" + strconv.Itoa(s.Port)
+	}
+	line += ":" + strconv.Itoa(s.Weight)
+	if s.Alias != "" {
+		line += " " + s.Alias
+	}
+	return line
 }
 
 // Error is an error in a configuration file.

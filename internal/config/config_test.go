@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chash-dev/chash/hashfn"
 )
 
 func TestParseFull(t *testing.T) {
@@ -127,34 +126,20 @@ func TestParseDefaults(t *testing.T) {
 }
 
 // TestParseDistributionDefault checks that a pool without "distribution:" gets
-// ketama, as in twemproxy, or, until ketama is registered, an error saying so.
+// ketama, as in twemproxy.
 func TestParseDistributionDefault(t *testing.T) {
 	f, err := Parse("d.yml", []byte("p:\n  servers:\n   - a:1:1\n"))
-	if _, ok := distributions[DefaultDistribution]; ok {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := f.Pools[0].Distribution; got != DefaultDistribution {
-			t.Errorf("Distribution = %q; want %q", got, DefaultDistribution)
-		}
-		return
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err == nil || !strings.Contains(err.Error(), `d.yml:1: pool "p": distribution "ketama" (the default) is unknown`) {
-		t.Errorf("Parse without distribution: error %v; want one about ketama, the default", err)
+	if got := f.Pools[0].Distribution; got != DefaultDistribution {
+		t.Errorf("Distribution = %q; want %q", got, DefaultDistribution)
 	}
 }
 
 // TestParseTwemproxy parses a configuration that only uses twemproxy's keys and
-// values, once the distributions and hashes it names exist.
+// values. (Package dist builds its pools' routers.)
 func TestParseTwemproxy(t *testing.T) {
-	for _, h := range []string{"fnv1a_64", "hsieh"} {
-		if _, err := hashfn.Lookup(h); err != nil {
-			t.Skipf("hash %s is not implemented yet", h)
-		}
-	}
-	if _, ok := distributions["ketama"]; !ok {
-		t.Skip("distribution ketama is not registered yet")
-	}
 	f, err := Load("testdata/twemproxy.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +147,6 @@ func TestParseTwemproxy(t *testing.T) {
 	var names []string
 	for _, p := range f.Pools {
 		names = append(names, p.Name)
-		if _, err := p.Router(); err != nil {
-			t.Errorf("pool %q: Router: %v", p.Name, err)
-		}
 	}
 	if want := []string{"alpha", "beta", "gamma", "omega"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("pools %q; want %q", names, want)
@@ -228,7 +210,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown hash", "a:\n  distribution: chash\n  hash: fnv2\n  servers: [a:1:1]\n", 3, "a", `hash "fnv2" is unknown (known: `},
 		{"hash null", "a:\n  hash:\n  servers: [a:1:1]\n", 2, "a", "hash has no value"},
 		{"hash list", "a:\n  hash: [md5]\n  servers: [a:1:1]\n", 2, "a", "hash: want a single value, not a list"},
-		{"unknown distribution", "a:\n  distribution: ring\n  servers: [a:1:1]\n", 2, "a", `distribution "ring" is unknown (known: `},
+		{"empty distribution", "a:\n  distribution: \"\"\n  servers: [a:1:1]\n", 2, "a", `distribution is empty; leave it out for the default, ketama`},
 		{"hash_tag one char", "a:\n  distribution: chash\n  hash_tag: \"{\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{" is not two characters`},
 		{"hash_tag three chars", "a:\n  distribution: chash\n  hash_tag: \"{}}\"\n  servers: [a:1:1]\n", 3, "a", `hash_tag "{}}" is not two characters`},
 		{"hash_tag non-ASCII", "a:\n  distribution: chash\n  hash_tag: \"«»\"\n  servers: [a:1:1]\n", 3, "a", `is not two characters`},
@@ -402,18 +384,16 @@ func TestLoadMissing(t *testing.T) {
 	}
 }
 
-// TestExamples loads the repository's example configurations, which README uses.
+// TestExamples loads the repository's example configurations, which README
+// uses. (Package dist builds their pools' routers.)
 func TestExamples(t *testing.T) {
-	for _, path := range []string{"../../examples/nutcracker.yml", "../../examples/seed.yml"} {
-		f, err := Load(path)
-		if err != nil {
+	paths, err := filepath.Glob("../../examples/*.yml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, path := range paths {
+		if _, err := Load(path); err != nil {
 			t.Error(err)
-			continue
-		}
-		for _, p := range f.Pools {
-			if _, err := p.Router(); err != nil {
-				t.Errorf("%s: pool %q: Router: %v", path, p.Name, err)
-			}
 		}
 	}
 }
@@ -437,5 +417,106 @@ func TestErrorString(t *testing.T) {
 		if !errors.Is(tt.e, problem) {
 			t.Errorf("errors.Is(%v, problem) = false; want true", tt.e)
 		}
+	}
+}
+
+func TestHashKey(t *testing.T) {
+	tests := []struct {
+		tag, key, want string
+	}{
+		{"", "{user1}:a", "{user1}:a"},
+		{"{}", "{user1}:a", "user1"},
+		{"{}", "x{user1}:a", "user1"},
+		{"{}", "user1", "user1"},
+		{"{}", "{}x", "{}x"}, // an empty tag hashes the whole key
+		{"{}", "{user1", "{user1"},
+		{"{}", "}user1{", "}user1{"},
+		{"{}", "}a{b}c", "b"},
+		{"{}", "{a}{b}", "a"},
+		{"{}", "{{a}}", "{a"},
+		{"{}", "", ""},
+		{"$$", "$a$b$", "a"},
+		{"$$", "$$a$", "$$a$"},
+		{"$$", "x$abc", "x$abc"},
+		{"()", "(é)", "é"},
+	}
+	for _, tt := range tests {
+		p := &Pool{HashTag: tt.tag}
+		if got := string(p.HashKey([]byte(tt.key))); got != tt.want {
+			t.Errorf("HashKey(%q) with hash_tag %q = %q; want %q", tt.key, tt.tag, got, tt.want)
+		}
+	}
+}
+
+func TestParseServer(t *testing.T) {
+	tests := []struct {
+		line string
+		want Server
+	}{
+		{"10.0.0.1:11211:1", Server{Host: "10.0.0.1", Port: 11211, Weight: 1}},
+		{"10.0.0.1:11211:2 cache1", Server{Host: "10.0.0.1", Port: 11211, Weight: 2, Alias: "cache1"}},
+		{"localhost:1:3", Server{Host: "localhost", Port: 1, Weight: 3}},
+		{"[::1]:11211:1", Server{Host: "[::1]", Port: 11211, Weight: 1}},
+		{"/tmp/mc.sock:1", Server{Host: "/tmp/mc.sock", Weight: 1}},
+		{"/tmp/mc.sock:4 local", Server{Host: "/tmp/mc.sock", Weight: 4, Alias: "local"}},
+	}
+	for _, tt := range tests {
+		if got, err := ParseServer(tt.line); err != nil || got != tt.want {
+			t.Errorf("ParseServer(%q) = %#v, %v; want %#v", tt.line, got, err, tt.want)
+		}
+		if got := tt.want.String(); got != tt.line {
+			t.Errorf("%#v.String() = %q; want %q", tt.want, got, tt.line)
+		}
+	}
+	for _, bad := range []string{"", "h", "h:1", "h:1:0", "h:x:1", ":1:1", "h:1:1 ", "/a:b:1", "h:0:1"} {
+		if s, err := ParseServer(bad); err == nil {
+			t.Errorf("ParseServer(%q) = %+v, nil; want an error", bad, s)
+		}
+	}
+}
+
+// FuzzParseServer checks that ParseServer never panics and that a server it
+// accepts, written out again, parses to the same server.
+func FuzzParseServer(f *testing.F) {
+	for _, s := range []string{"10.0.0.1:11211:1", "h:1:2 alias", "/tmp/s:1", "[::1]:11211:1", "a:b:c:1:1 x y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		s, err := ParseServer(line)
+		if err != nil {
+			return
+		}
+		if s.Weight < 1 || s.Host == "" || s.Port < 0 || s.Port > 65535 || s.Port == 0 && !strings.HasPrefix(s.Host, "/") {
+			t.Fatalf("ParseServer(%q) = %+v", line, s)
+		}
+		again := s.String()
+		if s2, err := ParseServer(again); err != nil || s2 != s {
+			t.Fatalf("ParseServer(%q) = %+v; written out as %q it parses to %+v, %v", line, s, again, s2, err)
+		}
+	})
+}
+
+// TestErrorAt checks that an error found after Parse names the file, the line
+// of the key at fault, or of the pool when the pool does not set it, and the
+// pool.
+func TestErrorAt(t *testing.T) {
+	f, err := Parse("e.yml", []byte("a:\n  distribution: chash\n  points: 7\n  servers: [h:1:1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Pools[0]
+	problem := errors.New("too many")
+	for _, tt := range []struct{ key, want string }{
+		{"points", `config: e.yml:3: pool "a": too many`},
+		{"label", `config: e.yml:1: pool "a": too many`},
+	} {
+		err := p.ErrorAt(tt.key, problem)
+		if err.Error() != tt.want || !errors.Is(err, problem) {
+			t.Errorf("ErrorAt(%q) = %v; want %s, wrapping the problem", tt.key, err, tt.want)
+		}
+	}
+	code := &Pool{Name: "b"}
+	if got, want := code.ErrorAt("points", problem).Error(), `config: pool "b": too many`; got != want {
+		t.Errorf("ErrorAt of a pool made in code = %q; want %q", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/chash-dev/chash/internal/config"
 )
@@ -27,21 +28,30 @@ articles:
 	if err != nil {
 		log.Fatal(err)
 	}
-	r, err := pool.Router()
+	fmt.Println(pool.Name, pool.Distribution, pool.Points, "points per unit of weight")
+	for _, s := range pool.Servers {
+		fmt.Printf("line %d: %s, weight %d\n", s.Line, s.Name(), s.Weight)
+	}
+	// Output:
+	// articles seed 5 points per unit of weight
+	// line 6: 192.168.0.0:111, weight 1
+	// line 7: 192.168.0.1:111, weight 1
+	// line 8: 192.168.0.2:111, weight 1
+	// line 9: 192.168.0.3:111, weight 1
+	// line 10: 192.168.0.4:111, weight 1
+}
+
+func ExampleParseServer() {
+	s, err := config.ParseServer("10.0.0.1:11211:2 cache1")
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, key := range []string{"127.0.0.1:1111", "221.226.0.1:2222", "10.211.0.1:3333"} {
-		server, err := r.Lookup(pool.HashKey([]byte(key)))
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(key, server)
-	}
+	fmt.Println(s.Host, s.Port, s.Weight, s.Alias, s.Name())
+	_, err = config.ParseServer("10.0.0.1:11211")
+	fmt.Println(err)
 	// Output:
-	// 127.0.0.1:1111 192.168.0.0:111
-	// 221.226.0.1:2222 192.168.0.0:111
-	// 10.211.0.1:3333 192.168.0.2:111
+	// 10.0.0.1 11211 2 cache1 cache1
+	// want "host:port:weight [name]" or "/path/to/socket:weight [name]"
 }
 
 func ExampleParse_error() {
@@ -55,4 +65,33 @@ func ExampleParse_error() {
 	fmt.Println(err)
 	// Output:
 	// config: nutcracker.yml:5: pool "alpha": server "10.0.0.2:11211:x": weight "x" is not a positive integer
+}
+
+// ExampleMarshal builds a pool in code and writes it as a nutcracker.yml: the
+// keys left at their defaults are left out.
+func ExampleMarshal() {
+	p := config.NewPool("cache")
+	p.Listen = "127.0.0.1:22121"
+	p.Hash = "md5"
+	p.HashTag = "{}"
+	p.Timeout = 400 * time.Millisecond
+	p.Servers = []config.Server{
+		{Host: "10.0.0.1", Port: 11211, Weight: 1},
+		{Host: "10.0.0.2", Port: 11211, Weight: 2, Alias: "cache-2"},
+	}
+	out, err := config.Marshal(&config.File{Pools: []*config.Pool{p}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(out))
+	// Output:
+	// cache:
+	//   listen: 127.0.0.1:22121
+	//   hash: md5
+	//   hash_tag: '{}'
+	//   timeout: 400
+	//   servers:
+	//     - 10.0.0.1:11211:1
+	//     - 10.0.0.2:11211:2 cache-2
 }

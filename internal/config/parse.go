@@ -7,22 +7,23 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/hashfn"
 )
 
 // Parse parses data, the contents of the configuration file called name (which
 // only errors use), and checks it as twemproxy does, and more: each pool has at
 // least one server; no two servers of a pool have the same name; hash names are
-// known to hashfn.Lookup and distribution names are registered; weights are
-// positive and ports in 1..65535; no key is unknown or given twice. YAML aliases
-// are errors, as in twemproxy.
+// known to hashfn.Lookup; weights are positive and ports in 1..65535; no key is
+// unknown or given twice. YAML aliases are errors, as in twemproxy. Distribution
+// names and the settings only some distributions take (points, label) are
+// checked by package dist, which builds the pools' routers.
 //
 // The error, if any, is an *Error naming the file, the line and the pool.
 func Parse(name string, data []byte) (*File, error) {
@@ -142,49 +143,6 @@ func checkAlias(n *yaml.Node) error {
 	return nil
 }
 
-// A setting parses the value v of key into p. Its errors, made with at or atf,
-// carry their line.
-type setting func(p *Pool, key string, v *yaml.Node) error
-
-// settings are the keys of a pool, twemproxy's (nc_conf.c, conf_commands) and ours.
-var settings = map[string]setting{
-	"listen":       setListen,
-	"hash":         setHash,
-	"hash_tag":     setHashTag,
-	"distribution": setDistribution,
-	"points":       intSetting(func(p *Pool) *int { return &p.Points }),
-	"label":        setLabel,
-
-	"timeout":              msSetting(func(p *Pool) *time.Duration { return &p.Timeout }),
-	"backlog":              intSetting(func(p *Pool) *int { return &p.Backlog }),
-	"client_connections":   intSetting(func(p *Pool) *int { return &p.ClientConnections }),
-	"redis":                boolSetting(func(p *Pool) *bool { return &p.Redis }),
-	"redis_auth":           setRedisAuth,
-	"redis_db":             intSetting(func(p *Pool) *int { return &p.RedisDB }),
-	"preconnect":           boolSetting(func(p *Pool) *bool { return &p.Preconnect }),
-	"auto_eject_hosts":     boolSetting(func(p *Pool) *bool { return &p.AutoEjectHosts }),
-	"server_connections":   setServerConnections,
-	"server_retry_timeout": msSetting(func(p *Pool) *time.Duration { return &p.ServerRetryTimeout }),
-	"server_failure_limit": intSetting(func(p *Pool) *int { return &p.ServerFailureLimit }),
-	"tcpkeepalive":         boolSetting(func(p *Pool) *bool { return &p.TCPKeepalive }),
-	"servers":              setServers,
-
-	// chash proxy's per-pool versions of its flags.
-	"eject_errors":        optional(boolSetting, func(p *Pool) **bool { return &p.EjectErrors }),
-	"client_idle_timeout": optional(msSetting, func(p *Pool) **time.Duration { return &p.ClientIdleTimeout }),
-	"tls_cert_file":       fileSetting(func(p *Pool) *string { return &p.TLSCertFile }),
-	"tls_key_file":        fileSetting(func(p *Pool) *string { return &p.TLSKeyFile }),
-}
-
-func settingNames() string {
-	names := make([]string, 0, len(settings))
-	for k := range settings {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
-}
-
 // parse parses the pool's mapping v.
 func (p *Pool) parse(v *yaml.Node) error {
 	if err := checkAlias(v); err != nil {
@@ -204,15 +162,15 @@ func (p *Pool) parse(v *yaml.Node) error {
 		if k.Kind != yaml.ScalarNode {
 			return atf(k, "want a key such as hash or servers")
 		}
-		set, ok := settings[k.Value]
-		if !ok {
+		set := lookupSetting(k.Value)
+		if set == nil {
 			return atf(k, "unknown key %q (known: %s)", k.Value, settingNames())
 		}
 		if l, dup := p.lines[k.Value]; dup {
 			return atf(k, "%s given twice (first on line %d)", k.Value, l)
 		}
 		p.lines[k.Value] = val.Line
-		if err := set(p, k.Value, val); err != nil {
+		if err := set.parse(p, k.Value, val); err != nil {
 			return err
 		}
 	}
@@ -231,13 +189,6 @@ func (p *Pool) parse(v *yaml.Node) error {
 	}
 	if p.EjectErrors != nil && *p.EjectErrors && !p.AutoEjectHosts {
 		return &lineError{p.line("eject_errors"), errors.New("eject_errors: true needs auto_eject_hosts: true; without it no server is ejected")}
-	}
-	if err := checkLabel(p); err != nil {
-		return &lineError{p.line("label"), err}
-	}
-	if _, ok := distributions[p.Distribution]; !ok {
-		// Only the default can get here: setDistribution checks given names.
-		return &lineError{p.Line, fmt.Errorf("distribution %q (the default) is unknown (known: %s); set one", p.Distribution, strings.Join(Distributions(), ", "))}
 	}
 	return nil
 }
@@ -292,7 +243,11 @@ func number(key string, v *yaml.Node) (int, error) {
 	return n, nil
 }
 
-func intSetting(field func(*Pool) *int) setting {
+// A parseFunc parses the value v of key into p. Its errors, made with at or
+// atf, carry their line.
+type parseFunc func(p *Pool, key string, v *yaml.Node) error
+
+func intSetting(field func(*Pool) *int) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		n, err := number(key, v)
 		*field(p) = n
@@ -300,7 +255,7 @@ func intSetting(field func(*Pool) *int) setting {
 	}
 }
 
-func msSetting(field func(*Pool) *time.Duration) setting {
+func msSetting(field func(*Pool) *time.Duration) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		n, err := number(key, v)
 		*field(p) = time.Duration(n) * time.Millisecond
@@ -308,7 +263,7 @@ func msSetting(field func(*Pool) *time.Duration) setting {
 	}
 }
 
-func boolSetting(field func(*Pool) *bool) setting {
+func boolSetting(field func(*Pool) *bool) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		s, err := scalar(key, v)
 		if err != nil {
@@ -327,14 +282,14 @@ func boolSetting(field func(*Pool) *bool) setting {
 }
 
 // optional makes a setting of a field that is nil when its key is absent.
-func optional[T any](kind func(func(*Pool) *T) setting, field func(*Pool) **T) setting {
+func optional[T any](kind func(func(*Pool) *T) parseFunc, field func(*Pool) **T) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		*field(p) = new(T)
 		return kind(func(p *Pool) *T { return *field(p) })(p, key, v)
 	}
 }
 
-func fileSetting(field func(*Pool) *string) setting {
+func fileSetting(field func(*Pool) *string) parseFunc {
 	return func(p *Pool, key string, v *yaml.Node) error {
 		s, err := scalar(key, v)
 		if err != nil {
@@ -395,10 +350,27 @@ func setDistribution(p *Pool, key string, v *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := distributions[s]; !ok {
-		return atf(v, "%s %q is unknown (known: %s)", key, s, strings.Join(Distributions(), ", "))
+	if s == "" {
+		return atf(v, "%s is empty; leave it out for the default, %s", key, DefaultDistribution)
 	}
 	p.Distribution = s
+	return nil
+}
+
+// setLabel takes the seed distribution's label template, which package dist
+// checks against the rest of the pool.
+func setLabel(p *Pool, key string, v *yaml.Node) error {
+	if v.Kind == yaml.MappingNode {
+		return atf(v, "%s: a mapping; quote the template, as in %s: \"{name}#{i}\"", key, key)
+	}
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if s == "" {
+		return atf(v, "%s is empty; leave it out for the default, %q", key, compat.DefaultSeedLabel)
+	}
+	p.Label = s
 	return nil
 }
 
@@ -447,7 +419,7 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 		if item.Kind != yaml.ScalarNode || isNull(item) {
 			return atf(item, "server: want a \"host:port:weight [name]\" line, not a %s", kindName(item))
 		}
-		s, err := parseServer(item.Value)
+		s, err := ParseServer(item.Value)
 		if err != nil {
 			return atf(item, "server %q: %v", item.Value, err)
 		}
@@ -462,11 +434,12 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 	return nil
 }
 
-// parseServer parses "host:port:weight [alias]" or "/path/to/socket:weight
-// [alias]" from the end as twemproxy's conf_add_server does: the last space
-// starts the alias, the last ':' before it the weight, and the ':' before that
-// the port.
-func parseServer(line string) (Server, error) {
+// ParseServer parses a line of a pool's servers list, "host:port:weight
+// [alias]" or "/path/to/socket:weight [alias]", from the end as twemproxy's
+// conf_add_server does: the last space starts the alias, the last ':' before it
+// the weight, and the ':' before that the port. The Server's Line is zero. The
+// error says what is wrong, without the line, which callers quote.
+func ParseServer(line string) (Server, error) {
 	var s Server
 	rest := line
 	if r, alias, ok := cutLast(rest, ' '); ok {

@@ -13,8 +13,8 @@ import (
 )
 
 // version sends "version" to addr (a TCP address, or a socket's path) and
-// returns the reply line.
-func version(addr string) (string, error) {
+// returns the reply line, or an error if none comes within wait.
+func version(addr string, wait time.Duration) (string, error) {
 	network := "tcp"
 	if strings.HasPrefix(addr, "/") {
 		network = "unix"
@@ -24,7 +24,7 @@ func version(addr string) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write([]byte("version\r\n")); err != nil {
 		return "", err
 	}
@@ -39,22 +39,22 @@ func TestServer(t *testing.T) {
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Errorf("Addr = %q; want 127.0.0.1:port", addr)
 	}
-	if got, err := version(addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Fatalf("version on %s = %q, %v; want VERSION ...", addr, got, err)
 	}
 
 	s.Signal(syscall.SIGSTOP)
-	if got, err := version(addr); err == nil {
+	if got, err := version(addr, 300*time.Millisecond); err == nil {
 		t.Errorf("version on %s after SIGSTOP = %q; want a timeout", addr, got)
 	}
 	s.Signal(syscall.SIGCONT)
-	if got, err := version(addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after SIGCONT = %q, %v; want VERSION ...", addr, got, err)
 	}
 
 	s.Signal(syscall.SIGSTOP) // Stop must end a frozen server too
 	s.Stop()
-	if got, err := version(addr); err == nil {
+	if got, err := version(addr, 10*time.Second); err == nil {
 		t.Errorf("version on %s after Stop = %q; want an error", addr, got)
 	}
 	s.Stop() // a second Stop does nothing
@@ -63,13 +63,13 @@ func TestServer(t *testing.T) {
 	if s.Addr != addr {
 		t.Errorf("Addr after Restart = %q; want %q", s.Addr, addr)
 	}
-	if got, err := version(addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after Restart = %q, %v; want VERSION ...", addr, got, err)
 	}
 
 	s.Signal(syscall.SIGKILL)
 	s.Restart() // after a kill, as after a crash
-	if got, err := version(addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after SIGKILL and Restart = %q, %v; want VERSION ...", addr, got, err)
 	}
 }
@@ -81,12 +81,12 @@ func TestStartUnix(t *testing.T) {
 	if s.Network != "unix" || !strings.HasSuffix(s.Addr, ".sock") {
 		t.Fatalf("StartUnix: Network %q, Addr %q; want unix and a socket path", s.Network, s.Addr)
 	}
-	if got, err := version(s.Addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(s.Addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Fatalf("version on %s = %q, %v; want VERSION ...", s.Addr, got, err)
 	}
 	s.Signal(syscall.SIGKILL)
 	s.Restart()
-	if got, err := version(s.Addr); err != nil || !strings.HasPrefix(got, "VERSION ") {
+	if got, err := version(s.Addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after SIGKILL and Restart = %q, %v; want VERSION ...", s.Addr, got, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 
 	gonum "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -238,19 +239,19 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 		get    func(analyze.ChurnPoint) float64
 		c      color.Color
 		dashed bool
-		skip1  bool // no removal from a single node
+		skip1  bool // no removal from a single node: Remove is nil
 	}{
-		{"modulo, a node joins", func(c analyze.ChurnPoint) float64 { return c.AddModulo }, Color(2), false, false},
-		{"modulo, a node leaves", func(c analyze.ChurnPoint) float64 { return c.RemoveModulo }, Color(1), false, true},
-		{"ring, a node joins", func(c analyze.ChurnPoint) float64 { return c.AddMoved }, Color(0), false, false},
-		{"ring, a node leaves", func(c analyze.ChurnPoint) float64 { return c.RemoveMoved }, Color(4), false, true},
-		{"ideal: the joining node's fair share", func(c analyze.ChurnPoint) float64 { return c.AddIdeal }, black, true, false},
+		{"modulo, a node joins", func(c analyze.ChurnPoint) float64 { return c.Add.ModuloMoved }, Color(2), false, false},
+		{"modulo, a node leaves", func(c analyze.ChurnPoint) float64 { return c.Remove.ModuloMoved }, Color(1), false, true},
+		{"ring, a node joins", func(c analyze.ChurnPoint) float64 { return c.Add.Moved }, Color(0), false, false},
+		{"ring, a node leaves", func(c analyze.ChurnPoint) float64 { return c.Remove.Moved }, Color(4), false, true},
+		{"ideal: the joining node's fair share", func(c analyze.ChurnPoint) float64 { return c.Add.Ideal }, black, true, false},
 	}
 	p := newPlot(title, "nodes in the ring", "fraction of keys that move")
 	for _, s := range series {
 		var xys plotter.XYs
 		for _, c := range pts {
-			if s.skip1 && c.Nodes < 2 {
+			if s.skip1 && c.Remove == nil {
 				continue
 			}
 			if v := s.get(c); v > 0 {
@@ -431,4 +432,81 @@ func Diff(d *analyze.Diff, title string) (*Chart, error) {
 	p.Y.Tick.Marker = percentTicks{}
 	nominal(p, nodes)
 	return &Chart{plots: []*gonum.Plot{p}, width: barsWidth(len(nodes)), height: 5 * vg.Inch}, nil
+}
+
+// Compare returns grouped bars of each distribution's balance (max/mean and
+// min/mean load) and movement (the keys moved when a node joins and when one
+// leaves, as multiples of the ideal), the figures of chash compare.
+// Distributions without figures (Err set) are left out.
+func Compare(results []analyze.Comparison, title string) (*Chart, error) {
+	var names []string
+	var ok []analyze.Comparison
+	for _, r := range results {
+		if r.Err == nil {
+			names = append(names, r.Entry.Name)
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return nil, errNoData
+	}
+	p := newPlot(title, "", "multiple of the fair share or of the least movement")
+	series := []struct {
+		label string
+		get   func(analyze.Comparison) float64
+	}{
+		{"max/mean load", func(r analyze.Comparison) float64 { return r.MaxOverMean }},
+		{"min/mean load", func(r analyze.Comparison) float64 { return r.MinOverMean }},
+		{"moved on add", func(r analyze.Comparison) float64 { return r.Add.OverIdeal() }},
+		{"moved on remove", func(r analyze.Comparison) float64 { return r.Remove.OverIdeal() }},
+	}
+	// Bars above compareCap (modula's movement, some 40 times the ideal) are
+	// cut there and labelled with their value, so that they do not flatten the
+	// others.
+	const compareCap = 5
+	w := vg.Points(12)
+	top := 0.0
+	for s, ser := range series {
+		vals := make(plotter.Values, len(ok))
+		var cut plotter.XYLabels
+		offset := vg.Length(s-len(series)/2)*w + w/2
+		for i, r := range ok {
+			v := ser.get(r)
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				continue
+			case v > compareCap:
+				cut.XYs = append(cut.XYs, plotter.XY{X: float64(i), Y: compareCap})
+				cut.Labels = append(cut.Labels, strconv.FormatFloat(v, 'f', 0, 64)+"×")
+				v = compareCap
+			}
+			vals[i] = v
+			top = max(top, v)
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		bars.Color = Color(s)
+		bars.LineStyle.Width = 0
+		bars.Offset = offset
+		p.Add(bars)
+		p.Legend.Add(ser.label, bars)
+		if len(cut.XYs) > 0 {
+			labels, err := plotter.NewLabels(cut)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			for i := range labels.TextStyle {
+				labels.TextStyle[i].Font = fontSize(8)
+				labels.TextStyle[i].XAlign = draw.XCenter
+			}
+			labels.Offset = vg.Point{X: offset, Y: vg.Points(2)}
+			p.Add(labels)
+		}
+	}
+	p.NominalX(names...)
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
+	p.Legend.Left = true
+	return &Chart{plots: []*gonum.Plot{p}, width: vg.Length(len(ok))*vg.Inch + 2*vg.Inch, height: 5 * vg.Inch}, nil
 }

@@ -1,7 +1,9 @@
 // Package plot draws the figures of package analyze as PNG or SVG charts, with
 // gonum.org/v1/plot: per-node share bars against the fair share, balance against
-// points per node (the seed articles' chart), movement against cluster size, and
-// a picture of the ring with each node's arcs in its own colour.
+// points per node (the seed articles' chart), movement against cluster size, the
+// distributions' balance and movement side by side, and a picture of the ring
+// with each node's arcs in its own colour. It is the only package of chash that
+// imports gonum.
 //
 // Every chart labels its axes and has a legend; fonts are embedded, so charts
 // render the same on a machine with no fonts installed.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -78,6 +79,14 @@ func charts(t *testing.T) map[string]*Chart {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var keys [][]byte
+	for k := range analyze.SampleKeys(2000, 1) {
+		keys = append(keys, slices.Clone(k))
+	}
+	compared, err := analyze.CompareDistributions(analyze.CompareConfig{Nodes: 10, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
 	must := func(c *Chart, err error) *Chart {
 		t.Helper()
 		if err != nil {
@@ -104,7 +113,8 @@ func charts(t *testing.T) map[string]*Chart {
 			{Label: "192.168.0.5:111 joins", Ring: d.Moved, Ideal: d.Ideal, Modulo: d.ModuloMoved},
 			{Label: "192.168.0.4:111 leaves", Ring: 0.2, Ideal: 0.2, Modulo: 0.8},
 		})),
-		"diff": must(Diff(d, "192.168.0.5:111 joins the seed ring (5 points each)")),
+		"diff":    must(Diff(d, "192.168.0.5:111 joins the seed ring (5 points each)")),
+		"compare": must(Compare(compared, "chash compare: 10 nodes")),
 		"ring-seed1": must(Ring(RingPicture{
 			Title: "Seed articles' ring, 1 point per server", Nodes: seedServers, Labels: labels,
 			Layers: []Layer{{Arcs: analyze.Arcs(seed1)}},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/memcache"
@@ -90,7 +91,7 @@ func newMetrics(p *Proxy) *metrics {
 		shares: map[*state]map[string]float64{},
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.server, (*collector)(m),
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -131,7 +132,7 @@ func (m *metrics) ringShares(st *state) map[string]float64 {
 		return s
 	}
 	s := map[string]float64{}
-	if st.router != nil && st.cfg.Distribution != "random" {
+	if st.router != nil && !st.dist.Random {
 		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
 			for _, n := range b.Nodes {
 				s[n.Name] = n.Share

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
 )
 
@@ -45,11 +45,13 @@ func (pl *pool) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 // servers and the router over those that are not ejected.
 type state struct {
 	cfg     *config.Pool
+	dist    dist.Entry // the pool's distribution, for its capabilities
 	servers map[string]*server
 	list    []*server // in configuration order
 	// router routes keys over the live servers (all servers when ejected ones
-	// answer errors rather than move); nil when none is live.
-	router config.Router
+	// answer errors rather than move) to their index in live; nil when none is
+	// live.
+	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
 }
@@ -61,17 +63,11 @@ func (st *state) route(key []byte) (*server, error) {
 	if st.router == nil {
 		return nil, errNoServers
 	}
-	if st.cfg.Distribution == "random" {
-		return st.live[rand.IntN(len(st.live))], nil
-	}
-	name, err := st.router.Lookup(st.cfg.HashKey(key))
+	i, err := st.router.Lookup(st.cfg.HashKey(key))
 	if err != nil {
 		return nil, err
 	}
-	srv := st.servers[name]
-	if srv == nil {
-		return nil, errors.New("router returned unknown server " + strconv.Quote(name))
-	}
+	srv := st.live[i]
 	if st.eject && srv.ejected.Load() {
 		return nil, errEjected
 	}
@@ -80,7 +76,11 @@ func (st *state) route(key []byte) (*server, error) {
 
 // newState builds the routing state of cfg over servers.
 func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
-	st := &state{cfg: cfg, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
+	e, err := dist.EntryOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
 	var live []config.Server
 	for _, s := range servers {
 		st.servers[s.name] = s
@@ -92,7 +92,7 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, er
 	if len(live) == 0 {
 		return st, nil
 	}
-	r, err := cfg.RouterOf(live)
+	r, err := dist.Build(cfg, live)
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,7 @@ import (
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
 )
 
@@ -165,7 +166,7 @@ func Validate(f *config.File) error {
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
-		if _, err := cfg.Router(); err != nil {
+		if _, err := dist.Build(cfg, cfg.Servers); err != nil {
 			return err
 		}
 		if cfg.TLSCertFile != "" {
@@ -482,8 +483,8 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 
 // logMoves logs the fraction of the key space each server gained or lost.
 func (pl *pool) logMoves(old, cur *state) {
-	if old.router == nil || cur.router == nil {
-		return
+	if old.router == nil || cur.router == nil || old.dist.Random || cur.dist.Random {
+		return // nothing to measure, or keys routed at random
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
@@ -187,7 +188,7 @@ func TestMultiGetFourServers(t *testing.T) {
 	}
 	// Each key is where the pool's router says, and only there.
 	cfg := parseConfig(t, poolYAML(opts, servers...)).Pools[0]
-	r, err := cfg.Router()
+	r, err := dist.Build(cfg, cfg.Servers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,8 @@ func TestMultiGetFourServers(t *testing.T) {
 	perServer := map[string]int{}
 	for i := range n {
 		key := fmt.Sprintf("k%d", i)
-		owner, _ := r.Lookup([]byte(key))
+		j, _ := r.Lookup([]byte(key))
+		owner := cfg.Servers[j].Name()
 		perServer[owner]++
 		for addr, dc := range direct {
 			got := dc.mustDo("get " + key + "\r\n")
@@ -366,14 +368,34 @@ func (l *load) reset() {
 	l.ok.Clear()
 }
 
+// TestRandom checks distribution: random, which the catalogue marks as routing
+// at random: each request of one key goes to a server chosen at random, so
+// after 100 sets of k every one of three servers holds it.
+func TestRandom(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("distribution: random", servers...))
+	c := dial(t, p.Addr("alpha").String())
+	for range 100 {
+		if got := c.mustDo("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+			t.Fatalf("set k: %q", got)
+		}
+	}
+	for _, s := range servers {
+		if got := dial(t, s.Addr).mustDo("get k\r\n"); got != "VALUE k 0 1\r\nv\r\nEND\r\n" {
+			t.Errorf("server %s: get k = %q; want the value, set through the proxy", s.Addr, got)
+		}
+	}
+}
+
 func ownerFunc(t *testing.T, yaml string) func(string) string {
-	r, err := parseConfig(t, yaml).Pools[0].Router()
+	cfg := parseConfig(t, yaml).Pools[0]
+	r, err := dist.Build(cfg, cfg.Servers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(k string) string {
-		o, _ := r.Lookup([]byte(k))
-		return o
+		i, _ := r.Lookup([]byte(k))
+		return cfg.Servers[i].Name()
 	}
 }
 

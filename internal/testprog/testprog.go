@@ -34,10 +34,10 @@ import (
 )
 
 // InstallCommand installs, on a Debian or Ubuntu machine, every program and
-// package that chash's tests need (the Debian packages of .ci/apt-packages and
-// the npm packages of .ci/setup.d); it is run from the repository's root.
-// Skip messages name it.
-const InstallCommand = "sudo .ci/install"
+// package that chash's tests need (the Debian packages of .ci/apt-packages,
+// through sudo, and the npm packages of .ci/setup.d); it is run from the
+// repository's root. Skip messages name it.
+const InstallCommand = ".ci/install"
 
 // ErrMissing is wrapped by the errors about programs, or other prerequisites
 // such as a header file or an npm package, that are not installed.
@@ -129,9 +129,9 @@ func Require(t testing.TB, err error) {
 	case !errors.Is(err, ErrMissing):
 		t.Fatal(err)
 	case CI():
-		t.Fatalf("%s; CI=%s must install it: %s", what, os.Getenv("CI"), InstallCommand)
+		t.Fatalf("%s; CI=%s must install it: %s (from the repository's root)", what, os.Getenv("CI"), InstallCommand)
 	default:
-		t.Skipf("%s; install: %s", what, InstallCommand)
+		t.Skipf("%s; install: %s (from the repository's root)", what, InstallCommand)
 	}
 }
 

@@ -95,14 +95,14 @@ func helperProgram(t *testing.T, args ...string) Program {
 }
 
 // ping sends a line to addr and returns the reply, or an error if none comes
-// within 300ms.
-func ping(addr string) (string, error) {
+// within wait.
+func ping(addr string, wait time.Duration) (string, error) {
 	c, err := net.DialTimeout(Network(addr), addr, time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		return "", err
 	}
@@ -121,7 +121,7 @@ func TestStart(t *testing.T) {
 	prog := helperProgram(t, "serve", addr)
 	prog.Ready = Listening(addr)
 	p := Start(t, prog)
-	if got, err := ping(addr); got != "pong\n" || err != nil {
+	if got, err := ping(addr, 10*time.Second); got != "pong\n" || err != nil {
 		t.Fatalf("ping %s = %q, %v; want pong", addr, got, err)
 	}
 	for _, want := range []string{"listening on " + addr, "ready on stderr"} {
@@ -133,13 +133,13 @@ func TestStart(t *testing.T) {
 	if err := p.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ping(addr); err == nil {
+	if got, err := ping(addr, 300*time.Millisecond); err == nil {
 		t.Errorf("ping %s after Freeze = %q; want a timeout", addr, got)
 	}
 	if err := p.Thaw(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ping(addr); got != "pong\n" || err != nil {
+	if got, err := ping(addr, 10*time.Second); got != "pong\n" || err != nil {
 		t.Errorf("ping %s after Thaw = %q, %v; want pong", addr, got, err)
 	}
 
@@ -160,7 +160,7 @@ func TestStart(t *testing.T) {
 	if p.Pid() == pid || p.Exited() || p.Err() != nil {
 		t.Errorf("after Restart: pid %d (was %d), exited %v, Err %v; want a new running process", p.Pid(), pid, p.Exited(), p.Err())
 	}
-	if got, err := ping(addr); got != "pong\n" || err != nil {
+	if got, err := ping(addr, 10*time.Second); got != "pong\n" || err != nil {
 		t.Errorf("ping %s after Restart = %q, %v; want pong", addr, got, err)
 	}
 }
@@ -173,7 +173,7 @@ func TestStop(t *testing.T) {
 	prog := helperProgram(t, "serve", addr)
 	prog.Ready = Listening(addr)
 	p := Start(t, prog)
-	if got, err := ping(addr); got != "pong\n" || err != nil {
+	if got, err := ping(addr, 10*time.Second); got != "pong\n" || err != nil {
 		t.Fatalf("ping %s = %q, %v; want pong", addr, got, err)
 	}
 	if err := p.Freeze(); err != nil {
@@ -232,23 +232,31 @@ func TestStartErrors(t *testing.T) {
 	}
 
 	// The second program listens, but its check never passes: Start stops it.
-	addr := FreeAddr(t)
-	prog = helperProgram(t, "serve", addr)
-	listened := false
-	prog.Ready = func(ctx context.Context) error {
-		if Listening(addr)(ctx) == nil {
-			listened = true
+	// On a loaded machine it may not listen within the timeout: then try
+	// again with a longer one.
+	for timeout := 200 * time.Millisecond; ; timeout *= 2 {
+		addr := FreeAddr(t)
+		prog = helperProgram(t, "serve", addr)
+		listened := false
+		prog.Ready = func(ctx context.Context) error {
+			if Listening(addr)(ctx) == nil {
+				listened = true
+			}
+			return errors.New("never")
 		}
-		return errors.New("never")
-	}
-	prog.Timeout = 200 * time.Millisecond
-	prog.Grace = 100 * time.Millisecond
-	_, err = prog.Start()
-	if err == nil || !strings.Contains(err.Error(), "not ready after 200ms: never") {
-		t.Errorf("Start of a program never ready = %v; want not ready after 200ms: never", err)
-	}
-	if got, err := ping(addr); !listened || err == nil {
-		t.Errorf("the program never ready: listened %v, and after Start's error ping %s = %q, %v; want it gone", listened, addr, got, err)
+		prog.Timeout = timeout
+		prog.Grace = 100 * time.Millisecond
+		_, err = prog.Start()
+		if want := fmt.Sprintf("not ready after %v: never", timeout); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Start of a program never ready = %v; want %s", err, want)
+		}
+		if !listened && timeout < 10*time.Second {
+			continue
+		}
+		if got, err := ping(addr, 10*time.Second); !listened || err == nil {
+			t.Errorf("the program never ready: listened %v, and after Start's error ping %s = %q, %v; want it gone", listened, addr, got, err)
+		}
+		break
 	}
 
 	if _, err := (Program{Name: "testprog-no-such-program"}).Start(); !errors.Is(err, ErrMissing) {

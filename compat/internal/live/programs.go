@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -32,12 +33,11 @@ func (s Server) Addr() string {
 }
 
 // Spec returns the server as a twemproxy server line: "host:port:weight [alias]".
-func (s Server) Spec() string {
-	spec := s.Addr() + ":" + strconv.Itoa(s.Weight)
-	if s.Alias != "" {
-		spec += " " + s.Alias
-	}
-	return spec
+func (s Server) Spec() string { return s.Config().String() }
+
+// Config returns the server as a chash config's server.
+func (s Server) Config() config.Server {
+	return config.Server{Host: s.Host, Port: s.Port, Weight: s.Weight, Alias: s.Alias}
 }
 
 func addrs(servers []Server) []string {
@@ -88,22 +88,15 @@ type Pool struct {
 	Servers      []Server
 }
 
-// YAML returns the pool as a nutcracker.yml with one pool, "pool", listening on
-// listen.
-func (p Pool) YAML(listen string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "pool:\n  listen: %s\n  distribution: %s\n", listen, p.Distribution)
-	if p.Hash != "" {
-		fmt.Fprintf(&b, "  hash: %s\n", p.Hash)
-	}
-	if p.HashTag != "" {
-		fmt.Fprintf(&b, "  hash_tag: %q\n", p.HashTag)
-	}
-	b.WriteString("  auto_eject_hosts: false\n  servers:\n")
+// Config returns the pool as a chash config's pool called "pool", listening on
+// listen (which may be empty).
+func (p Pool) Config(listen string) *config.Pool {
+	c := config.NewPool("pool")
+	c.Listen, c.Distribution, c.Hash, c.HashTag = listen, p.Distribution, p.Hash, p.HashTag
 	for _, s := range p.Servers {
-		fmt.Fprintf(&b, "   - %s\n", s.Spec())
+		c.Servers = append(c.Servers, s.Config())
 	}
-	return b.String()
+	return c
 }
 
 // NutcrackerVersion returns nutcracker's version line.
@@ -134,8 +127,12 @@ func Twemproxy(dir string, f *Fleet, p Pool, keys [][]byte) ([]int, error) {
 		return nil, err
 	}
 	listen := "127.0.0.1:" + strconv.Itoa(port)
+	yaml, err := config.Marshal(&config.File{Pools: []*config.Pool{p.Config(listen)}})
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
 	conf := filepath.Join(dir, "nutcracker.yml")
-	if err := os.WriteFile(conf, []byte(p.YAML(listen)), 0o644); err != nil {
+	if err := os.WriteFile(conf, yaml, 0o644); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	proc, err := start(testprog.Program{

@@ -8,6 +8,9 @@ require (
 	stathat.com/c/consistent v1.0.0
 )
 
-require github.com/cespare/xxhash/v2 v2.3.0 // indirect
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+)
 
 replace github.com/chash-dev/chash => ../../..

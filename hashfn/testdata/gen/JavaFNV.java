@@ -1,6 +1,6 @@
 // JavaFNV prints the java_fnv1_32 golden vectors of package hashfn: the
-// "FNV1_32_HASH" getHash(String) of the consistent-hashing articles (see
-// shared/specs/compat.md section 7), applied to new String(key, UTF_8), which is how
+// "FNV1_32_HASH" getHash(String) of the seed articles' Java rings (see
+// compat.SeedArticle000), applied to new String(key, UTF_8), which is how
 // hashfn.JavaFNV1_32 reads its bytes. It reads "keycolumn TAB hex" lines (golden -k)
 // on standard input and prints "java_fnv1_32 TAB keycolumn TAB 0x%08x" lines.
 // Run by gen.sh as: java JavaFNV.java

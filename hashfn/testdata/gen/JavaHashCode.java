@@ -1,7 +1,7 @@
 // JavaHashCode prints the java_hashcode and java_hashcode_spread golden vectors of
 // package hashfn: Java's own String.hashCode() and seed article 001's
-// Utils.rehash(Object) (001_37c3335863982e2d.txt), applied to new String(key, UTF_8),
-// which is how hashfn.JavaHashCode reads its bytes. It reads "keycolumn TAB hex"
+// Utils.rehash(Object) (see compat.SeedArticle001), applied to new String(key,
+// UTF_8), which is how hashfn.JavaHashCode reads its bytes. It reads "keycolumn TAB hex"
 // lines (golden -k) on standard input and prints "NAME TAB keycolumn TAB 0x%08x"
 // lines, all java_hashcode lines first.
 // Run by gen.sh as: java JavaHashCode.java

@@ -1,4 +1,7 @@
-package hashfn
+// Package splitmix holds SplitMix64's output function, which chash's ring and
+// several algorithm packages use to spread hashes and seeds: one copy, out of
+// the packages' exported API.
+package splitmix
 
 // Mix64 is SplitMix64's output function (Steele, Lea, Flood: "Fast splittable
 // pseudorandom number generators", OOPSLA 2014): a bijection of 64-bit values

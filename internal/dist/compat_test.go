@@ -1,44 +1,47 @@
-package config
+package dist
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/config"
 )
 
-func TestCompatDistributions(t *testing.T) {
-	got := Distributions()
-	for _, name := range []string{"ketama", "modula", "random", "libketama", "spymemcached", "libmemcached", "nginx", "groupcache", "stathat"} {
-		if !slices.Contains(got, name) {
-			t.Errorf("Distributions() = %q; want it to contain %q", got, name)
-		}
-	}
-}
-
-// TestRandom checks that a random pool parses but says, on every lookup, why it
-// cannot be routed offline: chash route prints that message.
+// TestRandom checks that a random pool builds a router that spreads lookups
+// of one key over the servers, as twemproxy spreads requests.
 func TestRandom(t *testing.T) {
-	p := mustPool(t, "web:\n  distribution: random\n  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:1\n")
-	r, err := p.Router()
-	if err != nil {
-		t.Fatal(err)
+	p := mustPool(t, "web:\n  distribution: random\n  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:5\n   - 10.0.0.3:11211:1\n")
+	r := mustBuild(t, p, p.Servers)
+	var hits [3]int
+	for range 3000 {
+		i, err := r.Lookup([]byte("key"))
+		if err != nil || i < 0 || i > 2 {
+			t.Fatalf("Lookup = %d, %v; want an index of 3 servers", i, err)
+		}
+		hits[i]++
 	}
-	_, err = r.Lookup([]byte("key"))
-	if !errors.Is(err, ErrRandom) {
-		t.Fatalf("Lookup: error %v; want ErrRandom", err)
+	for i, n := range hits {
+		// Weights are ignored, as in twemproxy: about 1000 each.
+		if n < 800 || n > 1200 {
+			t.Errorf("server %d got %d of 3000 lookups; want about 1000 (hits %v)", i, n, hits)
+		}
 	}
+	if e, _ := EntryOf(p); !e.Random || e.Method != None {
+		t.Errorf("random's entry: Random %v, Method %q; want true, none", e.Random, e.Method)
+	}
+	err := p.ErrorAt("distribution", ErrRandom)
 	for _, want := range []string{`test.yml:2: pool "web"`, "random", "cannot be routed offline", "ketama or modula"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Lookup: error %q; want it to say %q", err, want)
+		if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrRandom) {
+			t.Errorf("error %q; want it to say %q and wrap ErrRandom", err, want)
 		}
 	}
 }
 
-// TestCompatNames checks that each distribution hashes the name its program hashes
-// and reports the server as the config names it.
+// TestCompatNames checks that each distribution hashes the name its program
+// hashes and reports the server by its index.
 func TestCompatNames(t *testing.T) {
-	const servers = "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11212:1 cache2\n   - /tmp/mc.sock:1\n"
+	const list = "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11212:1 cache2\n   - /tmp/mc.sock:1\n"
 	tests := []struct {
 		dist string
 		want []string // hashed names of the three servers
@@ -48,24 +51,15 @@ func TestCompatNames(t *testing.T) {
 		{"libketama", []string{"10.0.0.1:11211", "10.0.0.2:11212", "/tmp/mc.sock"}},
 		{"nginx", []string{"10.0.0.1:11211", "10.0.0.2:11212", "/tmp/mc.sock"}},
 	}
-	display := []string{"10.0.0.1:11211", "cache2", "/tmp/mc.sock"}
 	for _, tt := range tests {
-		p := mustPool(t, "p:\n  distribution: "+tt.dist+"\n"+servers)
-		r, err := p.Router()
-		if err != nil {
-			t.Fatal(err)
+		p := mustPool(t, "p:\n  distribution: "+tt.dist+"\n"+list)
+		ring, index := mustBuild(t, p, p.Servers).(*ringRouter).Ring()
+		if ring.Len() != len(tt.want) {
+			t.Fatalf("%s: a ring of %d nodes; want %d", tt.dist, ring.Len(), len(tt.want))
 		}
-		n, ok := r.(*namedRing)
-		if !ok {
-			t.Fatalf("%s: router %T; want *namedRing", tt.dist, r)
-		}
-		ring, names := n.Ring()
-		if ring == nil || ring.Len() != len(tt.want) {
-			t.Fatalf("%s: Ring() gives no ring of %d nodes", tt.dist, len(tt.want))
-		}
-		for i, h := range tt.want {
-			if got := names[h]; got != display[i] {
-				t.Errorf("%s: server hashed as %q reported as %q; want %q", tt.dist, h, got, display[i])
+		for k, n := range ring.Nodes() {
+			if want := tt.want[index[k]]; n.Name != want {
+				t.Errorf("%s: ring node %q stands for server %d, hashed as %q", tt.dist, n.Name, index[k], want)
 			}
 		}
 	}
@@ -84,9 +78,9 @@ func TestCompatErrors(t *testing.T) {
 		{"p:\n  distribution: groupcache\n  points: 100000000\n  servers:\n   - 10.0.0.1:80:1\n", "points"},
 	}
 	for _, tt := range tests {
-		f, err := Parse("test.yml", []byte(tt.conf))
+		f, err := config.Parse("test.yml", []byte(tt.conf))
 		if err == nil {
-			_, err = f.Pools[0].Router()
+			_, err = Build(f.Pools[0], f.Pools[0].Servers)
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "test.yml") {
 			t.Errorf("config %q: error %v; want one naming the file and saying %q", tt.conf, err, tt.want)

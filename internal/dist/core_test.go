@@ -1,4 +1,4 @@
-package config
+package dist
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
+	"github.com/chash-dev/chash/internal/config"
 )
 
 // TestSeedArticlesExample checks that each pool of examples/seed-articles.yml
@@ -15,7 +16,7 @@ import (
 // answers the articles print.
 func TestSeedArticlesExample(t *testing.T) {
 	const path = "../../examples/seed-articles.yml"
-	f, err := Load(path)
+	f, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestSeedArticlesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	more := strings.Replace(string(data), "#  - 192.168.2.109", "   - 192.168.2.109", 1)
-	f, err = Parse(path, []byte(more))
+	f, err = config.Parse(path, []byte(more))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +133,9 @@ func TestSeedLabel(t *testing.T) {
 			`config: test.yml:4: pool "p": label: want a single value, not a list`},
 	}
 	for _, tt := range tests {
-		f, err := Parse("test.yml", []byte(tt.conf))
+		f, err := config.Parse("test.yml", []byte(tt.conf))
 		if err == nil {
-			_, err = f.Pools[0].Router()
+			_, err = Build(f.Pools[0], f.Pools[0].Servers)
 		}
 		switch {
 		case tt.err == "" && err != nil:
@@ -144,9 +145,9 @@ func TestSeedLabel(t *testing.T) {
 		}
 	}
 
-	// A pool made in Go, not by Parse, gets the same errors from Router.
-	p := &Pool{Name: "p", Distribution: "seed", Points: 3, Label: "{name}", Servers: []Server{{Host: "h", Port: 1, Weight: 1}}}
-	if _, err := p.Router(); err == nil || !strings.Contains(err.Error(), `label "{name}" has no {i}`) {
-		t.Errorf("Router() of a pool with label %q: %v; want an error", p.Label, err)
+	// A pool made in Go, not by Parse, gets the same errors from Build.
+	p := &config.Pool{Name: "p", Distribution: "seed", Points: 3, Label: "{name}", Servers: []config.Server{{Host: "h", Port: 1, Weight: 1}}}
+	if _, err := Build(p, p.Servers); err == nil || !strings.Contains(err.Error(), `label "{name}" has no {i}`) {
+		t.Errorf("Build of a pool with label %q: %v; want an error", p.Label, err)
 	}
 }

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/chash-dev/chash/internal/config"
+)
+
+func init() { register(newCompletion) }
+
+func newCompletion() *Command {
+	return &Command{
+		Run:       runCompletion,
+		UsageLine: "completion bash|zsh|fish",
+		Short:     "print a shell's completion script for chash",
+		Long: `Completion prints the script with which bash, zsh or fish completes chash's
+commands, help topics, flags and the values of flags: a --format's formats,
+the pools of the --config file for --pool, file names where a file is
+wanted. The script asks chash itself what fits, so it stays in step with the
+installed command. Load it in the shell's start-up file:
+
+	bash (~/.bashrc):                  source <(chash completion bash)
+	zsh (~/.zshrc, after compinit):    source <(chash completion zsh)
+	fish (~/.config/fish/config.fish): chash completion fish | source`,
+		Complete: func([]string) []string { return []string{"bash", "zsh", "fish"} },
+	}
+}
+
+func runCompletion(_ context.Context, cmd *Command, env *Env, args []string) int {
+	if len(args) != 1 {
+		return cmd.UsageError(env.Stderr, "want one shell: bash, zsh or fish")
+	}
+	script, ok := completionScripts[args[0]]
+	if !ok {
+		return cmd.UsageError(env.Stderr, "unknown shell %q; want bash, zsh or fish", args[0])
+	}
+	fmt.Fprint(env.Stdout, script)
+	return 0
+}
+
+// The scripts call "chash __complete WORD..." with the words of the line up to
+// the one being completed, which may be empty, and offer what it prints: one
+// candidate per line, with a description after a tab where it has one, and the
+// line ":files" where file names fit too.
+const (
+	completeCommand = "__complete"
+	completeFiles   = ":files"
+)
+
+var completionScripts = map[string]string{
+	"bash": `# bash completion for chash; load it with: source <(chash completion bash)
+_chash() {
+	local cur=${COMP_WORDS[COMP_CWORD]} line files=
+	COMPREPLY=()
+	while IFS= read -r line; do
+		case $line in
+		"") ;;
+		:files) files=1 ;;
+		*) COMPREPLY+=("${line%%$'\t'*}") ;;
+		esac
+	done < <(chash __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+	if [ -n "$files" ]; then
+		compopt -o filenames 2>/dev/null
+		local f
+		while IFS= read -r f; do COMPREPLY+=("$f"); done < <(compgen -f -- "$cur")
+	fi
+}
+complete -F _chash chash
+`,
+	"zsh": `#compdef chash
+# zsh completion for chash; load it with: source <(chash completion zsh)
+_chash() {
+	local -a cands
+	local line files
+	for line in "${(@f)$(chash __complete "${(@)words[2,CURRENT]}" 2>/dev/null)}"; do
+		case $line in
+		'') ;;
+		:files) files=1 ;;
+		*$'\t'*) cands+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}") ;;
+		*) cands+=("${line//:/\\:}") ;;
+		esac
+	done
+	(( ${#cands} )) && _describe -t values chash cands
+	[[ -n $files ]] && _files
+	return 0
+}
+if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+	_chash "$@"
+else
+	compdef _chash chash
+fi
+`,
+	"fish": `# fish completion for chash; load it with: chash completion fish | source
+function __chash_complete
+	set -l words (commandline -opc)[2..-1] (commandline -ct)
+	for line in (chash __complete $words 2>/dev/null)
+		if test "$line" = :files
+			__fish_complete_path (commandline -ct)
+		else if test -n "$line"
+			echo $line
+		end
+	end
+end
+complete -c chash -f -a '(__chash_complete)'
+`,
+}
+
+// complete prints the completions of the last of words, the word being typed,
+// after the words before it on the line (without "chash"), as the completion
+// scripts read them.
+func complete(env *Env, words []string) int {
+	cur := ""
+	if len(words) > 0 {
+		cur, words = words[len(words)-1], words[:len(words)-1]
+	}
+	for _, c := range completions(words, cur) {
+		if strings.HasPrefix(c, cur) || c == completeFiles {
+			fmt.Fprintln(env.Stdout, c)
+		}
+	}
+	return 0
+}
+
+// completions returns the candidates for the word cur after words, before
+// filtering by cur.
+func completions(words []string, cur string) []string {
+	if len(words) == 0 {
+		var out []string
+		for _, c := range all() {
+			if c.Runnable() {
+				out = append(out, c.Name()+"\t"+c.Short)
+			}
+		}
+		if strings.HasPrefix(cur, "-") {
+			out = append(out, "--help\tshow the list of commands", "--version\tprint chash's version")
+		}
+		return out
+	}
+	c := lookup(words[0])
+	if c == nil || !c.Runnable() {
+		return nil
+	}
+	c.Flag.Init(c.Name(), flag.ContinueOnError)
+	line := splitLine(&c.Flag, words[1:])
+	if line.pending != nil {
+		return flagValues(c, line.pending, line, "")
+	}
+	if !line.dashdash && strings.HasPrefix(cur, "-") {
+		if name, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(cur, "-"), "-"), "="); ok {
+			if f := c.Flag.Lookup(name); f != nil && !isBoolFlag(f) {
+				prefix := cur[:strings.IndexByte(cur, '=')+1]
+				return flagValues(c, f, line, prefix)
+			}
+			return nil
+		}
+		var out []string
+		c.Flag.VisitAll(func(f *flag.Flag) {
+			_, usage := flag.UnquoteUsage(f)
+			out = append(out, "--"+f.Name+"\t"+usage)
+		})
+		return append(out, "--help\tshow the manual of "+c.Name())
+	}
+	if c.Complete == nil {
+		return nil
+	}
+	return c.Complete(line.args)
+}
+
+// flagValues returns the candidates for the value of flag f, each after
+// prefix ("--format=" when the value is typed in the same word): the choices
+// the command's usage line gives ("--format text|json|csv"), the pools of the
+// configuration for --pool and --new-pool, or file names where the usage names
+// a file.
+func flagValues(c *Command, f *flag.Flag, line commandLine, prefix string) []string {
+	fields := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(c.UsageLine))
+	for i := 0; i+1 < len(fields); i++ {
+		if fields[i] == "--"+f.Name && strings.Contains(fields[i+1], "|") {
+			var out []string
+			for _, v := range strings.Split(fields[i+1], "|") {
+				out = append(out, prefix+v)
+			}
+			return out
+		}
+	}
+	switch f.Name {
+	case "pool", "new-pool":
+		file := line.values["config"]
+		if n := slices.Index([]string{"pool", "new-pool"}, f.Name); file == "" && n < len(line.args) {
+			file = line.args[n] // diff's OLD for --pool, its NEW for --new-pool
+		}
+		var out []string
+		if cf, err := config.Load(file); err == nil {
+			for _, p := range cf.Pools {
+				out = append(out, prefix+p.Name)
+			}
+		}
+		return out
+	}
+	switch name, _ := flag.UnquoteUsage(f); name {
+	case "FILE", "IMAGE", "DIR":
+		if prefix == "" {
+			return []string{completeFiles}
+		}
+	}
+	return nil
+}
