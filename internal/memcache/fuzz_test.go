@@ -90,27 +90,40 @@ func FuzzParseResponse(f *testing.F) {
 
 // FuzzReadReply reads replies from arbitrary input against a request read from
 // arbitrary input; each reply read must fit the command's grammar too, and write
-// out as bytes that read back as the same reply.
+// out as bytes that read back as the same reply (followed by MN, for a request
+// with the meta flag q).
 func FuzzReadReply(f *testing.F) {
 	for _, tt := range readReplyTests {
+		f.Add([]byte(tt.req+"\r\n"), []byte(tt.in))
+	}
+	for _, tt := range quietReplyTests {
 		f.Add([]byte(tt.req+"\r\n"), []byte(tt.in))
 	}
 	lim := Limits{MaxLine: 512, MaxValue: 1024}
 	f.Fuzz(func(t *testing.T, reqData, data []byte) {
 		var req Request
-		if NewReader(bytes.NewReader(reqData), lim).ReadRequest(&req) != nil ||
-			req.Noreply || req.Command == CmdQuit || req.HasMetaFlag('q') {
+		if NewReader(bytes.NewReader(reqData), lim).ReadRequest(&req) != nil || req.Noreply || req.Command == CmdQuit {
 			return
 		}
+		quiet := req.HasMetaFlag('q')
 		r := NewReaderSize(bytes.NewReader(data), lim, 64)
 		var resp, again Response
 		for r.ReadReply(&resp, &req) == nil {
 			out := AppendResponse(nil, &resp)
-			if err := NewReader(bytes.NewReader(out), lim).ReadResponse(&again, req.Command, len(req.Keys)); err != nil {
-				t.Fatalf("reply %q to %q does not fit %v: %v", out, reqData, req.Command, err)
+			if resp.Quiet != (len(out) == 0) || resp.Quiet && !quiet {
+				t.Fatalf("reply %q to %q: quiet %v", out, reqData, resp.Quiet)
 			}
-			if err := NewReader(bytes.NewReader(out), lim).ReadReply(&again, &req); err != nil {
-				t.Fatalf("reply written as %q reads back with %v", out, err)
+			if !resp.Quiet {
+				if err := NewReader(bytes.NewReader(out), lim).ReadResponse(&again, req.Command, len(req.Keys)); err != nil {
+					t.Fatalf("reply %q to %q does not fit %v: %v", out, reqData, req.Command, err)
+				}
+			}
+			back := out
+			if quiet {
+				back = append(back, "MN\r\n"...)
+			}
+			if err := NewReader(bytes.NewReader(back), lim).ReadReply(&again, &req); err != nil {
+				t.Fatalf("reply written as %q reads back with %v", back, err)
 			}
 			if out2 := AppendResponse(nil, &again); !bytes.Equal(out, out2) {
 				t.Fatalf("reply written as %q reads back as %q", out, out2)

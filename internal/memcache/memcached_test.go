@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,5 +136,123 @@ func TestMemcachedLineLimit(t *testing.T) {
 		if got := mcAnswer(t, c, "MN\r\n"); strings.HasSuffix(got, closed) || strings.HasPrefix(got, "ERROR") {
 			t.Errorf("memcached given %d bytes of %q, then a newline, answers %q; want the line read", tt.n, tt.head, got)
 		}
+	}
+}
+
+// metaEchoTests are meta requests whose replies echo keys and flags, after a
+// setup that stores the items they find: n with set, b with ms in base64
+// ("Yg=="), so that memcached marks its key binary. mc is memcached's reply,
+// with the numbers that vary masked (see maskEcho); "" if its quiet mode hides
+// it. "bg==" is n in base64, "eg==" is z, a key never stored.
+var metaEchoTests = []struct {
+	req, mc string
+}{
+	// mg echoes the key of the item found: in base64, with b, if ms stored
+	// it with b; as it is otherwise, whatever the request.
+	{"mg n k v", "VA 1 kn\r\n5\r\n"},
+	{"mg bg== b k v", "VA 1 kn\r\n5\r\n"},
+	{"mg bg== T3600 b k v", "VA 1 kn\r\n5\r\n"},
+	{"mg Yg== b k v", "VA 1 kYg== b\r\nx\r\n"},
+	{"mg b k v", "VA 1 kYg== b\r\nx\r\n"},
+	{"mg b k c s O1", "HD kYg== b c* s1 O1\r\n"},
+	{"mg n s t c f l h O1 k v", "VA 1 s1 t-1 c* f7 l* h0 O1 kn\r\n5\r\n"},
+	{"mg n q k v", "VA 1 kn\r\n5\r\n"},
+	// A miss echoes the request's key, in base64 if it had b.
+	{"mg z k O1", "EN kz O1\r\n"},
+	{"mg eg== b k O1", "EN keg== b O1\r\n"},
+	{"mg z q k O1", ""},
+	// N makes the item, with a key not marked binary, even with b.
+	{"mg eg== b N30 k c", "HD kz c* W\r\n"},
+	{"mg eg== b N30 q k", "HD kz W\r\n"},
+	// ms echoes the key as sent: ms marks it binary if it had b.
+	{"ms Yg== 1 b k c O5\r\nx", "HD kYg== b c* O5\r\n"},
+	{"ms Yg== 1 b k C1\r\nx", "EX kYg== b\r\n"},
+	{"ms z 1 k c q MR\r\nx", "NS kz c*\r\n"},
+	{"ms z 1 k q\r\nx", ""},
+	{"ms bg== 1 b q k O2 C1\r\nx", "EX kbg== b O2\r\n"},
+	// md and ma echo the request's key.
+	{"md Yg== b k O1", "HD kYg== b O1\r\n"},
+	{"md bg== b k", "HD kbg== b\r\n"},
+	{"md b k q", ""},
+	{"md eg== b k q", "NF keg== b\r\n"},
+	{"md n C1 k", "EX kn\r\n"},
+	{"ma bg== b k v t c", "VA 1 kbg== b t-1 c*\r\n6\r\n"},
+	{"ma n O1 c t k", "HD O1 c* t-1 kn\r\n"},
+	{"ma z k O1", "NF kz O1\r\n"},
+	{"ma n C1 k", "EX kn\r\n"},
+	{"ma bg== b q v", ""},
+	{"ma n q", ""},
+	{"ma eg== b N0 q k", "HD keg== b\r\n"},
+	{"ma z N0 J5 q v", "VA 1\r\n5\r\n"},
+	{"ma b q", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+	// me writes the key of the item found, as mg does.
+	{"me b", "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
+	{"me Yg== b", "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
+	{"me bg== b", "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
+	{"me n", "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
+	{"me z", "EN\r\n"},
+}
+
+// metaEchoSetup stores the items metaEchoTests find.
+const metaEchoSetup = "set n 7 0 1\r\n5\r\nms Yg== 1 b\r\nx\r\n"
+
+// echoMaskRE matches what varies between runs in metaEchoTests' replies.
+var echoMaskRE = regexp.MustCompile(` (c|l|la=|cas=)[0-9]+`)
+
+func maskEcho(s string) string { return echoMaskRE.ReplaceAllString(s, " $1*") }
+
+// TestMetaEchoMemcached sends metaEchoTests to a real memcached: its replies
+// are the ones recorded, and ReadReply reads each against its request (and the
+// setup's replies against theirs), so that no reply memcached sends resets a
+// proxy's connection to it.
+func TestMetaEchoMemcached(t *testing.T) {
+	s := startMemcached(t)
+	for _, tt := range metaEchoTests {
+		script := metaEchoSetup + tt.req + "\r\n"
+		reqs := readScript(t, script)
+		raw := mcDo(t, s.Addr, script) // ends with the MN of the mn after the script
+		r := NewReader(strings.NewReader(raw), Limits{})
+		var resp Response
+		for i, req := range reqs {
+			if err := r.ReadReply(&resp, req); err != nil {
+				t.Errorf("ReadReply to %q: %v (memcached's replies: %q)", AppendRequest(nil, req), err, raw)
+				break
+			}
+			if i < len(reqs)-1 {
+				continue
+			}
+			got := string(AppendResponse(nil, &resp))
+			if !strings.HasSuffix(raw, got+"MN\r\n") {
+				t.Errorf("%q: ReadReply reads %q; memcached sent %q", tt.req, got, raw)
+			}
+			if maskEcho(got) != tt.mc {
+				t.Errorf("memcached answers %q with %q; the table says %q", tt.req, maskEcho(got), tt.mc)
+			}
+			// ReadReply reads the MN after a quiet request.
+			want := "MN\r\n"
+			if req.HasMetaFlag('q') {
+				want = ""
+			}
+			if rest, _ := io.ReadAll(r.br); string(rest) != want {
+				t.Errorf("%q: after its reply, %q is left; want %q", tt.req, rest, want)
+			}
+		}
+	}
+}
+
+// readScript returns the requests of script, which must all be good.
+func readScript(t *testing.T, script string) []*Request {
+	t.Helper()
+	var reqs []*Request
+	for r := NewReader(strings.NewReader(script), Limits{}); ; {
+		req := new(Request)
+		err := r.ReadRequest(req)
+		if err == io.EOF {
+			return reqs
+		}
+		if err != nil {
+			t.Fatalf("%.200q, request %d: %v", script, len(reqs)+1, err)
+		}
+		reqs = append(reqs, req)
 	}
 }

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"math"
 	"strconv"
@@ -26,6 +27,10 @@ type Response struct {
 	Line []byte
 	// Value is the data block that follows a meta "VA" line.
 	Value []byte
+	// Quiet means that the server sent no reply: the request had the meta
+	// flag q, and memcached's quiet mode hid the reply (see ReadReply).
+	// AppendResponse appends nothing for it.
+	Quiet bool
 
 	buf  []byte
 	offs []itemOffsets
@@ -40,7 +45,7 @@ func (r *Response) Reset() {
 	// Field by field: reslicing writes only lengths, where assigning a whole
 	// Response would write every pointer again.
 	r.Items = r.Items[:0]
-	r.Line, r.Value = nil, nil
+	r.Line, r.Value, r.Quiet = nil, nil, false
 	r.buf = keep(r.buf)
 	r.offs = r.offs[:0]
 	r.tok = r.tok[:0]
@@ -69,32 +74,57 @@ func (r *Response) Status() []byte {
 // keys and flags) is a fatal *Error: the stream is out of step and must be
 // closed.
 func (r *Reader) ReadResponse(resp *Response, cmd Command, maxItems int) error {
-	return r.readReply(resp, cmd, maxItems, nil)
+	return r.readReply(resp, cmd, maxItems, nil, false)
 }
 
 // ReadReply reads the reply to req, as AppendRequest wrote it to the server,
 // into resp, reusing resp's memory. The reply must fit the request: one of the
 // lines memcached answers req's command with, or an error line; VALUE items
 // only for req's keys, in their order; meta return flags only as req asked for
-// them, its opaque and key echoed unchanged. Anything else is a fatal *Error:
-// the stream is out of step and must be closed.
+// them, its opaque and key echoed as memcached echoes them. Anything else is a
+// fatal *Error: the stream is out of step and must be closed.
 //
-// A request with noreply or the meta flag q may get no reply at all, so
+// A meta request with the flag q must have been followed on the stream by mn
+// (the request of CmdMetaNoop). memcached answers a quiet request only when
+// its quiet mode lets the reply through: errors always, and otherwise all but
+// EN of mg, HD of ms and md, and the HD or VA of an ma that found its item.
+// ReadReply reads the reply, if memcached sent one, and the MN; if it sent
+// none, resp.Quiet is set. Whether a reply is hidden is memcached's decision:
+// the mn tells where the reply would have been, so a reader need not know.
+//
+// A classic request with noreply may get no reply at all, and no mn tells, so
 // ReadReply refuses it; so it does quit, which is answered by closing.
 func (r *Reader) ReadReply(resp *Response, req *Request) error {
-	if req.Noreply || req.Command == CmdQuit || req.Command.IsMeta() && req.HasMetaFlag('q') {
+	if req.Noreply || req.Command == CmdQuit {
 		return errors.New("memcache: ReadReply: " + req.Command.String() + " request asks for no reply")
 	}
-	return r.readReply(resp, req.Command, len(req.Keys), req)
+	quiet := req.Command.IsMeta() && req.HasMetaFlag('q')
+	if err := r.readReply(resp, req.Command, len(req.Keys), req, quiet); err != nil || !quiet || resp.Quiet {
+		return err
+	}
+	line, err := r.readLine(r.lim.maxLine())
+	if err != nil {
+		return err
+	}
+	if string(line) != "MN" {
+		return newError("no MN after the reply to a quiet "+req.Command.String(), line, true)
+	}
+	return nil
 }
 
-func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Request) error {
+// readReply reads a reply to cmd (and to req, if not nil). If quiet, an MN in
+// place of the reply means the reply was hidden, and sets resp.Quiet.
+func (r *Reader) readReply(resp *Response, cmd Command, maxItems int, req *Request, quiet bool) error {
 	resp.Reset()
 	next := 0 // the first of req's keys that a VALUE may be for
 	for {
 		line, err := r.readLine(r.lim.maxLine())
 		if err != nil {
 			return err
+		}
+		if quiet && string(line) == "MN" {
+			resp.Quiet = true
+			return nil
 		}
 		if cmd.IsRetrieval() && bytes.HasPrefix(line, []byte("VALUE ")) {
 			if err := r.readItem(resp, cmd, line, maxItems, req, &next); err != nil {
@@ -238,49 +268,56 @@ func (resp *Response) checkDebug(line []byte, req *Request) bool {
 	if !tidy || len(t) < 2 || string(t[0]) != "ME" {
 		return false
 	}
-	// With b, memcached writes a key stored without b as it is.
-	return req == nil || bytes.Equal(t[1], req.Key()) || req.HasMetaFlag('b') && bytes.Equal(t[1], req.RouteKey(0))
+	// memcached writes the key of the item found, as mg does for k.
+	if req == nil {
+		return true
+	}
+	key := req.RouteKey(0)
+	return isItemKey(t[1], false, key) || isItemKey(t[1], true, key)
 }
 
-// The return flags a meta reply may carry: h, l, s, t, W, X and Z come only
-// with an item; ms answers c with every code.
+// The return flags a meta reply may carry, as memcached 1.6.18 writes them:
+// s, t, c, f, l, h and W, X and Z only with an item; ms answers c with every
+// code. The flag b is no flag of its own here: memcached writes it only after
+// a key (k) it wrote in base64.
 var (
-	getItemFlags   = flagSet("bcfhklOstWXZ")
-	setFlags       = flagSet("bckO")
-	arithItemFlags = flagSet("bcktO")
-	missFlags      = flagSet("bkO")
+	getItemFlags   = flagSet("cfhklOstWXZ")
+	setFlags       = flagSet("ckO")
+	arithItemFlags = flagSet("cktO")
+	missFlags      = flagSet("kO")
 )
 
 // metaCode returns the return flags that code may carry in a reply to cmd, or
-// none if cmd is not answered with code.
-func metaCode(cmd Command, code []byte) metaFlagSet {
+// none if cmd is not answered with code, and whether code answers with the
+// item found (a hit of mg), whose key memcached echoes as it stored it.
+func metaCode(cmd Command, code []byte) (flags metaFlagSet, hit bool) {
 	switch cmd {
 	case CmdMetaGet:
 		switch string(code) {
 		case "VA", "HD":
-			return getItemFlags
+			return getItemFlags, true
 		case "EN":
-			return missFlags
+			return missFlags, false
 		}
 	case CmdMetaSet:
 		switch string(code) {
 		case "HD", "NS", "EX", "NF":
-			return setFlags
+			return setFlags, false
 		}
 	case CmdMetaDelete:
 		switch string(code) {
 		case "HD", "NF", "EX":
-			return missFlags
+			return missFlags, false
 		}
 	case CmdMetaArithmetic:
 		switch string(code) {
 		case "VA", "HD":
-			return arithItemFlags
+			return arithItemFlags, false
 		case "NF", "EX", "NS":
-			return missFlags
+			return missFlags, false
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // checkMeta checks the reply line of a meta command: "<code> <flag>*", or
@@ -292,7 +329,7 @@ func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue
 		return -1, false
 	}
 	code := t[0]
-	allowed := metaCode(cmd, code)
+	allowed, hit := metaCode(cmd, code)
 	if allowed == 0 {
 		return -1, false
 	}
@@ -313,29 +350,91 @@ func (resp *Response) checkMeta(cmd Command, line []byte, req *Request, maxValue
 		return -1, false // mg and ma answer VA if and only if v asks for the value
 	}
 	var seen metaFlagSet
-	for _, f := range flags {
+	for i := 0; i < len(flags); i++ {
+		f := flags[i]
 		c := f[0]
-		if !allowed.has(c) || seen.has(c) || !checkReturnFlag(f, req) {
+		if !allowed.has(c) || seen.has(c) {
 			return -1, false
 		}
 		seen |= 1 << (c - 'A')
+		if c != 'k' {
+			if !checkReturnFlag(f, req) {
+				return -1, false
+			}
+			continue
+		}
+		// A key in base64 is followed by b.
+		b64 := i+1 < len(flags) && string(flags[i+1]) == "b"
+		if b64 {
+			i++
+		}
+		if !checkKeyEcho(f[1:], b64, hit, req) {
+			return -1, false
+		}
 	}
 	return size, true
 }
 
-// checkReturnFlag checks one return flag of a meta reply, and if req is not nil,
-// that req asked for it.
+// checkKeyEcho checks the key k of a meta reply's return flag k, in base64 if
+// b64, against req, if not nil, which must have asked for it. memcached echoes
+// the key of the request, in base64 if the request's was (the flag b), except
+// in a hit of mg (hit), where it echoes the key of the item found: in base64 if
+// the item was stored with b (by ms), as it is otherwise (by set, or made by
+// mg or ma with N, even with b) — whether the request had b or not.
+func checkKeyEcho(k []byte, b64, hit bool, req *Request) bool {
+	if len(k) == 0 || len(k) > MaxKeyLen {
+		return false
+	}
+	switch {
+	case req == nil:
+		return !b64 || validBase64(k)
+	case !req.HasMetaFlag('k'):
+		return false
+	case !hit:
+		return b64 == req.HasMetaFlag('b') && bytes.Equal(k, req.Key())
+	}
+	return isItemKey(k, b64, req.RouteKey(0))
+}
+
+// isItemKey reports whether k is key as memcached writes the key of an item:
+// in base64 if b64, as it is otherwise.
+func isItemKey(k []byte, b64 bool, key []byte) bool {
+	if b64 {
+		return sameBase64(k, key)
+	}
+	return bytes.Equal(k, key)
+}
+
+// validBase64 reports whether k is base64 as memcached writes it.
+func validBase64(k []byte) bool {
+	var buf [MaxKeyLen]byte
+	n, err := base64.StdEncoding.Strict().Decode(buf[:], k)
+	return err == nil && n > 0
+}
+
+// sameBase64 reports whether k is key in base64, as memcached writes it.
+func sameBase64(k, key []byte) bool {
+	var buf [MaxKeyLen]byte
+	if base64.StdEncoding.DecodedLen(len(k)) > len(buf) {
+		return false
+	}
+	n, err := base64.StdEncoding.Strict().Decode(buf[:], k)
+	return err == nil && bytes.Equal(buf[:n], key)
+}
+
+// checkReturnFlag checks one return flag of a meta reply other than k, and if
+// req is not nil, that req asked for it.
 func checkReturnFlag(f []byte, req *Request) bool {
 	c, v := f[0], f[1:]
 	var tok []byte
 	if req != nil && c != 'W' && c != 'X' && c != 'Z' {
 		var asked bool
-		if tok, asked = req.MetaFlag(c); !asked || c == 'b' && !req.HasMetaFlag('k') {
+		if tok, asked = req.MetaFlag(c); !asked {
 			return false
 		}
 	}
 	switch c {
-	case 'b', 'W', 'X', 'Z':
+	case 'W', 'X', 'Z':
 		return len(v) == 0
 	case 'c':
 		_, ok := parseUint(v, math.MaxUint64)
@@ -350,8 +449,6 @@ func checkReturnFlag(f []byte, req *Request) bool {
 		return string(v) == "0" || string(v) == "1"
 	case 'O':
 		return len(f) <= maxOpaque && (req == nil || bytes.Equal(v, tok))
-	case 'k':
-		return len(v) > 0 && len(v) <= MaxKeyLen && (req == nil || bytes.Equal(v, req.Key()))
 	}
 	return false
 }
@@ -373,8 +470,11 @@ func AppendItem(dst []byte, it *Item) []byte {
 	return append(dst, "\r\n"...)
 }
 
-// AppendResponse appends resp as a server sends it.
+// AppendResponse appends resp as a server sends it: nothing if resp.Quiet.
 func AppendResponse(dst []byte, resp *Response) []byte {
+	if resp.Quiet {
+		return dst
+	}
 	for i := range resp.Items {
 		dst = AppendItem(dst, &resp.Items[i])
 	}

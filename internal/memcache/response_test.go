@@ -146,6 +146,25 @@ var readReplyTests = []struct {
 	{req: "mg a O1 k", in: "EN O1 ka b\r\n", fatal: true},
 	{req: "mg eA== b k", in: "EN keA== b\r\n"},
 	{req: "mg eA== b", in: "EN b\r\n", fatal: true},
+	// A hit echoes the item's key: in base64, with b, if ms stored it with b.
+	{req: "mg a k v", in: "VA 1 ka\r\nx\r\n"},
+	{req: "mg a k v", in: "VA 1 kYQ== b\r\nx\r\n"},
+	{req: "mg YQ== b k v", in: "VA 1 ka\r\nx\r\n"},
+	{req: "mg YQ== b k v", in: "VA 1 kYQ== b\r\nx\r\n"},
+	{req: "mg a k v", in: "VA 1 kYg== b\r\nx\r\n", fatal: true},
+	{req: "mg a k v", in: "VA 1 kYQ==\r\nx\r\n", fatal: true},
+	{req: "mg a k v", in: "VA 1 kYQ== b b\r\nx\r\n", fatal: true},
+	{req: "mg a k v", in: "VA 1 kYQ b\r\nx\r\n", fatal: true},
+	{req: "mg YQ== b k v", in: "VA 1 kYQ==\r\nx\r\n", fatal: true},
+	{req: "mg YQ== b v", in: "VA 1 ka\r\nx\r\n", fatal: true},
+	{req: "mg a k O1", in: "HD O1 b ka\r\n", fatal: true},
+	// Other replies echo the request's key.
+	{req: "mg a k", in: "EN kYQ== b\r\n", fatal: true},
+	{req: "md a k", in: "HD ka b\r\n", fatal: true},
+	{req: "md YQ== b k", in: "HD ka\r\n", fatal: true},
+	{req: "ms YQ== 1 b k\r\nx", in: "HD kYQ== b\r\n"},
+	{req: "ms YQ== 1 b k\r\nx", in: "HD ka\r\n", fatal: true},
+	{req: "ma YQ== b k", in: "NF kYQ== b\r\n"},
 	{req: "ms a 1 c k\r\nx", in: "HD c5 ka\r\n"},
 	{req: "ms a 1 c k\r\nx", in: "NS c0 ka\r\n"},
 	{req: "ms a 1\r\nx", in: "HD c5\r\n", fatal: true},
@@ -159,6 +178,9 @@ var readReplyTests = []struct {
 	{req: "me a", in: "ME b exp=-1 la=0 cas=2 fetch=no cls=1 size=63\r\n", fatal: true},
 	{req: "me eA== b", in: "ME x exp=-1\r\n"},
 	{req: "me eA== b", in: "ME eA== exp=-1\r\n"},
+	{req: "me a", in: "ME YQ== exp=-1\r\n"},
+	{req: "me a", in: "ME YQ exp=-1\r\n", fatal: true},
+	{req: "me a", in: "ME Yg== exp=-1\r\n", fatal: true},
 	{req: "mn", in: "MN\r\n"},
 	{req: "version", in: "VERSION 1.6.18\r\n"},
 }
@@ -181,13 +203,61 @@ func TestReadReply(t *testing.T) {
 			t.Errorf("ReadReply(%q) to %q reads %q", tt.in, tt.req, AppendResponse(nil, &resp))
 		}
 	}
-	// Requests that may get no reply are refused, not waited for.
-	for _, in := range []string{"set a 0 0 1 noreply\r\nx\r\n", "mg a q v\r\n", "quit\r\n"} {
+	// Requests that may get no reply, with nothing after them to tell, are
+	// refused, not waited for.
+	for _, in := range []string{"set a 0 0 1 noreply\r\nx\r\n", "quit\r\n"} {
 		var req Request
 		NewReader(strings.NewReader(in), Limits{}).ReadRequest(&req)
 		var resp Response
 		if err := NewReader(strings.NewReader("STORED\r\n"), Limits{}).ReadReply(&resp, &req); err == nil {
 			t.Errorf("ReadReply to %q: no error; want the request refused", in)
+		}
+	}
+}
+
+// quietReplyTests lists replies to meta requests with the flag q, followed by
+// mn: out is the reply read, "" if q hid it.
+var quietReplyTests = []struct {
+	req, in, out string
+	fatal        bool
+}{
+	{req: "mg a q v", in: "MN\r\n", out: ""},
+	{req: "mg a q v", in: "VA 1\r\nx\r\nMN\r\n", out: "VA 1\r\nx\r\n"},
+	{req: "mg a q v k", in: "VA 1 ka\r\nx\r\nMN\r\n", out: "VA 1 ka\r\nx\r\n"},
+	{req: "ms a 1 q\r\nx", in: "NS\r\nMN\r\n", out: "NS\r\n"},
+	{req: "md a q", in: "MN\r\n", out: ""},
+	{req: "ma a q v", in: "MN\r\n", out: ""},
+	{req: "ma a q v N0", in: "VA 1\r\n0\r\nMN\r\n", out: "VA 1\r\n0\r\n"},
+	{req: "ma a q", in: "CLIENT_ERROR cannot increment or decrement non-numeric value\r\nMN\r\n",
+		out: "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+	{req: "mg a q v", in: "VA 1\r\nx\r\nEN\r\n", fatal: true},
+	{req: "mg a q v", in: "VA 1\r\nx\r\nVA 1\r\nx\r\nMN\r\n", fatal: true},
+	{req: "mg a q v", in: "MN 1\r\n", fatal: true},
+	{req: "md a q", in: "HD\r\nHD\r\n", fatal: true},
+}
+
+// TestReadReplyQuiet reads quietReplyTests: ReadReply reads a quiet request's
+// reply, if there is one, and the MN that follows.
+func TestReadReplyQuiet(t *testing.T) {
+	for _, tt := range quietReplyTests {
+		var req Request
+		if err := NewReader(strings.NewReader(tt.req+"\r\n"), Limits{}).ReadRequest(&req); err != nil {
+			t.Fatalf("ReadRequest(%q): %v", tt.req, err)
+		}
+		r := NewReader(strings.NewReader(tt.in), Limits{})
+		var resp Response
+		err := r.ReadReply(&resp, &req)
+		var e *Error
+		switch {
+		case tt.fatal && (!errors.As(err, &e) || !e.Fatal):
+			t.Errorf("ReadReply(%q) to %q = %v; want a fatal *Error", tt.in, tt.req, err)
+		case tt.fatal:
+		case err != nil:
+			t.Errorf("ReadReply(%q) to %q = %v", tt.in, tt.req, err)
+		case string(AppendResponse(nil, &resp)) != tt.out || resp.Quiet != (tt.out == ""):
+			t.Errorf("ReadReply(%q) to %q reads %q (quiet %v); want %q", tt.in, tt.req, AppendResponse(nil, &resp), resp.Quiet, tt.out)
+		case r.Buffered() != 0:
+			t.Errorf("ReadReply(%q) to %q leaves %d bytes", tt.in, tt.req, r.Buffered())
 		}
 	}
 }
@@ -268,19 +338,7 @@ mg a s v O` + "\xc3\xa9" + `
 // memcached sent them.
 func TestReadReplyMemcached(t *testing.T) {
 	s := startMemcached(t)
-	script := strings.ReplaceAll(replyScript, "\n", "\r\n")
-	var reqs []*Request
-	for r := NewReader(strings.NewReader(script), Limits{}); ; {
-		req := new(Request)
-		err := r.ReadRequest(req)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("replyScript, request %d: %v", len(reqs)+1, err)
-		}
-		reqs = append(reqs, req)
-	}
+	reqs := readScript(t, strings.ReplaceAll(replyScript, "\n", "\r\n"))
 	var sent []byte
 	for _, req := range reqs {
 		sent = AppendRequest(sent, req)
@@ -357,6 +415,12 @@ func TestReadResponseAllocs(t *testing.T) {
 	in = bytes.Repeat([]byte("VA 5 t-1 f0 O123 kk1\r\nhello\r\n"), 1000)
 	if n := readAllocs(t, in, func(r *Reader) error { return r.ReadReply(&resp, &req) }); n != 0 {
 		t.Errorf("ReadReply allocates %v times per response; want 0", n)
+	}
+	// A key echoed in base64 is decoded to compare.
+	NewReader(strings.NewReader("mg k1 v k\r\n"), Limits{}).ReadRequest(&req)
+	in = bytes.Repeat([]byte("VA 5 kazE= b\r\nhello\r\n"), 1000)
+	if n := readAllocs(t, in, func(r *Reader) error { return r.ReadReply(&resp, &req) }); n != 0 {
+		t.Errorf("ReadReply of a key in base64 allocates %v times per response; want 0", n)
 	}
 }
 
