@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/chash-dev/chash/internal/memcache"
@@ -57,30 +56,7 @@ func (c *memcacheCodec) newRequest() request { return new(mcRequest) }
 func (c *memcacheCodec) newReply() reply     { return new(mcReply) }
 
 func (c *memcacheCodec) newClient(r io.Reader) clientCodec {
-	return &mcClient{codec: c, src: &textOnly{r: r}}
-}
-
-// errBinary ends a client connection that speaks memcached's binary protocol,
-// which the proxy does not: memcached tells the protocols apart by the first
-// byte of a connection, 0x80 for binary, and so does the proxy, rather than
-// wait for a text line that never comes.
-var errBinary = errors.New("memcached's binary protocol is not served")
-
-// textOnly reads r, and fails with errBinary if its first byte is 0x80.
-type textOnly struct {
-	r    io.Reader
-	seen bool // the first byte was read
-}
-
-func (t *textOnly) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if !t.seen && n > 0 {
-		t.seen = true
-		if p[0] == 0x80 {
-			return 0, errBinary
-		}
-	}
-	return n, err
+	return &mcClient{codec: c, src: r}
 }
 
 func (c *memcacheCodec) newServer(r io.Reader) serverCodec {
@@ -141,7 +117,8 @@ func (c *mcClient) read(r request) (action, error) {
 		if !errors.As(err, &me) {
 			return 0, err
 		}
-		req.bad = me.Reply
+		// memcached answers nothing to some bad requests with noreply.
+		req.bad, req.noreply = me.Reply, me.Noreply
 		if me.Fatal {
 			return closeAfter, nil
 		}
@@ -242,26 +219,21 @@ func (r *mcRequest) size() int             { return len(r.Value) }
 
 func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
 	rep := rp.(*mcReply)
-	rep.cmd = r.Command
 	if keyCall == nil {
-		rep.maxItems = len(r.Keys)
+		rep.req = &r.Request
 		return memcache.AppendRequest(dst, &r.Request)
 	}
 	// A retrieval split over servers: the command and this call's keys.
-	dst = append(dst, r.Command.String()...)
-	if r.Command == memcache.CmdGat || r.Command == memcache.CmdGats {
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, r.Exptime, 10)
-	}
-	n := 0
+	p := &rep.part
+	p.Reset()
+	p.Command, p.Exptime = r.Command, r.Exptime
 	for i, k := range r.Keys {
 		if keyCall[i] == part {
-			dst = append(append(dst, ' '), k...)
-			n++
+			p.Keys = append(p.Keys, k)
 		}
 	}
-	rep.maxItems = n
-	return append(dst, "\r\n"...)
+	rep.req = p
+	return memcache.AppendRequest(dst, p)
 }
 
 func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
@@ -348,9 +320,13 @@ func (r *mcRequest) appendLocal(dst []byte) []byte {
 
 // mcReply is a memcached server's reply to one call.
 type mcReply struct {
-	resp     memcache.Response
-	cmd      memcache.Command // of the request sent
-	maxItems int              // the keys of a retrieval sent
+	resp memcache.Response
+	// req is the request sent, whose grammar the reply must fit: the
+	// client's, or part.
+	req *memcache.Request
+	// part is the request sent for the keys of one server, of a retrieval
+	// split over servers.
+	part memcache.Request
 }
 
 var _ reply = (*mcReply)(nil)
@@ -373,80 +349,14 @@ func (s *mcServer) wait() error               { return s.rd.Wait() }
 
 func (s *mcServer) read(rp reply) error {
 	rep := rp.(*mcReply)
-	err := s.rd.ReadResponse(&rep.resp, rep.cmd, rep.maxItems)
-	if err != nil {
+	if err := s.rd.ReadReply(&rep.resp, rep.req); err != nil {
 		return badReply(err)
-	}
-	if !validReply(rep.cmd, rep.resp.Line) {
-		return fmt.Errorf("%w: %q is no reply to %s", errBadReply, rep.resp.Line, rep.cmd)
 	}
 	return nil
 }
 
-// validReply reports whether line, the last line of a reply that
-// memcache.Reader read, is one memcached sends for cmd: its status (the first
-// token) is one of cmd's, or an error; no byte of it is a control byte.
-func validReply(cmd memcache.Command, line []byte) bool {
-	for _, b := range line {
-		if b < ' ' || b == 0x7f {
-			return false
-		}
-	}
-	if memcache.IsError(line) {
-		return true
-	}
-	status, rest, _ := bytes.Cut(line, []byte(" "))
-	switch cmd {
-	case memcache.CmdGet, memcache.CmdGets, memcache.CmdGat, memcache.CmdGats:
-		return string(line) == "END"
-	case memcache.CmdSet, memcache.CmdAdd, memcache.CmdReplace, memcache.CmdAppend, memcache.CmdPrepend, memcache.CmdCas:
-		return oneOf(line, "STORED", "NOT_STORED", "EXISTS", "NOT_FOUND")
-	case memcache.CmdDelete:
-		return oneOf(line, "DELETED", "NOT_FOUND")
-	case memcache.CmdTouch:
-		return oneOf(line, "TOUCHED", "NOT_FOUND")
-	case memcache.CmdIncr, memcache.CmdDecr:
-		return isNumber(line) || string(line) == "NOT_FOUND"
-	case memcache.CmdVersion:
-		return string(status) == "VERSION" && len(rest) > 0
-	case memcache.CmdMetaGet:
-		return oneOf(status, "VA", "HD", "EN")
-	case memcache.CmdMetaSet:
-		return oneOf(status, "HD", "NS", "EX", "NF")
-	case memcache.CmdMetaDelete:
-		return oneOf(status, "HD", "NF", "EX")
-	case memcache.CmdMetaArithmetic:
-		return oneOf(status, "HD", "VA", "NF", "NS", "EX")
-	case memcache.CmdMetaDebug:
-		return string(status) == "ME" && len(rest) > 0 || string(line) == "EN"
-	}
-	return false
-}
-
-func oneOf(s []byte, set ...string) bool {
-	for _, t := range set {
-		if string(s) == t {
-			return true
-		}
-	}
-	return false
-}
-
-// isNumber reports whether b is the decimal number of an incr or decr reply:
-// 1 to 20 digits.
-func isNumber(b []byte) bool {
-	if len(b) == 0 || len(b) > 20 {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// badReply wraps a *memcache.Error, a reply out of grammar, in errBadReply.
+// badReply wraps a *memcache.Error, a reply out of its request's grammar, in
+// errBadReply.
 func badReply(err error) error {
 	var me *memcache.Error
 	if errors.As(err, &me) {

@@ -59,6 +59,13 @@ func smuggleVectors() []string {
 	return vs
 }
 
+// closes reports whether the proxy closes the connection of a client that
+// sends v: a line over its limit, or a storage command whose data block it
+// cannot find, as its length is no length (its bytes are not a command).
+func closes(v string) bool {
+	return len(v) > 65536 || strings.Contains(v, " -1\r\n") || strings.Contains(v, " 9x\r\n")
+}
+
 // refusal reports whether out, the proxy's reply to a refused request, holds
 // only error lines.
 func refusal(out string) bool {
@@ -121,7 +128,7 @@ func TestSmuggling(t *testing.T) {
 		if n := p.serverRequests("alpha") - before; n != 0 {
 			t.Errorf("%.60q: %d requests reached a server", v, n)
 		}
-		if err != nil && !strings.Contains(v, strings.Repeat("k", 70000)) {
+		if err != nil && !closes(v) {
 			t.Errorf("%.60q: %v; the client's connection should stay open", v, err)
 		}
 	}
