@@ -138,14 +138,17 @@ func (c *mcClient) read(r request) (action, error) {
 		req.bad, req.noreply = bad, req.Noreply
 		return local, nil
 	}
-	// Servers are always asked for a reply, so that a server connection never
-	// loses step; the proxy keeps the reply from the client instead.
+	// Servers are always asked for a reply to a classic command, so that a
+	// server connection never loses step; the proxy keeps the reply from the
+	// client instead. memcached is silent about every outcome of a noreply
+	// request (but for errors the parser refused above), so the proxy is too.
 	if req.Noreply {
 		req.noreply, req.Noreply = true, false
 	}
-	if req.Command.IsMeta() && req.RemoveMetaFlag('q') {
-		req.quiet = true
-	}
+	// A meta request with q goes as it is, followed by mn, and memcached
+	// decides which replies its quiet mode hides (some depend on the item:
+	// ma with N answers HD when it makes the item, nothing when it finds it).
+	req.quiet = req.Command.IsMeta() && req.HasMetaFlag('q')
 	return forward, nil
 }
 
@@ -196,7 +199,9 @@ type mcRequest struct {
 	memcache.Request
 	bad     string // memcached's reply refusing the request; empty if it is good
 	noreply bool   // the client asked for no reply (the server is asked for one)
-	quiet   bool   // a meta command's q flag: no reply for its usual success
+	// quiet is a meta request's flag q: the server gets the request followed
+	// by mn, whose MN tells where a reply that q hid would have been.
+	quiet bool
 }
 
 var _ request = (*mcRequest)(nil)
@@ -221,7 +226,11 @@ func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply)
 	rep := rp.(*mcReply)
 	if keyCall == nil {
 		rep.req = &r.Request
-		return memcache.AppendRequest(dst, &r.Request)
+		dst = memcache.AppendRequest(dst, &r.Request)
+		if r.quiet {
+			dst = append(dst, "mn\r\n"...)
+		}
+		return dst
 	}
 	// A retrieval split over servers: the command and this call's keys.
 	p := &rep.part
@@ -241,14 +250,7 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 	if r.noreply {
 		return dst
 	}
-	if r.quiet {
-		s := rep.resp.Status()
-		if r.Command == memcache.CmdMetaGet && string(s) == "EN" ||
-			r.Command != memcache.CmdMetaGet && string(s) == "HD" {
-			return dst
-		}
-	}
-	return memcache.AppendResponse(dst, &rep.resp)
+	return memcache.AppendResponse(dst, &rep.resp) // nothing if q hid it
 }
 
 // merge appends the reply to a get split over servers: the values found, in

@@ -37,7 +37,7 @@ func TestMemcacheCodecRead(t *testing.T) {
 	}{
 		{in: "get  a   b \r\n", keys: []string{"a", "b"}, out: "get a b\r\n"},
 		{in: "set k 1 2 3 noreply\r\nabc\r\n", keys: []string{"k"}, out: "set k 1 2 3\r\nabc\r\n", noreply: true},
-		{in: "mg k v q\r\n", keys: []string{"k"}, out: "mg k v\r\n"},
+		{in: "mg k v q\r\n", keys: []string{"k"}, out: "mg k v q\r\nmn\r\n"},
 		{in: "mg eHl6 b v\r\n", keys: []string{"xyz"}, out: "mg eHl6 b v\r\n"},
 		{in: "version\r\n", out: "version\r\n"},
 		{in: "mn\r\n", act: local, local: "MN\r\n"},
@@ -131,10 +131,14 @@ func TestMemcacheCodecReplies(t *testing.T) {
 	tests := []struct{ req, reply, want string }{
 		{"set k 0 0 1\r\nx\r\n", "STORED\r\n", "STORED\r\n"},
 		{"set k 0 0 1 noreply\r\nx\r\n", "STORED\r\n", ""},
-		{"mg k v q\r\n", "EN\r\n", ""},
-		{"mg k v q\r\n", "VA 1\r\nx\r\n", "VA 1\r\nx\r\n"},
-		{"md k q\r\n", "HD\r\n", ""},
-		{"md k q\r\n", "NF\r\n", "NF\r\n"},
+		// A quiet request is sent followed by mn: the MN comes in place of a
+		// reply that q hid, or after the reply.
+		{"mg k v q\r\n", "MN\r\n", ""},
+		{"mg k v q\r\n", "VA 1\r\nx\r\nMN\r\n", "VA 1\r\nx\r\n"},
+		{"md k q\r\n", "MN\r\n", ""},
+		{"md k q\r\n", "NF\r\nMN\r\n", "NF\r\n"},
+		{"ma k q v\r\n", "MN\r\n", ""},
+		{"ma k q v N0\r\n", "VA 1\r\n0\r\nMN\r\n", "VA 1\r\n0\r\n"},
 	}
 	for _, tt := range tests {
 		req, _ := readOne(t, cd, tt.req)

@@ -483,9 +483,7 @@ func appendOp(b []byte, r *rand.Rand, valid bool) []byte {
 		k, flags := metaFlags(r, key, "q O9 C1 I T"+ttl, "")
 		return fmt.Appendf(b, "md %s%s\r\n", k, flags)
 	case 9:
-		// Not q: memcached answers nothing to an ma with q that succeeds, but
-		// the proxy answers its VA (issue 15's list of proxy defects).
-		k, flags := metaFlags(r, num, "v t c O1 N"+ttl+" J5 D3", "MI MD M+ M-")
+		k, flags := metaFlags(r, num, "v q t c O1 N"+ttl+" J5 D3", "MI MD M+ M-")
 		return fmt.Appendf(b, "ma %s%s\r\n", k, flags)
 	case 10:
 		if valid {
