@@ -38,6 +38,14 @@ func FuzzParse(f *testing.F) {
 			if c := req.Command; c != CmdGet && c != CmdGets && len(line) > MaxCommandLine {
 				t.Fatalf("request %q written as a line of %d bytes", data, len(line))
 			}
+			// Validate holds a request built in code to the rules ReadRequest
+			// reads by: every request read passes it.
+			if err := req.Validate(); err != nil {
+				t.Fatalf("request %q, written as %q: Validate() = %v", data, out, err)
+			}
+			if n := lineLen(&req); n != len(line) {
+				t.Fatalf("request %q, written as %q: lineLen = %d; want %d", data, out, n, len(line))
+			}
 			r2 := NewReader(bytes.NewReader(out), lim)
 			if err := r2.ReadRequest(&again); err != nil {
 				t.Fatalf("request %q written as %q reads back with %v", data, out, err)
@@ -51,6 +59,35 @@ func FuzzParse(f *testing.F) {
 			if r2.Buffered() != 0 {
 				t.Fatalf("request written as %q leaves %d bytes", out, r2.Buffered())
 			}
+		}
+	})
+}
+
+// FuzzValidate builds requests from arbitrary fields (keys and meta flags
+// separated by newlines). Every request Validate passes must be written as
+// bytes that read back as the same request, whole.
+func FuzzValidate(f *testing.F) {
+	for _, tt := range validateTests {
+		r := &tt.req
+		f.Add(uint8(r.Command), bytes.Join(r.Keys, []byte("\n")), bytes.Join(r.MetaFlags, []byte("\n")),
+			r.Exptime, r.Cas, r.Noreply, r.Value)
+	}
+	f.Fuzz(func(t *testing.T, c uint8, keys, flags []byte, exptime int64, n uint64, noreply bool, value []byte) {
+		req := Request{
+			Command: Command(c), Exptime: exptime, Flags: uint32(n), Cas: n, Delta: n,
+			Noreply: noreply, Value: value,
+		}
+		if len(keys) > 0 {
+			req.Keys = bytes.Split(keys, []byte("\n"))
+		}
+		if len(flags) > 0 {
+			req.MetaFlags = bytes.Split(flags, []byte("\n"))
+		}
+		if req.Validate() != nil {
+			return
+		}
+		if msg := readsBack(&req); msg != "" {
+			t.Fatal(msg)
 		}
 	})
 }

@@ -22,6 +22,9 @@
 //   - Meta commands take only the flags their documentation lists, each once,
 //     with the token each flag takes (an opaque of at most 31 bytes, a mode of one
 //     character, ...).
+//   - A base64 key that decodes to a space or a control character is refused
+//     where memcached may echo it decoded (ReplyUnsafeBinaryKey): memcached
+//     writes such a key into its reply as it is, breaking the reply.
 //
 // A refused request is an *Error whose Reply is what memcached answers to it (or
 // to its nearest case, where memcached would accept it but read it differently).
@@ -40,7 +43,8 @@
 //
 // Writing normalizes: AppendRequest writes a request from its parsed fields, with
 // single spaces, canonical numbers and "\r\n", never the bytes as they were
-// read; a request read, written and read again is the same request. AppendResponse
+// read; a request read, written and read again is the same request. A request
+// built in code is held to the rules ReadRequest reads by with Validate. AppendResponse
 // writes a reply as memcached does, so a reply read and written again is the same
 // bytes.
 //
@@ -205,6 +209,11 @@ const (
 	// ReplyBinary answers a request in memcached's binary protocol, which is not
 	// read: memcached speaks it on connections that start with byte 0x80.
 	ReplyBinary = "CLIENT_ERROR binary protocol is not supported"
+	// ReplyUnsafeBinaryKey refuses a base64 key (meta flag b) that decodes to
+	// a space or a control character where memcached may write the key back
+	// decoded: with k or N of mg, N of ma, and me. memcached would then break
+	// its own reply, and a proxy's connection to it.
+	ReplyUnsafeBinaryKey = "CLIENT_ERROR base64 key decodes to a space or control character"
 
 	// Replies to bad meta commands.
 	ReplyMetaTooManyFlags    = "CLIENT_ERROR options flags too long"

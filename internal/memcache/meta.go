@@ -81,16 +81,17 @@ func (s metaFlagSet) has(c byte) bool {
 	return c >= 'A' && c <= 'z' && s&(1<<(c-'A')) != 0
 }
 
-// metaFlags parses the flag tokens of a meta command into req.MetaFlags. It
-// returns the reply to the first fault memcached finds while it parses flags
-// (pre), and to the first it finds later, as it builds its answer (post).
-func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
-	req := r.req
-	start := len(req.MetaFlags)
-	req.MetaFlags = append(req.MetaFlags, toks...)
-	flags := req.MetaFlags[start:]
-	rule := metaRules[req.Command]
-	var seen metaFlagSet
+// checkMetaFlags checks flags, the flag tokens of a meta command cmd, as
+// memcached parses them. It returns memcached's reply to the first fault it
+// finds while it parses flags (pre), and to the first it finds later, as it
+// builds its answer (post), and the flags given. A number that is not written
+// as strconv writes it is rewritten in flags, in memory appended to *canon; if
+// canon is nil, such a number is a fault (ReplyBadToken).
+//
+// ReadRequest checks the flags it reads with it, and Validate those of a
+// request built in code: one set of rules for both.
+func checkMetaFlags(cmd Command, flags [][]byte, canon *[]byte) (pre, post string, seen metaFlagSet) {
+	rule := metaRules[cmd]
 	for i, t := range flags {
 		f := t[0] & 127 // a byte of 128 or more is no flag: 0 is none
 		if t[0] != f {
@@ -103,10 +104,10 @@ func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
 			continue
 		}
 		if kind == 0 {
-			return r.flagReply(ReplyInvalidFlag), ""
+			return flagReply(cmd, ReplyInvalidFlag), "", seen
 		}
 		if seen&bit != 0 {
-			return r.flagReply(ReplyDuplicateFlag), ""
+			return flagReply(cmd, ReplyDuplicateFlag), "", seen
 		}
 		seen |= bit
 		arg := t[1:]
@@ -122,10 +123,11 @@ func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
 			}
 		case int32Token:
 			n, ok := parseInt32(arg)
-			if !ok {
+			switch {
+			case !ok || canon == nil && !canonical(arg):
 				bad = ReplyBadToken
-			} else if !canonical(arg) {
-				flags[i] = r.canon(strconv.AppendInt(append(r.req.canon, f), n, 10))
+			case !canonical(arg):
+				flags[i] = appendCanon(canon, strconv.AppendInt(append(*canon, f), n, 10))
 			}
 		case uint32Token, uint64Token:
 			var max uint64 = math.MaxUint64
@@ -134,9 +136,9 @@ func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
 			}
 			n, ok := parseUint(arg, max)
 			switch {
-			case ok && !canonical(arg):
-				flags[i] = r.canon(strconv.AppendUint(append(r.req.canon, f), n, 10))
-			case ok:
+			case ok && !canonical(arg) && canon != nil:
+				flags[i] = appendCanon(canon, strconv.AppendUint(append(*canon, f), n, 10))
+			case ok && canonical(arg):
 			case f == 'F':
 				bad = ReplyBadFormat // memcached sets no message of its own
 			case f == 'D':
@@ -155,28 +157,42 @@ func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
 			}
 		}
 		if bad != "" && pre == "" {
-			pre = r.flagReply(bad)
+			pre = flagReply(cmd, bad)
 		}
 	}
-	r.base64 = seen.has('b')
-	return pre, post
+	return pre, post, seen
 }
 
 // flagReply returns the reply to a bad flag: md and ma answer one reply for any.
-func (r *Reader) flagReply(reply string) string {
-	if c := r.req.Command; c == CmdMetaDelete || c == CmdMetaArithmetic {
+func flagReply(cmd Command, reply string) string {
+	if cmd == CmdMetaDelete || cmd == CmdMetaArithmetic {
 		return ReplyInvalidOrDuplicate
 	}
 	return reply
 }
 
-// canon takes req.canon with a flag token appended, keeps it and returns the
-// token. Tokens returned before keep pointing into the old array if canon grew:
-// their bytes do not change.
-func (r *Reader) canon(canon []byte) []byte {
-	start := len(r.req.canon)
-	r.req.canon = canon
-	return canon[start:len(canon):len(canon)]
+// appendCanon takes *canon with a flag token appended, keeps it and returns
+// the token. Tokens returned before keep pointing into the old array if canon
+// grew: their bytes do not change.
+func appendCanon(canon *[]byte, grown []byte) []byte {
+	start := len(*canon)
+	*canon = grown
+	return grown[start:len(grown):len(grown)]
+}
+
+// echoesRaw reports whether memcached may write the key of a meta command
+// with the flags seen, decoded from base64 (the flag b), back as it is, not in
+// base64: mg's k writes the key of the item found as it is unless ms stored it
+// with b, and mg and ma with N make an item whose key memcached does not mark
+// as base64; me writes the key of the item found as mg does.
+func echoesRaw(cmd Command, seen metaFlagSet) bool {
+	switch cmd {
+	case CmdMetaGet:
+		return seen.has('k') || seen.has('N')
+	case CmdMetaArithmetic:
+		return seen.has('N')
+	}
+	return cmd == CmdMetaDebug
 }
 
 // canonical reports whether a number that parsed is written as strconv writes

@@ -164,6 +164,27 @@ const (
 	highs = 0x8080808080808080
 )
 
+// plainToken reports whether t could be one token of a line: one or more
+// bytes, none a space or a control character. Like hasControl, it looks at
+// eight bytes at a time.
+func plainToken(t []byte) bool {
+	if len(t) == 0 {
+		return false
+	}
+	for len(t) >= 8 {
+		if hasSpaceOrControl(binary.LittleEndian.Uint64(t)) {
+			return false
+		}
+		t = t[8:]
+	}
+	for _, c := range t {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // hasControl reports whether b holds a control character: a byte below 0x20,
 // or 0x7f. It looks at eight bytes at a time, as it runs on every line read.
 func hasControl(b []byte) bool {

@@ -433,17 +433,30 @@ func (r *Reader) meta() error {
 		}
 		return r.fail(ReplyMetaTooManyFlags)
 	}
-	pre, post := r.metaFlags(tok[2:])
+	pre, post, seen := r.metaFlags(tok[2:])
 	if pre == "" && r.metaKey(tok[1]) != nil {
-		pre = r.flagReply(ReplyBadKeyEncoding)
+		pre = flagReply(req.Command, ReplyBadKeyEncoding)
 	}
 	switch {
 	case pre != "":
 		return r.fail(pre)
 	case post != "":
 		return r.fail(post)
+	case r.base64 && echoesRaw(req.Command, seen) && !plainToken(req.decoded):
+		return r.fail(ReplyUnsafeBinaryKey)
 	}
 	return nil
+}
+
+// metaFlags parses the flag tokens of a meta command into req.MetaFlags; see
+// checkMetaFlags.
+func (r *Reader) metaFlags(toks [][]byte) (pre, post string, seen metaFlagSet) {
+	req := r.req
+	start := len(req.MetaFlags)
+	req.MetaFlags = append(req.MetaFlags, toks...)
+	pre, post, seen = checkMetaFlags(req.Command, req.MetaFlags[start:], &req.canon)
+	r.base64 = seen.has('b')
+	return pre, post, seen
 }
 
 // metaDebug parses "me <key> [b]": memcached reads the key as base64 only if b
@@ -462,6 +475,9 @@ func (r *Reader) metaDebug() error {
 	}
 	if err := r.metaKey(tok[1]); err != nil {
 		return r.fail(ReplyBadFormat) // me's answer to a key that does not decode
+	}
+	if r.base64 && !plainToken(req.decoded) {
+		return r.fail(ReplyUnsafeBinaryKey)
 	}
 	return nil
 }
@@ -485,7 +501,7 @@ func (r *Reader) metaSet() error {
 	case !sizeOK:
 		return r.fatal(ReplyBadFormat)
 	}
-	pre, post := r.metaFlags(tok[3:])
+	pre, post, _ := r.metaFlags(tok[3:])
 	if pre == "" && r.metaKey(tok[1]) != nil {
 		pre = ReplyBadKeyEncoding
 	}
@@ -613,7 +629,7 @@ func AppendRequest(dst []byte, req *Request) []byte {
 		dst = append(dst, ' ')
 		dst = strconv.AppendInt(dst, req.Exptime, 10)
 	}
-	if req.Noreply && !c.IsMeta() && !c.IsRetrieval() && c != CmdVersion && c != CmdQuit {
+	if req.Noreply && writesNoreply(c) {
 		dst = append(dst, " noreply"...)
 	}
 	dst = append(dst, "\r\n"...)
@@ -621,6 +637,12 @@ func AppendRequest(dst []byte, req *Request) []byte {
 		dst = append(append(dst, req.Value...), "\r\n"...)
 	}
 	return dst
+}
+
+// writesNoreply reports whether AppendRequest writes noreply for a request of
+// c that asks for it: the classic commands that take it.
+func writesNoreply(c Command) bool {
+	return !c.IsMeta() && !c.IsRetrieval() && c != CmdVersion && c != CmdQuit
 }
 
 func appendFlags(dst []byte, flags [][]byte) []byte {

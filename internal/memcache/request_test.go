@@ -189,6 +189,19 @@ var readRequestTests = []struct {
 	{in: "mg eB== b v k\r\n", reply: ReplyBadKeyEncoding, mc: "EN keA== b\r\nMN\r\n"},
 	{in: "mg e!A== b v k\r\n", reply: ReplyBadKeyEncoding, mc: "EN keA== b\r\nMN\r\n"},
 	{in: "mg eA==eHl6 b v k\r\n", reply: ReplyBadKeyEncoding, mc: "EN keA== b\r\nMN\r\n"},
+	// A key that decodes to a space or a control character ("a b" is YSBi,
+	// "a\r\n" YQ0K), where memcached may write it back decoded, breaking its
+	// reply: N makes an item memcached does not mark as base64, whose key mg's k
+	// and me write as it is.
+	{in: "mg YSBi b k v\r\n", reply: ReplyUnsafeBinaryKey, mc: "EN kYSBi b\r\nMN\r\n"},
+	{in: "mg YQ0K b N0 v\r\n", reply: ReplyUnsafeBinaryKey, mc: "VA 0 W\r\n\r\nMN\r\n"},
+	{in: "ma YSBi b N0\r\n", reply: ReplyUnsafeBinaryKey, mc: "HD\r\nMN\r\n"},
+	{in: "me YSBi b\r\n", reply: ReplyUnsafeBinaryKey, mc: "EN\r\nMN\r\n"},
+	{in: "mg YSBi b v\r\n", want: "mg YSBi b v\r\n", mc: "EN\r\nMN\r\n"},
+	{in: "ma YSBi b k\r\n", want: "ma YSBi b k\r\n", mc: "NF kYSBi b\r\nMN\r\n"},
+	{in: "md YQ0K b k\r\n", want: "md YQ0K b k\r\n", mc: "NF kYQ0K b\r\nMN\r\n"},
+	{in: "ms YQ0K 1 b k\r\nx\r\n", want: "ms YQ0K 1 b k\r\nx\r\n", mc: "HD kYQ0K b\r\nMN\r\n"},
+	{in: "mg 4pyT b k v\r\n", want: "mg 4pyT b k v\r\n", mc: "EN k4pyT b\r\nMN\r\n"},
 	{in: "mg a" + strings.Repeat(" v", 18) + "\r\n", reply: ReplyMetaGetTooManyFlags, mc: ReplyMetaGetTooManyFlags + "\r\nMN\r\n"},
 	{in: "mg a v v\r\n", reply: ReplyDuplicateFlag, mc: ReplyDuplicateFlag + "\r\nMN\r\n"},
 	{in: "mg a x\r\n", reply: ReplyInvalidFlag, mc: ReplyInvalidFlag + "\r\nMN\r\n"},
@@ -296,6 +309,7 @@ func TestReadRequest(t *testing.T) {
 			if got := string(AppendRequest(nil, &req)); got != tt.want {
 				t.Errorf("ReadRequest(%.80q) reads %q; want %q", tt.in, got, tt.want)
 			}
+			checkValid(t, &req)
 		}
 		if tt.fatal || req.Command == CmdQuit {
 			continue
@@ -545,4 +559,137 @@ func BenchmarkAppendRequest(b *testing.B) {
 			}
 		})
 	}
+}
+
+// checkValid checks that req, which ReadRequest returned, passes Validate, and
+// that lineLen is the length of the line AppendRequest writes.
+func checkValid(t *testing.T, req *Request) {
+	t.Helper()
+	out := AppendRequest(nil, req)
+	if err := req.Validate(); err != nil {
+		t.Errorf("%.80q, read by ReadRequest: Validate() = %v", out, err)
+	}
+	if got, want := lineLen(req), bytes.IndexByte(out, '\n')+1; got != want {
+		t.Errorf("%.80q: lineLen = %d; want %d", out, got, want)
+	}
+}
+
+// validateTests are requests built in code, and Validate's verdict: the reply
+// refusing each, "" if it passes.
+var validateTests = []struct {
+	req   Request
+	reply string
+}{
+	{Request{Command: CmdSet, Keys: bs("k"), Value: []byte("x")}, ""},
+	{Request{Command: CmdSet, Keys: bs("k"), Exptime: -1, Flags: 1<<32 - 1, Noreply: true}, ""},
+	{Request{Command: CmdSet, Keys: bs(k250)}, ""},
+	{Request{Command: CmdSet, Keys: bs("k\x00")}, ReplyBadFormat},
+	{Request{Command: CmdSet, Keys: bs("k\r")}, ReplyBadFormat},
+	{Request{Command: CmdSet, Keys: bs("k k")}, ReplyBadFormat},
+	{Request{Command: CmdSet, Keys: bs("")}, ReplyBadFormat},
+	{Request{Command: CmdSet, Keys: bs(k251)}, ReplyBadFormat},
+	{Request{Command: CmdSet, Keys: bs("a", "b")}, ReplyError},
+	{Request{Command: CmdSet}, ReplyError},
+	{Request{Command: CmdSet, Keys: bs("k"), Exptime: 1 << 31}, ReplyBadFormat},
+	{Request{Command: CmdCas, Keys: bs("k"), Cas: 1<<64 - 1}, ""},
+	{Request{Command: CmdUnknown, Keys: bs("k")}, ReplyError},
+	{Request{Command: numCommands, Keys: bs("k")}, ReplyError},
+	{Request{Command: CmdGet, Keys: bs("a", "b\x7f")}, ReplyBadFormat},
+	{Request{Command: CmdGet}, ReplyError},
+	{Request{Command: CmdGet, Keys: bs(k250, k250, k250, k250, k250, k250, k250, k250, k250, k250)}, ""},
+	{Request{Command: CmdGat, Keys: bs(k250, k250, k250, k250, k250, k250, k250, k250)}, ""},
+	{Request{Command: CmdGat, Keys: bs(k250, k250, k250, k250, k250, k250, k250, k250, k250)}, ReplyLineTooLong},
+	{Request{Command: CmdGat, Exptime: -1 << 31}, ""},
+	{Request{Command: CmdGats, Keys: bs("a"), Exptime: 1 << 31}, ReplyBadExptime},
+	{Request{Command: CmdTouch, Keys: bs("a"), Exptime: -1<<31 - 1}, ReplyBadExptime},
+	{Request{Command: CmdIncr, Keys: bs("a"), Delta: 1<<64 - 1}, ""},
+	{Request{Command: CmdVersion}, ""},
+	{Request{Command: CmdVersion, Keys: bs("a")}, ReplyError},
+	{Request{Command: CmdMetaNoop}, ""},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("v", "T30", "O7", "k", "q")}, ""},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("v", "O\t")}, ReplyBadFormat},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("v", "")}, ReplyBadFormat},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("v", "v")}, ReplyDuplicateFlag},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("x")}, ReplyInvalidFlag},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("C1")}, ReplyInvalidFlag},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("T007")}, ReplyBadToken},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("T-0")}, ReplyBadToken},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("T2147483648")}, ReplyBadToken},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("v", "O"+strings.Repeat("x", 2000))}, ReplyOpaqueTooLong},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs(strings.Fields(strings.Repeat("v ", 18))...)}, ReplyMetaGetTooManyFlags},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("P"+strings.Repeat("p", 1024), "L"+strings.Repeat("l", 1024))}, ReplyLineTooLong},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("P" + strings.Repeat("p", MaxCommandLine-8))}, ""},
+	{Request{Command: CmdMetaGet, Keys: bs("k"), MetaFlags: bs("P" + strings.Repeat("p", MaxCommandLine-7))}, ReplyLineTooLong},
+	{Request{Command: CmdMetaGet, Keys: bs("P" + strings.Repeat("p", 1000)), MetaFlags: bs("P" + strings.Repeat("p", 1024))}, ReplyBadFormat},
+	{Request{Command: CmdMetaDelete, Keys: bs("k"), MetaFlags: bs("x")}, ReplyInvalidOrDuplicate},
+	{Request{Command: CmdMetaArithmetic, Keys: bs("k"), MetaFlags: bs("D01")}, ReplyInvalidOrDuplicate},
+	{Request{Command: CmdMetaArithmetic, Keys: bs("k"), MetaFlags: bs("MX")}, ReplyBadArithmeticMode},
+	{Request{Command: CmdMetaSet, Keys: bs("k"), MetaFlags: bs("T0", "F5", "I", "MA"), Value: []byte("hi")}, ""},
+	{Request{Command: CmdMetaSet, Keys: bs("k"), MetaFlags: bs(strings.Fields(strings.Repeat("P ", 17))...)}, ReplyMetaTooManyFlags},
+	// Base64 keys.
+	{Request{Command: CmdMetaGet, Keys: bs("eHl6"), MetaFlags: bs("b", "k", "v")}, ""},
+	{Request{Command: CmdMetaGet, Keys: bs("eHl6"), MetaFlags: bs("b", "b")}, ReplyDuplicateFlag},
+	{Request{Command: CmdMetaGet, Keys: bs("x"), MetaFlags: bs("b")}, ReplyBadKeyEncoding},
+	{Request{Command: CmdMetaGet, Keys: bs("eB=="), MetaFlags: bs("b")}, ReplyBadKeyEncoding},
+	{Request{Command: CmdMetaSet, Keys: bs("x"), MetaFlags: bs("b")}, ReplyBadKeyEncoding},
+	{Request{Command: CmdMetaDelete, Keys: bs("x"), MetaFlags: bs("b")}, ReplyInvalidOrDuplicate},
+	{Request{Command: CmdMetaGet, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaGet, Keys: bs("YQ0K"), MetaFlags: bs("b", "N0")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaGet, Keys: bs("YSBi"), MetaFlags: bs("b", "v")}, ""},
+	{Request{Command: CmdMetaArithmetic, Keys: bs("YSBi"), MetaFlags: bs("b", "N0")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaArithmetic, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ""},
+	{Request{Command: CmdMetaDelete, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ""},
+	{Request{Command: CmdMetaDebug, Keys: bs("eHl6"), MetaFlags: bs("b")}, ""},
+	{Request{Command: CmdMetaDebug, Keys: bs("YSBi"), MetaFlags: bs("b")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaDebug, Keys: bs("x"), MetaFlags: bs("b")}, ReplyBadFormat},
+	{Request{Command: CmdMetaDebug, Keys: bs("k"), MetaFlags: bs("v")}, ReplyInvalidFlag},
+	{Request{Command: CmdMetaDebug, Keys: bs("k"), MetaFlags: bs("b", "b")}, ReplyInvalidFlag},
+}
+
+func bs(s ...string) [][]byte {
+	out := make([][]byte, len(s))
+	for i, x := range s {
+		out[i] = []byte(x)
+	}
+	return out
+}
+
+// TestValidate checks validateTests, and that a request Validate passes reads
+// back, as AppendRequest writes it, as the same request.
+func TestValidate(t *testing.T) {
+	for _, tt := range validateTests {
+		req := tt.req
+		err := req.Validate()
+		var e *Error
+		switch {
+		case tt.reply == "" && err != nil:
+			t.Errorf("Validate(%.80q) = %v", AppendRequest(nil, &req), err)
+		case tt.reply != "" && (!errors.As(err, &e) || e.Reply != tt.reply):
+			t.Errorf("Validate(%.80q) = %v; want reply %q", AppendRequest(nil, &req), err, tt.reply)
+		case tt.reply == "":
+			if msg := readsBack(&req); msg != "" {
+				t.Error(msg)
+			}
+		}
+	}
+}
+
+// readsBack returns what is wrong with req, which Validate passed, as
+// ReadRequest reads it back from what AppendRequest writes: "" if it is the
+// same request, whole.
+func readsBack(req *Request) string {
+	out := AppendRequest(nil, req)
+	r := NewReader(bytes.NewReader(out), Limits{MaxValue: 64 << 20})
+	var again Request
+	if err := r.ReadRequest(&again); err != nil {
+		return fmt.Sprintf("%.80q, which Validate passes, reads back with %v", out, err)
+	}
+	if out2 := AppendRequest(nil, &again); !bytes.Equal(out, out2) || r.Buffered() != 0 ||
+		!slices.EqualFunc(req.Keys, again.Keys, bytes.Equal) {
+		return fmt.Sprintf("%.80q, which Validate passes, reads back as %.80q", out, out2)
+	}
+	if got, want := lineLen(req), bytes.IndexByte(out, '\n')+1; got != want {
+		return fmt.Sprintf("%.80q: lineLen = %d; want %d", out, got, want)
+	}
+	return ""
 }
