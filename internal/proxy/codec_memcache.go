@@ -27,15 +27,6 @@ var _ codec = (*memcacheCodec)(nil)
 // little. Longer lines and values are read past it.
 const clientReadBuffer = 4 << 10
 
-// maxServerLine bounds the line of every request but get and gets that the
-// proxy sends a server. memcached 1.6 closes a connection whose unfinished
-// line, as far as it has read it, is over 2048 bytes, unless it is a get or
-// gets: so a longer line may close the connection or not, depending on how
-// its bytes arrive, and on a connection shared by many clients that would
-// fail them all. Such lines need a meta flag or a gat key list far longer
-// than any client sends in earnest.
-const maxServerLine = 2048
-
 func newMemcacheCodec(lim memcache.Limits) *memcacheCodec {
 	c := &memcacheCodec{
 		lim: lim,
@@ -152,46 +143,22 @@ func (c *mcClient) read(r request) (action, error) {
 	return forward, nil
 }
 
-// forServer checks what a server will read of req, beyond the parser's
-// checks, and returns memcached's reply refusing req, or "" if it may go.
-// Whatever the parser accepts, a server must split the line the proxy writes
-// into exactly the tokens the proxy parsed: only keys and meta flags are
-// written as the client sent them (numbers and the rest are written anew), so
-// they may hold no space and no control byte (memcached ends a line at a NUL,
-// for one), and a key is at most 250 bytes as sent, a base64 key too. And the
-// line must be one a shared connection takes whole (maxServerLine).
+// forServer returns memcached's reply refusing req, or "" if req may be
+// written to a server connection that other clients share: the guard every
+// request the codec forwards passes, whether it was read from a client or
+// built in code. The rules are memcache's (Request.Validate), the ones its
+// parser reads requests by: the server must read the line the proxy writes as
+// exactly the request the proxy understood, whole, and keep the connection
+// open.
 func forServer(req *memcache.Request) string {
-	n := len(req.Command.String()) + 100 // and numbers, noreply, line end
-	for _, k := range req.Keys {
-		if len(k) > memcache.MaxKeyLen || !plainToken(k) {
-			return memcache.ReplyBadFormat
+	if err := req.Validate(); err != nil {
+		var me *memcache.Error
+		if errors.As(err, &me) {
+			return me.Reply
 		}
-		n += 1 + len(k)
-	}
-	for _, f := range req.MetaFlags {
-		if !plainToken(f) {
-			return memcache.ReplyBadFormat
-		}
-		n += 1 + len(f)
-	}
-	if n > maxServerLine && req.Command != memcache.CmdGet && req.Command != memcache.CmdGets {
-		return memcache.ReplyLineTooLong
+		return memcache.ReplyError
 	}
 	return ""
-}
-
-// plainToken reports whether t is one or more bytes, none a space or a
-// control byte (NUL, CR, LF, tab, DEL, ...).
-func plainToken(t []byte) bool {
-	if len(t) == 0 {
-		return false
-	}
-	for _, b := range t {
-		if b <= ' ' || b == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // mcRequest is a memcached request and how the proxy answers it.

@@ -241,8 +241,9 @@ func TestBinaryProtocol(t *testing.T) {
 	}
 }
 
-// TestForServer checks the codec's own guard on what reaches a server, on
-// requests built by hand: it holds whatever the parser lets through.
+// TestForServer checks the codec's guard on what reaches a server, on
+// requests built by hand, which no parser saw: it refuses them by memcache's
+// rules.
 func TestForServer(t *testing.T) {
 	b := func(s ...string) [][]byte {
 		var out [][]byte
@@ -263,8 +264,12 @@ func TestForServer(t *testing.T) {
 		{memcache.Request{Command: memcache.CmdSet, Keys: b(long + "k")}, memcache.ReplyBadFormat},
 		{memcache.Request{Command: memcache.CmdGet, Keys: b("a", "b\x7f")}, memcache.ReplyBadFormat},
 		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O\t")}, memcache.ReplyBadFormat},
-		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O"+strings.Repeat("x", 2000))}, memcache.ReplyLineTooLong},
-		{memcache.Request{Command: memcache.CmdGat, Keys: b(long, long, long, long, long, long, long, long)}, memcache.ReplyLineTooLong},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O"+strings.Repeat("x", 2000))}, memcache.ReplyOpaqueTooLong},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "P"+strings.Repeat("x", 2040))}, memcache.ReplyLineTooLong},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("YSBi"), MetaFlags: b("b", "k")}, memcache.ReplyUnsafeBinaryKey},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "v")}, memcache.ReplyDuplicateFlag},
+		{memcache.Request{Command: memcache.CmdUnknown, Keys: b("k")}, memcache.ReplyError},
+		{memcache.Request{Command: memcache.CmdGat, Keys: b(long, long, long, long, long, long, long, long, long)}, memcache.ReplyLineTooLong},
 		{memcache.Request{Command: memcache.CmdGet, Keys: b(long, long, long, long, long, long, long, long, long, long)}, ""},
 	}
 	for _, tt := range tests {
