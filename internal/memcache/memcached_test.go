@@ -145,52 +145,58 @@ func TestMemcachedLineLimit(t *testing.T) {
 // with the numbers that vary masked (see maskEcho); "" if its quiet mode hides
 // it. "bg==" is n in base64, "eg==" is z, a key never stored.
 var metaEchoTests = []struct {
+	setup   string // requests sent after metaEchoSetup
 	req, mc string
 }{
 	// mg echoes the key of the item found: in base64, with b, if ms stored
 	// it with b; as it is otherwise, whatever the request.
-	{"mg n k v", "VA 1 kn\r\n5\r\n"},
-	{"mg bg== b k v", "VA 1 kn\r\n5\r\n"},
-	{"mg bg== T3600 b k v", "VA 1 kn\r\n5\r\n"},
-	{"mg Yg== b k v", "VA 1 kYg== b\r\nx\r\n"},
-	{"mg b k v", "VA 1 kYg== b\r\nx\r\n"},
-	{"mg b k c s O1", "HD kYg== b c* s1 O1\r\n"},
-	{"mg n s t c f l h O1 k v", "VA 1 s1 t-1 c* f7 l* h0 O1 kn\r\n5\r\n"},
-	{"mg n q k v", "VA 1 kn\r\n5\r\n"},
+	{req: "mg n k v", mc: "VA 1 kn\r\n5\r\n"},
+	{req: "mg bg== b k v", mc: "VA 1 kn\r\n5\r\n"},
+	{req: "mg bg== T3600 b k v", mc: "VA 1 kn\r\n5\r\n"},
+	{req: "mg Yg== b k v", mc: "VA 1 kYg== b\r\nx\r\n"},
+	{req: "mg b k v", mc: "VA 1 kYg== b\r\nx\r\n"},
+	{req: "mg b k c s O1", mc: "HD kYg== b c* s1 O1\r\n"},
+	{req: "mg n s t c f l h O1 k v", mc: "VA 1 s1 t-1 c* f7 l* h0 O1 kn\r\n5\r\n"},
+	{req: "mg n q k v", mc: "VA 1 kn\r\n5\r\n"},
 	// A miss echoes the request's key, in base64 if it had b.
-	{"mg z k O1", "EN kz O1\r\n"},
-	{"mg eg== b k O1", "EN keg== b O1\r\n"},
-	{"mg z q k O1", ""},
+	{req: "mg z k O1", mc: "EN kz O1\r\n"},
+	{req: "mg eg== b k O1", mc: "EN keg== b O1\r\n"},
+	{req: "mg z q k O1", mc: ""},
 	// N makes the item, with a key not marked binary, even with b.
-	{"mg eg== b N30 k c", "HD kz c* W\r\n"},
-	{"mg eg== b N30 q k", "HD kz W\r\n"},
+	{req: "mg eg== b N30 k c", mc: "HD kz c* W\r\n"},
+	{req: "mg eg== b N30 q k", mc: "HD kz W\r\n"},
 	// ms echoes the key as sent: ms marks it binary if it had b.
-	{"ms Yg== 1 b k c O5\r\nx", "HD kYg== b c* O5\r\n"},
-	{"ms Yg== 1 b k C1\r\nx", "EX kYg== b\r\n"},
-	{"ms z 1 k c q MR\r\nx", "NS kz c*\r\n"},
-	{"ms z 1 k q\r\nx", ""},
-	{"ms bg== 1 b q k O2 C1\r\nx", "EX kbg== b O2\r\n"},
+	{req: "ms Yg== 1 b k c O5\r\nx", mc: "HD kYg== b c* O5\r\n"},
+	{req: "ms Yg== 1 b k C1\r\nx", mc: "EX kYg== b\r\n"},
+	{req: "ms z 1 k c q MR\r\nx", mc: "NS kz c*\r\n"},
+	{req: "ms z 1 k q\r\nx", mc: ""},
+	{req: "ms bg== 1 b q k O2 C1\r\nx", mc: "EX kbg== b O2\r\n"},
 	// md and ma echo the request's key.
-	{"md Yg== b k O1", "HD kYg== b O1\r\n"},
-	{"md bg== b k", "HD kbg== b\r\n"},
-	{"md b k q", ""},
-	{"md eg== b k q", "NF keg== b\r\n"},
-	{"md n C1 k", "EX kn\r\n"},
-	{"ma bg== b k v t c", "VA 1 kbg== b t-1 c*\r\n6\r\n"},
-	{"ma n O1 c t k", "HD O1 c* t-1 kn\r\n"},
-	{"ma z k O1", "NF kz O1\r\n"},
-	{"ma n C1 k", "EX kn\r\n"},
-	{"ma bg== b q v", ""},
-	{"ma n q", ""},
-	{"ma eg== b N0 q k", "HD keg== b\r\n"},
-	{"ma z N0 J5 q v", "VA 1\r\n5\r\n"},
-	{"ma b q", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
+	{req: "md Yg== b k O1", mc: "HD kYg== b O1\r\n"},
+	{req: "md bg== b k", mc: "HD kbg== b\r\n"},
+	{req: "md b k q", mc: ""},
+	{req: "md eg== b k q", mc: "NF keg== b\r\n"},
+	{req: "md n C1 k", mc: "EX kn\r\n"},
+	{req: "ma bg== b k v t c", mc: "VA 1 kbg== b t-1 c*\r\n6\r\n"},
+	{req: "ma n O1 c t k", mc: "HD O1 c* t-1 kn\r\n"},
+	{req: "ma z k O1", mc: "NF kz O1\r\n"},
+	{req: "ma n C1 k", mc: "EX kn\r\n"},
+	{req: "ma bg== b q v", mc: ""},
+	{req: "ma n q", mc: ""},
+	{req: "ma eg== b N0 q k", mc: "HD keg== b\r\n"},
+	{req: "ma z N0 J5 q v", mc: "VA 1\r\n5\r\n"},
+	{req: "ma b q", mc: "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
 	// me writes the key of the item found, as mg does.
-	{"me b", "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
-	{"me Yg== b", "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
-	{"me bg== b", "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
-	{"me n", "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
-	{"me z", "EN\r\n"},
+	{req: "me b", mc: "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
+	{req: "me Yg== b", mc: "ME Yg== exp=-1 la=* cas=* fetch=no cls=1 size=61\r\n"},
+	{req: "me bg== b", mc: "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
+	{req: "me n", mc: "ME n exp=-1 la=* cas=* fetch=no cls=1 size=65\r\n"},
+	{req: "me z", mc: "EN\r\n"},
+	// W, Z and X come last, in this order.
+	{req: "mg n T10 R30 c", mc: "HD c* W\r\n"},
+	{setup: "mg n T10 R30\r\n", req: "mg n R30 s", mc: "HD s1 Z\r\n"},
+	{setup: "md n I T30\r\n", req: "mg n s v", mc: "VA 1 s1 X W\r\n5\r\n"},
+	{setup: "md n I T30\r\nmg n\r\n", req: "mg n s O v", mc: "VA 1 s1 O Z X\r\n5\r\n"},
 }
 
 // metaEchoSetup stores the items metaEchoTests find.
@@ -208,7 +214,7 @@ func maskEcho(s string) string { return echoMaskRE.ReplaceAllString(s, " $1*") }
 func TestMetaEchoMemcached(t *testing.T) {
 	s := startMemcached(t)
 	for _, tt := range metaEchoTests {
-		script := metaEchoSetup + tt.req + "\r\n"
+		script := metaEchoSetup + tt.setup + tt.req + "\r\n"
 		reqs := readScript(t, script)
 		raw := mcDo(t, s.Addr, script) // ends with the MN of the mn after the script
 		r := NewReader(strings.NewReader(raw), Limits{})
