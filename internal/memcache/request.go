@@ -70,9 +70,14 @@ func (r *Request) Key() []byte {
 }
 
 // RouteKey returns key i as the server stores it: the key itself, or for a meta
-// command with the b flag, the key base64-decoded.
+// command with the b flag, the key base64-decoded (nil if it does not decode).
+// ReadRequest decodes the key as it reads it; for a request built in code, the
+// first call decodes it, and keeps it until Reset.
 func (r *Request) RouteKey(i int) []byte {
 	if r.Command.IsMeta() && i == 0 && r.HasMetaFlag('b') {
+		if len(r.decoded) == 0 {
+			r.decoded, _ = decodeKey(r.decoded[:0], r.Keys[0])
+		}
 		return r.decoded
 	}
 	return r.Keys[i]
@@ -521,19 +526,28 @@ func (r *Reader) metaKey(k []byte) *Error {
 	if !r.base64 {
 		return nil
 	}
+	var ok bool
+	if req.decoded, ok = decodeKey(req.decoded[:0], k); !ok {
+		return r.fail(ReplyBadKeyEncoding)
+	}
+	return nil
+}
+
+// decodeKey appends to dst the base64 key k decoded, and reports whether it
+// was base64 as memcached writes it, of a key of at least one byte.
+func decodeKey(dst, k []byte) ([]byte, bool) {
 	// memcached skips bytes that are not base64 and stops at the first padded
 	// quantum, so it decodes "eA==" and "e!A==eHl6" alike: take only what it
 	// writes itself, where the two decoders agree.
 	n := base64.StdEncoding.DecodedLen(len(k))
-	if cap(req.decoded) < n {
-		req.decoded = make([]byte, n)
+	if cap(dst)-len(dst) < n {
+		dst = append(make([]byte, 0, len(dst)+n), dst...)
 	}
-	n, err := base64.StdEncoding.Strict().Decode(req.decoded[:n], k)
-	if err != nil || n == 0 {
-		return r.fail(ReplyBadKeyEncoding)
+	m, err := base64.StdEncoding.Strict().Decode(dst[len(dst):len(dst)+n], k)
+	if err != nil || m == 0 {
+		return dst, false
 	}
-	req.decoded = req.decoded[:n]
-	return nil
+	return dst[:len(dst)+m], true
 }
 
 // parseUint parses decimal digits into a number of at most max.

@@ -693,3 +693,21 @@ func readsBack(req *Request) string {
 	}
 	return ""
 }
+
+// TestRouteKeyBuilt checks RouteKey of meta requests built in code: a base64
+// key is decoded on the first call, until Reset.
+func TestRouteKeyBuilt(t *testing.T) {
+	req := Request{Command: CmdMetaGet, Keys: bs("eHl6"), MetaFlags: bs("b", "v")}
+	if got := req.RouteKey(0); string(got) != "xyz" {
+		t.Errorf("RouteKey(0) of mg eHl6 b v = %q; want %q", got, "xyz")
+	}
+	req.Reset()
+	req.Command, req.Keys, req.MetaFlags = CmdMetaDelete, bs("YQ=="), bs("b")
+	if got := req.RouteKey(0); string(got) != "a" {
+		t.Errorf("RouteKey(0) of md YQ== b, after Reset = %q; want %q", got, "a")
+	}
+	req = Request{Command: CmdMetaGet, Keys: bs("x"), MetaFlags: bs("b")}
+	if got := req.RouteKey(0); got != nil {
+		t.Errorf("RouteKey(0) of mg x b = %q; want nil", got)
+	}
+}

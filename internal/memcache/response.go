@@ -2,7 +2,6 @@ package memcache
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"math"
 	"strconv"
@@ -408,18 +407,18 @@ func isItemKey(k []byte, b64 bool, key []byte) bool {
 // validBase64 reports whether k is base64 as memcached writes it.
 func validBase64(k []byte) bool {
 	var buf [MaxKeyLen]byte
-	n, err := base64.StdEncoding.Strict().Decode(buf[:], k)
-	return err == nil && n > 0
+	_, ok := decodeKey(buf[:0], k)
+	return ok
 }
 
 // sameBase64 reports whether k is key in base64, as memcached writes it.
 func sameBase64(k, key []byte) bool {
-	var buf [MaxKeyLen]byte
-	if base64.StdEncoding.DecodedLen(len(k)) > len(buf) {
+	if len(k) > MaxKeyLen {
 		return false
 	}
-	n, err := base64.StdEncoding.Strict().Decode(buf[:], k)
-	return err == nil && bytes.Equal(buf[:n], key)
+	var buf [MaxKeyLen]byte
+	d, ok := decodeKey(buf[:0], k)
+	return ok && bytes.Equal(d, key)
 }
 
 // checkReturnFlag checks one return flag of a meta reply other than k, and if

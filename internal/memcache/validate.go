@@ -1,7 +1,6 @@
 package memcache
 
 import (
-	"encoding/base64"
 	"math"
 	"strconv"
 )
@@ -103,15 +102,15 @@ func (req *Request) validateMeta() error {
 	if !seen.has('b') {
 		return nil
 	}
-	// As metaKey decodes it; a key of MaxKeyLen bytes decodes to fewer.
+	// A key of MaxKeyLen bytes decodes to fewer.
 	var buf [MaxKeyLen]byte
-	n, err := base64.StdEncoding.Strict().Decode(buf[:], req.Keys[0])
+	key, ok := decodeKey(buf[:0], req.Keys[0])
 	switch {
-	case (err != nil || n == 0) && c == CmdMetaDebug:
+	case !ok && c == CmdMetaDebug:
 		return req.invalid(ReplyBadFormat)
-	case err != nil || n == 0:
+	case !ok:
 		return req.invalid(flagReply(c, ReplyBadKeyEncoding))
-	case echoesRaw(c, seen) && !plainToken(buf[:n]):
+	case echoesRaw(c, seen) && !plainToken(key):
 		return req.invalid(ReplyUnsafeBinaryKey)
 	}
 	return nil
