@@ -145,11 +145,13 @@ func (c *mcClient) read(r request) (action, error) {
 
 // forServer returns memcached's reply refusing req, or "" if req may be
 // written to a server connection that other clients share: the guard every
-// request the codec forwards passes, whether it was read from a client or
-// built in code. The rules are memcache's (Request.Validate), the ones its
-// parser reads requests by: the server must read the line the proxy writes as
-// exactly the request the proxy understood, whole, and keep the connection
-// open.
+// request the codec forwards passes, read from a client or built in code (a
+// request built to serve another must pass it too). The rules are memcache's
+// (Request.Validate), the ones its parser reads requests by: the server must
+// read the line the proxy writes as exactly the request the proxy understood,
+// whole, and keep the connection open. The parts of a get split over servers
+// need no check of their own: each has some of a checked request's keys, in
+// a shorter line.
 func forServer(req *memcache.Request) string {
 	if err := req.Validate(); err != nil {
 		var me *memcache.Error
