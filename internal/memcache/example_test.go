@@ -56,3 +56,34 @@ func ExampleReader_ReadReply() {
 	// 1 items, <nil>
 	// 0 items, memcache: VALUE of a key not asked for: "VALUE c 0 2"
 }
+
+// A request built in code is held to the rules ReadRequest reads by before it
+// is written: memcached would end this key's line at the NUL byte.
+func ExampleRequest_Validate() {
+	for _, key := range []string{"user:1", "user:\x001"} {
+		req := memcache.Request{Command: memcache.CmdSet, Keys: [][]byte{[]byte(key)}, Value: []byte("hi")}
+		if err := req.Validate(); err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Printf("%q\n", memcache.AppendRequest(nil, &req))
+	}
+	// Output:
+	// "set user:1 0 0 2\r\nhi\r\n"
+	// memcache: CLIENT_ERROR bad command line format: "set user:\x001"
+}
+
+// A meta request in quiet mode is followed by mn: memcached answers the mn
+// with MN, after the request's reply if its quiet mode let one through.
+func ExampleReader_ReadReply_quiet() {
+	var req memcache.Request
+	memcache.NewReader(strings.NewReader("mg k v q\r\n"), memcache.Limits{}).ReadRequest(&req)
+	for _, reply := range []string{"MN\r\n", "VA 2\r\nhi\r\nMN\r\n"} {
+		var resp memcache.Response
+		err := memcache.NewReader(strings.NewReader(reply), memcache.Limits{}).ReadReply(&resp, &req)
+		fmt.Printf("quiet %v: %q, %v\n", resp.Quiet, memcache.AppendResponse(nil, &resp), err)
+	}
+	// Output:
+	// quiet true: "", <nil>
+	// quiet false: "VA 2\r\nhi\r\n", <nil>
+}

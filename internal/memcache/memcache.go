@@ -35,7 +35,10 @@
 //
 // Replies are read against the grammar of the request they answer: a reply that
 // does not fit it (a line no such request is answered with, a value for a key
-// that was not asked, a meta flag that was not requested) is a Fatal *Error.
+// that was not asked, a meta flag that was not requested, a key not echoed as
+// memcached 1.6.18 echoes it) is a Fatal *Error. A meta request in quiet mode
+// (flag q) is sent followed by mn, so that a reader can tell where memcached
+// hid a reply.
 //
 // Memory grows with what arrived: a value is read into a buffer that grows as its
 // bytes arrive, never to the length a line announces, and lines are bounded by
@@ -43,10 +46,10 @@
 //
 // Writing normalizes: AppendRequest writes a request from its parsed fields, with
 // single spaces, canonical numbers and "\r\n", never the bytes as they were
-// read; a request read, written and read again is the same request. A request
-// built in code is held to the rules ReadRequest reads by with Validate. AppendResponse
-// writes a reply as memcached does, so a reply read and written again is the same
-// bytes.
+// read; a request read, written and read again is the same request. Validate
+// holds a request built in code to the rules ReadRequest reads by. AppendResponse
+// writes a reply as memcached does, so a reply read and written again is the
+// same bytes.
 //
 // A Reader is not safe for concurrent use; Requests and Responses own their memory
 // and may be reused after the caller is done with them.
