@@ -416,6 +416,12 @@ func TestReadResponseAllocs(t *testing.T) {
 	if n := readAllocs(t, in, func(r *Reader) error { return r.ReadReply(&resp, &req) }); n != 0 {
 		t.Errorf("ReadReply allocates %v times per response; want 0", n)
 	}
+	// A quiet request's reply, hidden or not, and its MN.
+	NewReader(strings.NewReader("mg k1 v q\r\n"), Limits{}).ReadRequest(&req)
+	in = bytes.Repeat([]byte("MN\r\nVA 5\r\nhello\r\nMN\r\n"), 1000)
+	if n := readAllocs(t, in, func(r *Reader) error { return r.ReadReply(&resp, &req) }); n != 0 {
+		t.Errorf("ReadReply of a quiet request allocates %v times per response; want 0", n)
+	}
 	// A key echoed in base64 is decoded to compare.
 	NewReader(strings.NewReader("mg k1 v k\r\n"), Limits{}).ReadRequest(&req)
 	in = bytes.Repeat([]byte("VA 5 kazE= b\r\nhello\r\n"), 1000)
@@ -457,6 +463,8 @@ func BenchmarkReadReply(b *testing.B) {
 		{"get", "get some:key:1234", "VALUE some:key:1234 0 100\r\n" + strings.Repeat("v", 100) + "\r\nEND\r\n"},
 		{"get10", "get k0 k1 k2 k3 k4 k5 k6 k7 k8 k9", "VALUE k0 0 1\r\nx\r\nVALUE k5 0 1\r\nx\r\nVALUE k9 0 1\r\nx\r\nEND\r\n"},
 		{"mg", "mg some:key:1234 v f t O12 k", "VA 100 f0 t-1 O12 ksome:key:1234\r\n" + strings.Repeat("v", 100) + "\r\n"},
+		{"mg-quiet-miss", "mg some:key:1234 v q", "MN\r\n"},
+		{"mg-quiet-hit", "mg some:key:1234 v q", "VA 100\r\n" + strings.Repeat("v", 100) + "\r\nMN\r\n"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var req Request
