@@ -85,6 +85,15 @@ type Limits struct {
 	// MaxValue is the largest value, in bytes. If zero, it defaults to
 	// DefaultMaxValue (1 MiB), memcached's default item size (-I).
 	MaxValue int
+	// Parts makes a Reader read retrieval lines of any length, as memcached
+	// reads get and gets lines, in parts: a get or gets line longer than
+	// MaxLine, or a gat or gats line longer than MaxCommandLine, is returned
+	// as several requests of the same command, each with some of its keys, all
+	// but the last with More set. A part's line, as AppendRequest writes it,
+	// is at most MaxLine bytes (MaxCommandLine for gat and gats), so that each
+	// can go to memcached as it is. If false, such lines are refused with
+	// ReplyLineTooLong.
+	Parts bool
 }
 
 func (l Limits) maxLine() int {

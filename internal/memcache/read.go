@@ -28,6 +28,16 @@ type Reader struct {
 	req    *Request
 	ctl    bool // its line holds a control character
 	base64 bool // its meta flag b was given
+
+	// What ReadRequest knows of a retrieval line it returns in parts (see
+	// Limits.Parts): its command and exptime (CmdUnknown if no line is being
+	// read in parts), and the bytes of it read and not yet returned,
+	// pbuf[poff:], whose end is the line's if pwhole.
+	part    Command
+	partExp int64
+	pbuf    []byte
+	poff    int
+	pwhole  bool
 }
 
 // NewReader returns a Reader of rd with the given limits and a 16 KiB buffer.

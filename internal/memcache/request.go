@@ -31,6 +31,10 @@ type Request struct {
 	MetaFlags [][]byte
 	// Value is the data block of a storage command, without its "\r\n".
 	Value []byte
+	// More says that the request is a part of a retrieval line that goes on:
+	// the next request read holds the next keys of the same line (see
+	// Limits.Parts).
+	More bool
 
 	line    []byte   // copy of the command line; Keys and MetaFlags point into it
 	tokens  [][]byte // the line's tokens
@@ -45,7 +49,7 @@ func (r *Request) Reset() {
 	// Request would write every pointer again.
 	r.Command = CmdUnknown
 	r.Keys = r.Keys[:0]
-	r.Flags, r.Exptime, r.Cas, r.Delta, r.Noreply = 0, 0, 0, 0, false
+	r.Flags, r.Exptime, r.Cas, r.Delta, r.Noreply, r.More = 0, 0, 0, 0, false, false
 	r.MetaFlags = r.MetaFlags[:0]
 	r.Value = keep(r.Value)
 	r.line = keep(r.line)
@@ -120,6 +124,10 @@ func (r *Request) RemoveMetaFlag(f byte) bool {
 // request can be read.
 func (r *Reader) ReadRequest(req *Request) error {
 	req.Reset()
+	if r.part != CmdUnknown {
+		r.req = req
+		return r.nextPart()
+	}
 	b, err := r.br.Peek(1)
 	if err != nil {
 		return err
@@ -127,7 +135,13 @@ func (r *Reader) ReadRequest(req *Request) error {
 	if b[0] == binaryMagic {
 		return newError(ReplyBinary, b, true)
 	}
-	line, err := r.readLine(r.lim.maxLine())
+	var line []byte
+	whole := true
+	if r.lim.Parts {
+		line, whole, err = r.readPiece(r.lim.maxLine())
+	} else {
+		line, err = r.readLine(r.lim.maxLine())
+	}
 	if err != nil {
 		return err
 	}
@@ -136,15 +150,29 @@ func (r *Reader) ReadRequest(req *Request) error {
 	var ctl bool
 	req.tokens, ctl, _ = split(req.tokens[:0], line)
 	tok := req.tokens
+	c := CmdUnknown
+	if len(tok) > 0 {
+		c = parseCommand(tok[0])
+	}
+	if !whole && !c.IsRetrieval() {
+		// Only retrievals are read in parts: the stream is left somewhere
+		// inside the line, as readLine leaves it.
+		return newError(ReplyLineTooLong, line, true)
+	}
 	if len(tok) == 0 {
 		return newError(ReplyError, line, false)
 	}
-	c := parseCommand(tok[0])
 	req.Command = c
 	if c == CmdUnknown {
 		return newError(ReplyError, line, false)
 	}
 	r.req, r.ctl, r.base64 = req, ctl, false
+	if c.IsRetrieval() && r.lim.Parts && (!whole || len(line) > r.partMax(c)) {
+		return r.firstPart(whole)
+	}
+	if len(line) > r.lim.maxLine() {
+		return newError(ReplyLineTooLong, line, true) // as readLine refuses it
+	}
 	if c != CmdGet && c != CmdGets && len(line) > r.lim.maxCommandLine() {
 		return r.tooLong()
 	}
