@@ -310,7 +310,9 @@
 //
 // backlog (twemproxy)
 //
-//	The length of the listen queue of the pool's listener.
+//	The length of the listen queue of the pool's listener: connections the
+//	kernel completes before the proxy accepts them. The kernel caps it at
+//	its own limit (net.core.somaxconn on Linux, 4096 by default).
 //	Default: 512.
 //	Example:
 //		backlog: 1024

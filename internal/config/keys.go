@@ -156,7 +156,7 @@ var settings = []setting{
 		Key: Key{
 			Name: "backlog", Origin: "twemproxy",
 			Default: "512",
-			Doc:     "The length of the listen queue of the pool's listener.",
+			Doc:     "The length of the listen queue of the pool's listener: connections the kernel completes before the proxy accepts them. The kernel caps it at its own limit (net.core.somaxconn on Linux, 4096 by default).",
 			Example: "backlog: 1024",
 		},
 		parse: intSetting(func(p *Pool) *int { return &p.Backlog }),

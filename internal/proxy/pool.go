@@ -15,6 +15,7 @@ type pool struct {
 	proxy *Proxy
 	name  string
 	ln    net.Listener
+	raw   net.Listener // ln without TLS: the socket
 	state atomic.Pointer[state]
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
 	stats poolStats

@@ -319,6 +319,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 			return nil, err
 		}
 	}
+	pl.raw = ln
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
@@ -359,6 +360,10 @@ func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	}
 	if network == "unix" && cfg.ListenPerm != 0 {
 		os.Chmod(addr, cfg.ListenPerm)
+	}
+	if err := setBacklog(ln, cfg.Backlog); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
 	}
 	return ln, nil
 }
@@ -460,7 +465,13 @@ func (p *Proxy) Reload(f *config.File) error {
 		}
 	}
 	for _, cfg := range updates {
-		if err := p.pools[cfg.Name].update(f.Path, cfg); err != nil {
+		pl := p.pools[cfg.Name]
+		if cfg.Backlog != pl.state.Load().cfg.Backlog {
+			if err := setBacklog(pl.raw, cfg.Backlog); err != nil {
+				p.log.Error("reload: backlog not changed", "pool", cfg.Name, "err", err)
+			}
+		}
+		if err := pl.update(f.Path, cfg); err != nil {
 			p.log.Error("reload: pool not updated", "pool", cfg.Name, "err", err)
 		}
 	}
