@@ -91,8 +91,11 @@ type Limits struct {
 	// as several requests of the same command, each with some of its keys, all
 	// but the last with More set. A part's line, as AppendRequest writes it,
 	// is at most MaxLine bytes (MaxCommandLine for gat and gats), so that each
-	// can go to memcached as it is. If false, such lines are refused with
-	// ReplyLineTooLong.
+	// can go to memcached as it is. A line with a bad key is refused whole
+	// if it fits in MaxLine; in a longer line, the parts before the bad key
+	// are returned before the error, which ends the line. If false, such
+	// lines are refused with ReplyLineTooLong. Parts needs a MaxLine of at
+	// least 512 bytes, room for a part of one key.
 	Parts bool
 }
 

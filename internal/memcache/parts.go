@@ -87,6 +87,15 @@ func (r *Reader) firstPart(whole bool) error {
 		req.Exptime, r.partExp = e, e
 		before = 2
 	}
+	if whole {
+		// A line read whole is refused whole, as memcached refuses it;
+		// only a longer one has parts answered before a bad key is read.
+		for _, k := range tok[before:] {
+			if r.badKey(k) {
+				return r.fail(ReplyBadFormat)
+			}
+		}
+	}
 	t := tok[before-1]
 	off := cap(req.line) - cap(t) + len(t) // where t ends in the line
 	r.pbuf = append(r.pbuf[:0], req.line[off:]...)

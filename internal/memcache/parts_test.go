@@ -167,3 +167,44 @@ func FuzzParts(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadParts reads a get line of 1 MB, 5000 keys, in parts.
+func BenchmarkReadParts(b *testing.B) {
+	in := "get " + strings.Repeat(strings.Repeat("k", 200)+" ", 5000) + "\r\n"
+	r := NewReaderSize(strings.NewReader(in), Limits{Parts: true}, 4096)
+	src := strings.NewReader(in)
+	var req Request
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		src.Reset(in)
+		r.Reset(src)
+		for {
+			if err := r.ReadRequest(&req); err != nil || !req.More {
+				break
+			}
+		}
+	}
+}
+
+// TestPartsAllocs checks that reading a long line in parts allocates little:
+// less than once a part, for buffers of 64 KiB and more that a Reader does not
+// keep once the line is read.
+func TestPartsAllocs(t *testing.T) {
+	in := "get " + strings.Repeat(strings.Repeat("k", 200)+" ", 5000) + "\r\n"
+	src := strings.NewReader(in)
+	r := NewReaderSize(src, Limits{Parts: true}, 4096)
+	var req Request
+	parts := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		src.Reset(in)
+		r.Reset(src)
+		for parts = 1; ; parts++ {
+			if err := r.ReadRequest(&req); err != nil || !req.More {
+				break
+			}
+		}
+	})
+	if parts < 10 || allocs >= float64(parts) {
+		t.Errorf("reading a get line of %d bytes in %d parts: %.0f allocations; want fewer than parts", len(in), parts, allocs)
+	}
+}

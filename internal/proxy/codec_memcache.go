@@ -28,6 +28,9 @@ var _ codec = (*memcacheCodec)(nil)
 const clientReadBuffer = 4 << 10
 
 func newMemcacheCodec(lim memcache.Limits) *memcacheCodec {
+	// Retrieval lines of any length are read in parts, each sent to its
+	// servers as it is read, as memcached reads get lines of any length.
+	lim.Parts = true
 	c := &memcacheCodec{
 		lim: lim,
 		// Replies may carry values of up to 128 MiB (or lim.MaxValue, if
@@ -75,11 +78,19 @@ type mcClient struct {
 	codec *memcacheCodec
 	src   io.Reader
 	rd    *memcache.Reader // nil while the connection is idle
+	// inLine says that the last request read was a part of a retrieval line
+	// that goes on: the next is its next part.
+	inLine bool
 }
 
 func (c *mcClient) buffered() int {
 	if c.rd == nil {
 		return 0
+	}
+	if c.inLine {
+		// The rest of the line is being read: it may not have arrived, but
+		// the parts read are answered with the rest.
+		return max(c.rd.Buffered(), 1)
 	}
 	return c.rd.Buffered()
 }
@@ -103,7 +114,16 @@ func (c *mcClient) read(r request) (action, error) {
 			c.rd = memcache.NewReaderSize(c.src, c.codec.lim, clientReadBuffer)
 		}
 	}
-	if err := c.rd.ReadRequest(&req.Request); err != nil {
+	err := c.rd.ReadRequest(&req.Request)
+	req.part = req.More || c.inLine
+	c.inLine = err == nil && req.More
+	if req.part {
+		req.held = 0
+		for _, k := range req.Keys {
+			req.held += len(k) + 1
+		}
+	}
+	if err != nil {
 		var me *memcache.Error
 		if !errors.As(err, &me) {
 			return 0, err
@@ -168,6 +188,13 @@ type mcRequest struct {
 	memcache.Request
 	bad     string // memcached's reply refusing the request; empty if it is good
 	noreply bool   // the client asked for no reply (the server is asked for one)
+	// part says that the request is a part of a retrieval line read in
+	// parts (memcache.Limits.Parts): its reply is a part of the line's, the
+	// last part's ending with END, and the keys of failed servers read as
+	// misses, since the parts before may already be answered. held is the
+	// bytes of its keys, which the proxy accounts to the client.
+	part bool
+	held int
 	// quiet is a meta request's flag q: the server gets the request followed
 	// by mn, whose MN tells where a reply that q hid would have been.
 	quiet bool
@@ -176,7 +203,7 @@ type mcRequest struct {
 var _ request = (*mcRequest)(nil)
 
 func (r *mcRequest) reset() {
-	r.bad, r.noreply, r.quiet = "", false, false
+	r.bad, r.noreply, r.quiet, r.part, r.held = "", false, false, false, 0
 }
 
 func (r *mcRequest) command() int {
@@ -189,7 +216,7 @@ func (r *mcRequest) command() int {
 func (r *mcRequest) nkeys() int            { return len(r.Keys) }
 func (r *mcRequest) routeKey(i int) []byte { return r.RouteKey(i) }
 func (r *mcRequest) splits() bool          { return r.Command.IsRetrieval() }
-func (r *mcRequest) size() int             { return len(r.Value) }
+func (r *mcRequest) size() int             { return len(r.Value) + r.held }
 
 func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
 	rep := rp.(*mcReply)
@@ -216,10 +243,27 @@ func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply)
 
 func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 	rep := rp.(*mcReply)
-	if r.noreply {
+	switch {
+	case r.noreply:
 		return dst
+	case r.part:
+		if !memcache.IsError(rep.resp.Line) {
+			for i := range rep.resp.Items {
+				dst = memcache.AppendItem(dst, &rep.resp.Items[i])
+			}
+		}
+		return r.endPart(dst)
 	}
 	return memcache.AppendResponse(dst, &rep.resp) // nothing if q hid it
+}
+
+// endPart ends the reply to a part of a retrieval line: with END if it is the
+// line's last.
+func (r *mcRequest) endPart(dst []byte) []byte {
+	if r.More {
+		return dst
+	}
+	return append(dst, "END\r\n"...)
 }
 
 // merge appends the reply to a get split over servers: the values found, in
@@ -235,7 +279,7 @@ func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []b
 			failed = cl
 		}
 	}
-	if ok == 0 {
+	if ok == 0 && !r.part {
 		if failed.err != nil {
 			return r.appendError(dst, failed.err)
 		}
@@ -265,12 +309,18 @@ func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []b
 			next[ci]++
 		}
 	}
+	if r.part {
+		return r.endPart(dst)
+	}
 	return append(dst, "END\r\n"...)
 }
 
 func (r *mcRequest) appendError(dst []byte, err error) []byte {
-	if r.noreply {
+	switch {
+	case r.noreply:
 		return dst
+	case r.part && r.bad == "":
+		return r.endPart(dst) // its keys read as misses
 	}
 	return append(append(append(dst, "SERVER_ERROR "...), err.Error()...), "\r\n"...)
 }
@@ -283,6 +333,8 @@ func (r *mcRequest) appendLocal(dst []byte) []byte {
 		return append(append(dst, r.bad...), "\r\n"...)
 	case r.Command == memcache.CmdMetaNoop:
 		return append(dst, "MN\r\n"...)
+	case r.part:
+		return r.endPart(dst) // a part of no keys
 	case r.Command.IsRetrieval():
 		return append(dst, "END\r\n"...)
 	}

@@ -310,8 +310,13 @@ func TestLimits(t *testing.T) {
 	if got := c.mustDo("get " + k251 + "\r\n"); got != "CLIENT_ERROR bad command line format\r\n" {
 		t.Errorf("key over 250 bytes: %q", got)
 	}
-	// A line over the limit is refused and the connection closed.
-	got, err := c.do("get " + strings.Repeat("a ", 1000) + "\r\n")
+	// A get line over the limit is read in parts, and answered whole.
+	c.mustDo("set a 0 0 1\r\nx\r\n")
+	if got, want := c.mustDo("get "+strings.Repeat("a ", 1000)+"\r\n"), strings.Repeat("VALUE a 0 1\r\nx\r\n", 1000)+"END\r\n"; got != want {
+		t.Errorf("get line over the limit: %.80q (%d bytes); want %.80q (%d bytes)", got, len(got), want, len(want))
+	}
+	// Another line over the limit is refused and the connection closed.
+	got, err := c.do("mg " + strings.Repeat("a ", 1000) + "\r\n")
 	if got != "CLIENT_ERROR line too long\r\n" || err == nil {
 		t.Errorf("line over the limit: %q, %v; want the error and the connection closed", got, err)
 	}

@@ -52,13 +52,16 @@ func smuggleVectors() []string {
 		// N make an item memcached does not mark as base64, whose key mg's k
 		// and me then write into their replies decoded, out of step.
 		"ma YQ0KYiBj b N0\r\n", "mg YQ0KYiBj b N0 v\r\n", "mg YQ0KYiBj b k v\r\n", "me YQ0KYiBj b\r\n",
-		// A gat line too long for a shared connection.
-		"gat 0"+strings.Repeat(" key", 600)+"\r\n",
+		// A key too long in a line read in parts: refused before any part
+		// of the line reaches a server.
+		"gat 0"+strings.Repeat(" key", 600)+" "+strings.Repeat("k", 251)+"\r\n",
 		// Lengths that are no lengths: the proxy reads the data block as a
 		// command, and refuses it.
 		"set k 0 0 -1\r\nflush_all\r\n", "set k 0 0 9x\r\nflush_all\r\n", "ms k -1\r\nflush_all\r\n",
-		// A line over the proxy's limit closes the client.
+		// A line over the proxy's limit closes the client, but for a
+		// retrieval's, read in parts.
 		"get "+strings.Repeat("k", 70000)+"\r\n",
+		"mg "+strings.Repeat("k", 70000)+"\r\n",
 	)
 	return vs
 }
@@ -67,7 +70,7 @@ func smuggleVectors() []string {
 // sends v: a line over its limit, or a storage command whose data block it
 // cannot find, as its length is no length (its bytes are not a command).
 func closes(v string) bool {
-	return len(v) > 65536 || strings.Contains(v, " -1\r\n") || strings.Contains(v, " 9x\r\n")
+	return len(v) > 65536 && !strings.HasPrefix(v, "get ") || strings.Contains(v, " -1\r\n") || strings.Contains(v, " 9x\r\n")
 }
 
 // refusal reports whether out, the proxy's reply to a refused request, holds
