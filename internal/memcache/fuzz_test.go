@@ -97,7 +97,7 @@ func sameRequest(a, b *Request) bool {
 	return a.Command == b.Command && a.Flags == b.Flags && a.Exptime == b.Exptime &&
 		a.Cas == b.Cas && a.Delta == b.Delta && a.Noreply == b.Noreply &&
 		bytes.Equal(a.Value, b.Value) && slices.EqualFunc(a.Keys, b.Keys, eq) &&
-		slices.EqualFunc(a.MetaFlags, b.MetaFlags, eq) &&
+		slices.EqualFunc(a.MetaFlags, b.MetaFlags, eq) && slices.EqualFunc(a.Args, b.Args, eq) &&
 		(len(a.Keys) == 0 || bytes.Equal(a.RouteKey(0), b.RouteKey(0)))
 }
 

@@ -122,8 +122,8 @@ func (l Limits) maxValue() int {
 // Command is a memcached command.
 type Command uint8
 
-// The commands a Reader knows. Others (stats, flush_all, verbosity, ...) are read
-// as unknown commands and answered "ERROR".
+// The commands a Reader knows. Others (lru_crawler, slabs, shutdown, ...) are
+// read as unknown commands and answered "ERROR".
 const (
 	CmdUnknown Command = iota
 	CmdGet
@@ -148,6 +148,9 @@ const (
 	CmdMetaArithmetic // ma
 	CmdMetaDebug      // me
 	CmdMetaNoop       // mn
+	CmdStats          // stats [<args>]
+	CmdFlushAll       // flush_all [delay] [noreply]
+	CmdVerbosity      // verbosity <level> [noreply]
 	numCommands
 )
 
@@ -175,6 +178,9 @@ var commandNames = [numCommands]string{
 	CmdMetaArithmetic: "ma",
 	CmdMetaDebug:      "me",
 	CmdMetaNoop:       "mn",
+	CmdStats:          "stats",
+	CmdFlushAll:       "flush_all",
+	CmdVerbosity:      "verbosity",
 }
 
 // String returns the command's name as it is sent: "get", "ms", ...
@@ -207,8 +213,12 @@ func (c Command) IsMeta() bool { return c >= CmdMetaGet && c <= CmdMetaNoop }
 
 // HasKey reports whether requests of c name at least one key.
 func (c Command) HasKey() bool {
-	return c != CmdUnknown && c != CmdVersion && c != CmdQuit && c != CmdMetaNoop
+	return c != CmdUnknown && c != CmdVersion && c != CmdQuit && c != CmdMetaNoop && c < CmdStats
 }
+
+// IsAdmin reports whether c is stats, flush_all or verbosity: commands about
+// the server rather than items.
+func (c Command) IsAdmin() bool { return c >= CmdStats && c <= CmdVerbosity }
 
 // Replies memcached sends for bad input, and the proxy's own.
 const (

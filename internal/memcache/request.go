@@ -31,6 +31,9 @@ type Request struct {
 	MetaFlags [][]byte
 	// Value is the data block of a storage command, without its "\r\n".
 	Value []byte
+	// Args holds the arguments of stats (its subcommand and what follows) and
+	// the level of verbosity; the delay of flush_all is in Exptime.
+	Args [][]byte
 	// More says that the request is a part of a retrieval line that goes on:
 	// the next request read holds the next keys of the same line (see
 	// Limits.Parts).
@@ -51,6 +54,7 @@ func (r *Request) Reset() {
 	r.Keys = r.Keys[:0]
 	r.Flags, r.Exptime, r.Cas, r.Delta, r.Noreply, r.More = 0, 0, 0, 0, false, false
 	r.MetaFlags = r.MetaFlags[:0]
+	r.Args = r.Args[:0]
 	r.Value = keep(r.Value)
 	r.line = keep(r.line)
 	r.tokens = r.tokens[:0]
@@ -191,6 +195,8 @@ func (r *Reader) ReadRequest(req *Request) error {
 		return r.delete()
 	case CmdIncr, CmdDecr, CmdTouch:
 		return r.keyNumber()
+	case CmdStats, CmdFlushAll, CmdVerbosity:
+		return r.admin()
 	}
 	// version and quit: memcached ignores further tokens.
 	if r.ctl {
@@ -245,6 +251,12 @@ func parseCommand(t []byte) Command {
 		return CmdMetaDebug
 	case "mn":
 		return CmdMetaNoop
+	case "stats":
+		return CmdStats
+	case "flush_all":
+		return CmdFlushAll
+	case "verbosity":
+		return CmdVerbosity
 	}
 	return CmdUnknown
 }
@@ -670,6 +682,15 @@ func AppendRequest(dst []byte, req *Request) []byte {
 		dst = append(append(dst, ' '), req.Key()...)
 		dst = append(dst, ' ')
 		dst = strconv.AppendInt(dst, req.Exptime, 10)
+	case c == CmdFlushAll:
+		if req.Exptime != 0 {
+			dst = append(dst, ' ')
+			dst = strconv.AppendInt(dst, req.Exptime, 10)
+		}
+	case c.IsAdmin():
+		for _, a := range req.Args {
+			dst = append(append(dst, ' '), a...)
+		}
 	}
 	if req.Noreply && writesNoreply(c) {
 		dst = append(dst, " noreply"...)

@@ -163,7 +163,28 @@ var readRequestTests = []struct {
 	{in: "foo\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
 	{in: "GET a\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
 	{in: "get\ta\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
-	{in: "flush_all\r\n", reply: ReplyError, mc: "OK\r\nMN\r\n"},
+
+	// stats, flush_all and verbosity, which a proxy answers itself or sends
+	// to every server.
+	{in: "stats foo\r\n", want: "stats foo\r\n", mc: "ERROR\r\nMN\r\n"},
+	{in: "stats  noreply\r\n", want: "stats noreply\r\n", mc: "ERROR\r\nMN\r\n"},
+	{in: "flush_all\r\n", want: "flush_all\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "flush_all 0\r\n", want: "flush_all\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "flush_all -1\r\n", want: "flush_all -1\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "flush_all 99999999999\r\n", want: "flush_all 99999999999\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "flush_all 10 x\r\n", want: "flush_all 10\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "flush_all noreply\r\n", want: "flush_all noreply\r\n", mc: "MN\r\n"},
+	{in: "flush_all 0 noreply\r\n", want: "flush_all noreply\r\n", mc: "MN\r\n"},
+	{in: "flush_all x\r\n", reply: ReplyBadExptime, mc: "CLIENT_ERROR invalid exptime argument\r\nMN\r\n"},
+	{in: "flush_all x noreply\r\n", reply: ReplyBadExptime, noreply: true, mc: "MN\r\n"},
+	{in: "flush_all 1 2 3\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
+	{in: "verbosity 1\r\n", want: "verbosity 1\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "verbosity 1 2\r\n", want: "verbosity 1\r\n", mc: "OK\r\nMN\r\n"},
+	{in: "verbosity 1 noreply\r\n", want: "verbosity 1 noreply\r\n", mc: "MN\r\n"},
+	{in: "verbosity\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
+	{in: "verbosity x\r\n", reply: ReplyBadFormat, mc: "CLIENT_ERROR bad command line format\r\nMN\r\n"},
+	{in: "verbosity noreply\r\n", reply: ReplyBadFormat, noreply: true, mc: "MN\r\n"},
+	{in: "verbosity 1 2 3\r\n", reply: ReplyError, mc: "ERROR\r\nMN\r\n"},
 	{in: binQuit, reply: ReplyBinary, fatal: true, mc: binQuitR + closed},
 
 	// Meta commands.

@@ -244,6 +244,8 @@ func (resp *Response) checkAnswer(cmd Command, line []byte, req *Request, maxVal
 		t, _, tidy := split(resp.tok[:0], line) // line holds no control character
 		resp.tok = t
 		return -1, tidy && len(t) > 1 && string(t[0]) == "VERSION"
+	case CmdFlushAll, CmdVerbosity:
+		return -1, string(line) == "OK"
 	case CmdMetaNoop:
 		return -1, string(line) == "MN"
 	case CmdMetaDebug:
@@ -251,7 +253,9 @@ func (resp *Response) checkAnswer(cmd Command, line []byte, req *Request, maxVal
 	case CmdMetaGet, CmdMetaSet, CmdMetaDelete, CmdMetaArithmetic:
 		return resp.checkMeta(cmd, line, req, maxValue)
 	}
-	return -1, false // quit is answered by closing; unknown commands only by errors
+	// quit is answered by closing; unknown commands only by errors; stats
+	// is never sent to a server.
+	return -1, false
 }
 
 // isNumber reports whether b is the decimal number of an incr, decr or ma.

@@ -51,6 +51,11 @@ func (req *Request) Validate() error {
 			return req.invalid(ReplyBadFormat)
 		}
 	}
+	if c.IsAdmin() {
+		if err := req.validateAdmin(); err != nil {
+			return err
+		}
+	}
 	if c.IsMeta() && c != CmdMetaNoop {
 		if err := req.validateMeta(); err != nil {
 			return err
@@ -161,6 +166,14 @@ func lineLen(req *Request) int {
 		n += 1 + len(req.Key()) + 1 + uintLen(req.Delta)
 	case c == CmdTouch:
 		n += 1 + len(req.Key()) + 1 + intLen(req.Exptime)
+	case c == CmdFlushAll:
+		if req.Exptime != 0 {
+			n += 1 + intLen(req.Exptime)
+		}
+	case c.IsAdmin():
+		for _, a := range req.Args {
+			n += 1 + len(a)
+		}
 	}
 	if req.Noreply && writesNoreply(c) {
 		n += len(" noreply")

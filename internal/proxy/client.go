@@ -177,6 +177,9 @@ func (c *client) serve() {
 		if act == forward {
 			c.dispatch(r)
 		}
+		if act != forward || r.err != nil {
+			c.noteRefusal(r)
+		}
 		c.pending = append(c.pending, r)
 		n := r.req.size()
 		c.pbytes += n

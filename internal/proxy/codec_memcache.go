@@ -130,6 +130,7 @@ func (c *mcClient) read(r request) (action, error) {
 		}
 		// memcached answers nothing to some bad requests with noreply.
 		req.bad, req.noreply = me.Reply, me.Noreply
+		req.badLine = append(req.badLine[:0], me.Line...)
 		if me.Fatal {
 			return closeAfter, nil
 		}
@@ -147,6 +148,8 @@ func (c *mcClient) read(r request) (action, error) {
 		// memcached answers nothing to a noreply request it refuses once it
 		// has read the line.
 		req.bad, req.noreply = bad, req.Noreply
+		req.badLine = memcache.AppendRequest(req.badLine[:0], &req.Request)
+		req.badLine = req.badLine[:min(len(req.badLine), 128)]
 		return local, nil
 	}
 	// Servers are always asked for a reply to a classic command, so that a
@@ -187,6 +190,7 @@ func forServer(req *memcache.Request) string {
 type mcRequest struct {
 	memcache.Request
 	bad     string // memcached's reply refusing the request; empty if it is good
+	badLine []byte // the start of the refused line, for the log
 	noreply bool   // the client asked for no reply (the server is asked for one)
 	// part says that the request is a part of a retrieval line read in
 	// parts (memcache.Limits.Parts): its reply is a part of the line's, the
@@ -212,6 +216,8 @@ func (r *mcRequest) command() int {
 	}
 	return int(r.Command)
 }
+
+func (r *mcRequest) refusal() (string, []byte) { return r.bad, r.badLine }
 
 func (r *mcRequest) nkeys() int            { return len(r.Keys) }
 func (r *mcRequest) routeKey(i int) []byte { return r.RouteKey(i) }

@@ -19,6 +19,8 @@ type pool struct {
 	state atomic.Pointer[state]
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
 	stats poolStats
+	// refused counts the requests the pool refused, by class.
+	refused refusals
 	codec codec
 	reqs  sync.Pool   // *clientReq, with requests of codec
 	cmds  []*counter  // by command

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// refusalLogEvery is how often a pool logs a class of refused requests: a
+// client that sends nothing but bad requests leaves one line a class in each
+// interval, with the number refused since the last line, not one a request.
+const refusalLogEvery = time.Minute
+
+// refuser is a request that can say why the proxy refused it (a codec's
+// request answered locally with an error): the class of the refusal, the
+// protocol's error reply ("CLIENT_ERROR line too long"), and the start of the
+// offending line. A request that was not refused returns "".
+type refuser interface {
+	refusal() (class string, line []byte)
+}
+
+// refusals counts a pool's refused requests by class and logs them, rate
+// limited. It is safe for concurrent use; refusals are rare, so a mutex does.
+type refusals struct {
+	mu      sync.Mutex
+	classes map[string]*refusalClass
+}
+
+type refusalClass struct {
+	total    uint64    // refused since the pool started
+	unlogged uint64    // refused since the last line logged
+	logged   time.Time // when the last line was logged
+}
+
+// add counts one refusal of class by the client at addr, and logs it if the
+// class was not logged in the last refusalLogEvery.
+func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr string) {
+	now := time.Now()
+	rs.mu.Lock()
+	if rs.classes == nil {
+		rs.classes = map[string]*refusalClass{}
+	}
+	c := rs.classes[class]
+	if c == nil {
+		c = &refusalClass{}
+		rs.classes[class] = c
+	}
+	c.total++
+	c.unlogged++
+	n := c.unlogged
+	due := c.logged.IsZero() || now.Sub(c.logged) >= refusalLogEvery
+	if due {
+		c.unlogged, c.logged = 0, now
+	}
+	rs.mu.Unlock()
+	if due {
+		log.Warn("requests refused", "pool", pool, "class", class, "count", n,
+			"every", refusalLogEvery, "client", addr, "line", string(line))
+	}
+}
+
+// counts returns the number of refusals of each class, sorted by class.
+func (rs *refusals) counts() (classes []string, totals []uint64) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for name := range rs.classes {
+		classes = append(classes, name)
+	}
+	slices.Sort(classes)
+	for _, name := range classes {
+		totals = append(totals, rs.classes[name].total)
+	}
+	return classes, totals
+}
+
+// refusalStat returns the name of the counter of a class of refusals among a
+// pool's stats: "refused_" and the words of the class's reply but for the
+// error's kind, lower case, joined by underscores ("CLIENT_ERROR line too
+// long" is refused_line_too_long, "ERROR" refused_error).
+func refusalStat(class string) string {
+	words := strings.Fields(class)
+	if len(words) > 1 && strings.HasSuffix(words[0], "ERROR") {
+		words = words[1:]
+	}
+	var b strings.Builder
+	b.WriteString("refused")
+	for _, w := range words {
+		b.WriteByte('_')
+		for _, c := range strings.ToLower(w) {
+			if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+				b.WriteRune(c)
+			}
+		}
+	}
+	return b.String()
+}
+
+// noteRefusal counts and logs r's refusal, if it was refused.
+func (c *client) noteRefusal(r *clientReq) {
+	var class string
+	var line []byte
+	switch {
+	case r.act == forward && r.ncalls == 0 && r.err == errKeysSpread:
+		class = errKeysSpread.Error()
+	case r.act != forward:
+		if rf, ok := r.req.(refuser); ok {
+			class, line = rf.refusal()
+		}
+	}
+	if class != "" {
+		c.pool.refused.add(c.pool.proxy.log, c.pool.name, class, line, c.conn.RemoteAddr().String())
+	}
+}
