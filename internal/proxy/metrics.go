@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,65 +247,5 @@ func (p *Proxy) poolList() []*pool {
 	for _, pl := range p.pools {
 		out = append(out, pl)
 	}
-	return out
-}
-
-// Stats returns the proxy's counters in the shape of nutcracker's stats port, so
-// that dashboards made for twemproxy read them.
-func (p *Proxy) Stats() map[string]any {
-	host, _ := os.Hostname()
-	now := time.Now()
-	out := map[string]any{
-		"service":   "nutcracker",
-		"source":    host,
-		"version":   "0.5.0-chash",
-		"uptime":    int64(now.Sub(p.metrics.start).Seconds()),
-		"timestamp": now.Unix(),
-	}
-	var total uint64
-	var curr int64
-	for _, pl := range p.poolList() {
-		st := pl.state.Load()
-		ps := map[string]any{
-			"client_eof":         pl.stats.clientEOF.Load(),
-			"client_err":         pl.stats.clientErr.Load(),
-			"client_connections": pl.nconns.Load(),
-			"server_ejects":      pl.stats.ejects.Load(),
-			"forward_error":      pl.stats.forwardErr.Load(),
-			"fragments":          pl.stats.fragments.Load(),
-		}
-		total += pl.stats.clientTotal.Load()
-		curr += pl.nconns.Load()
-		for _, s := range st.list {
-			var ejectedAt int64
-			if s.ejected.Load() {
-				ejectedAt = s.ejectedAt.Load() * 1e6 // nutcracker reports microseconds
-			}
-			var in, inBytes, out, outBytes int
-			for _, c := range s.conns {
-				i, ib, o, ob := c.queues()
-				in, inBytes, out, outBytes = in+i, inBytes+ib, out+o, outBytes+ob
-			}
-			ps[s.name] = map[string]any{
-				"server_eof":             s.stats.eof.Load(),
-				"server_err":             s.stats.errors.Load(),
-				"server_timedout":        s.stats.timedout.Load(),
-				"server_protocol_errors": s.stats.badReplies.Load(),
-				"server_connections":     s.stats.connections.Load(),
-				"server_ejected_at":      ejectedAt,
-				"requests":               s.stats.requests.Load(),
-				"request_bytes":          s.stats.requestBytes.Load(),
-				"responses":              s.stats.responses.Load(),
-				"response_bytes":         s.stats.responseBytes.Load(),
-				"in_queue":               in,
-				"in_queue_bytes":         inBytes,
-				"out_queue":              out,
-				"out_queue_bytes":        outBytes,
-			}
-		}
-		out[pl.name] = ps
-	}
-	out["total_connections"] = total
-	out["curr_connections"] = curr
 	return out
 }
