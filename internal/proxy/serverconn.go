@@ -469,7 +469,11 @@ func (c *serverConn) read(ss *session) {
 		cl.held = int64(n)
 		c.srv.pool.proxy.mem.add(cl.held)
 		c.srv.stats.responses.Add(1)
-		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
+		if hits, misses := cl.reply.lookups(); hits+misses > 0 {
+			c.srv.stats.hits.Add(uint64(hits))
+			c.srv.stats.misses.Add(uint64(misses))
+		}
+		c.srv.latency.observe(time.Since(cl.start))
 		cl.complete(nil)
 	}
 }

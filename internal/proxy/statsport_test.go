@@ -235,7 +235,9 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 		}
 		r.Close()
 		for _, s := range mc {
-			dial(t, s.Addr).c.Write([]byte("flush_all\r\n"))
+			if got := dial(t, s.Addr).mustDo("flush_all\r\n"); got != "OK\r\n" {
+				t.Fatalf("flush_all: %q", got)
+			}
 		}
 		for _, s := range rd {
 			s.Do("FLUSHALL")
