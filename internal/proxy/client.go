@@ -100,7 +100,7 @@ type clientReq struct {
 	calls   []*call
 	ncalls  int
 	keyCall []int // for a request split over servers: the call of each key, -1 if none
-	split   bool
+	split   bool  // split over servers by key, or sent to every server
 	err     error // why no server could take the request
 	start   time.Time
 }
@@ -303,6 +303,10 @@ func (c *client) dispatch(r *clientReq) {
 		deadline = r.start.Add(t)
 	}
 	n := req.nkeys()
+	if req.broadcast() {
+		c.dispatchAll(r, st, deadline)
+		return
+	}
 	if n > 1 && req.splits() {
 		c.dispatchSplit(r, st, deadline)
 		return
@@ -360,6 +364,27 @@ func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
 	for j, cl := range r.calls[:r.ncalls] {
 		cl.out = req.appendRequest(cl.out, r.keyCall, j, cl.reply)
 		cl.srv.send(cl)
+	}
+}
+
+// dispatchAll sends a request to every server of the pool, in parallel; an
+// ejected server's call fails at once, as it could not be done.
+func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
+	req := r.req
+	r.split = true
+	for _, srv := range st.list {
+		cl := r.newCall(c.pool.codec)
+		cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
+		cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
+		if srv.ejected.Load() {
+			cl.srv = srv
+			cl.complete(errEjected)
+			continue
+		}
+		srv.send(cl)
+	}
+	if r.ncalls == 0 {
+		r.err = errNoServers
 	}
 }
 

@@ -117,6 +117,10 @@ type request interface {
 	// splits says whether the keys may belong to different servers, each
 	// server getting its share; if not, all must belong to one.
 	splits() bool
+	// broadcast says whether the request goes whole to every server of the
+	// pool (memcached's flush_all): its reply is merge's of every call, with
+	// a nil keyCall.
+	broadcast() bool
 	// appendRequest appends what the server of a call receives: the whole
 	// request if keyCall is nil, else the request for the keys i with
 	// keyCall[i] == part, in order. It readies rep to read the reply to what

@@ -18,6 +18,14 @@ type memcacheCodec struct {
 	// readers holds the read buffers of client connections that are idle.
 	readers sync.Pool
 	names   []string
+	// stats answers memcached's stats command on the pool's port; if nil,
+	// stats answers END alone.
+	stats statsSource
+}
+
+// statsSource writes the STAT lines a pool answers to stats.
+type statsSource interface {
+	appendStats(dst []byte) []byte
 }
 
 var _ codec = (*memcacheCodec)(nil)
@@ -141,6 +149,23 @@ func (c *mcClient) read(r request) (action, error) {
 		return closeAfter, nil
 	case cmd == memcache.CmdMetaNoop:
 		return local, nil
+	case cmd == memcache.CmdStats:
+		// The proxy's own counters, as memcached's "stats"; memcached
+		// answers the arguments it does not know with ERROR, and the
+		// proxy knows none.
+		req.out = req.out[:0]
+		switch {
+		case len(req.Args) > 0:
+			req.bad = memcache.ReplyError
+		case c.codec.stats != nil:
+			req.out = c.codec.stats.appendStats(req.out)
+		}
+		return local, nil
+	case cmd == memcache.CmdVerbosity:
+		// The proxy's logging is its own: verbosity is answered, not
+		// forwarded, as nutcracker does.
+		req.noreply = req.Noreply
+		return local, nil
 	case cmd.IsRetrieval() && len(req.Keys) == 0:
 		return local, nil // gat with no keys: memcached answers END
 	}
@@ -199,6 +224,8 @@ type mcRequest struct {
 	// bytes of its keys, which the proxy accounts to the client.
 	part bool
 	held int
+	// out is the reply to stats.
+	out []byte
 	// quiet is a meta request's flag q: the server gets the request followed
 	// by mn, whose MN tells where a reply that q hid would have been.
 	quiet bool
@@ -222,6 +249,7 @@ func (r *mcRequest) refusal() (string, []byte) { return r.bad, r.badLine }
 func (r *mcRequest) nkeys() int            { return len(r.Keys) }
 func (r *mcRequest) routeKey(i int) []byte { return r.RouteKey(i) }
 func (r *mcRequest) splits() bool          { return r.Command.IsRetrieval() }
+func (r *mcRequest) broadcast() bool       { return r.Command == memcache.CmdFlushAll }
 func (r *mcRequest) size() int             { return len(r.Value) + r.held }
 
 func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
@@ -275,7 +303,12 @@ func (r *mcRequest) endPart(dst []byte) []byte {
 // merge appends the reply to a get split over servers: the values found, in
 // the order of the request's keys, and END. The keys of servers that failed
 // read as misses; if every server failed, the reply is the first failure.
-func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []byte {
+// The reply to flush_all, sent to every server, is OK if every server said
+// OK, and otherwise the first failure.
+func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, err error) []byte {
+	if r.Command == memcache.CmdFlushAll {
+		return r.mergeAll(dst, calls, err)
+	}
 	var failed *call
 	ok := 0
 	for _, cl := range calls {
@@ -321,6 +354,25 @@ func (r *mcRequest) merge(dst []byte, keyCall []int, calls []*call, _ error) []b
 	return append(dst, "END\r\n"...)
 }
 
+// mergeAll is merge for a request sent to every server.
+func (r *mcRequest) mergeAll(dst []byte, calls []*call, err error) []byte {
+	if r.noreply {
+		return dst
+	}
+	if len(calls) == 0 {
+		return r.appendError(dst, err)
+	}
+	for _, cl := range calls {
+		if cl.err != nil {
+			return r.appendError(dst, fmt.Errorf("%s: %w", cl.srv.name, cl.err))
+		}
+		if line := cl.reply.(*mcReply).resp.Line; string(line) != "OK" {
+			return append(append(dst, line...), "\r\n"...)
+		}
+	}
+	return append(dst, "OK\r\n"...)
+}
+
 func (r *mcRequest) appendError(dst []byte, err error) []byte {
 	switch {
 	case r.noreply:
@@ -339,6 +391,10 @@ func (r *mcRequest) appendLocal(dst []byte) []byte {
 		return append(append(dst, r.bad...), "\r\n"...)
 	case r.Command == memcache.CmdMetaNoop:
 		return append(dst, "MN\r\n"...)
+	case r.Command == memcache.CmdVerbosity:
+		return append(dst, "OK\r\n"...)
+	case r.Command == memcache.CmdStats:
+		return append(append(dst, r.out...), "END\r\n"...)
 	case r.part:
 		return r.endPart(dst) // a part of no keys
 	case r.Command.IsRetrieval():

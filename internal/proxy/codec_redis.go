@@ -420,6 +420,8 @@ type redisRequest struct {
 
 var _ request = (*redisRequest)(nil)
 
+func (r *redisRequest) broadcast() bool { return false }
+
 func (r *redisRequest) reset() {
 	if r.q.Size() > maxKeptRequest {
 		r.q = resp.Request{}

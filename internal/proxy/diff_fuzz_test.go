@@ -61,6 +61,22 @@ type diffRig struct {
 	iter           int
 }
 
+// flushes returns the number of flush_all the proxy has read, from its stats.
+func (rig *diffRig) flushes(t testing.TB) int {
+	t.Helper()
+	out, err := stream(rig.proxyAddr, []byte("stats\r\n"))
+	if err != nil {
+		t.Fatalf("stats through the proxy: %v", err)
+	}
+	_, after, _ := strings.Cut(out, "STAT requests_flush_all ")
+	n, _, _ := strings.Cut(after, "\r\n")
+	v, err := strconv.Atoi(n)
+	if err != nil {
+		t.Fatalf("stats through the proxy: %q has no requests_flush_all", out)
+	}
+	return v
+}
+
 func newDiffRig(t testing.TB) *diffRig {
 	t.Helper()
 	rig := &diffRig{direct: startVV(t, false), behind: startVV(t, true)}
@@ -114,6 +130,7 @@ func (rig *diffRig) checkOnce(t testing.TB, in []byte, valid bool) (diverged str
 	}
 	rig.direct.control(t, "flush_all\r\n"+preload, "OK\r\n"+strings.Repeat("STORED\r\n", 4))
 	rig.behind.control(t, "flush_all\r\n"+preload+canaries, "OK\r\n"+strings.Repeat("STORED\r\n", 7))
+	flushes := rig.flushes(t)
 	from := rig.behind.logLen()
 
 	var wg sync.WaitGroup
@@ -132,11 +149,24 @@ func (rig *diffRig) checkOnce(t testing.TB, in []byte, valid bool) (diverged str
 
 	// Every command the proxy sent was one it may send, read by memcached as
 	// one well-formed request, on a connection memcached kept open.
+	// The flush_all the proxy read as such, and sent to its server, ran;
+	// no other did, such as one hidden in a data block.
+	flushes = rig.flushes(t) - flushes
+	allowed := flushes
 	for _, v := range rig.behind.violations(t, from, rig.iter) {
+		if allowed > 0 && strings.HasPrefix(v, `ran "flush_all`) {
+			allowed--
+			continue
+		}
 		t.Errorf("stream %.300q: memcached behind the proxy %s (the proxy answered %.300q)", in, v, proxied)
 	}
 	// Keys no stream names stay as they were: no command ran that the proxy
-	// refused, such as flush_all.
+	// refused, such as a hidden flush_all.
+	if flushes > 0 {
+		// A flush_all the client sent, which the proxy sent on: the keys
+		// are gone, as they are in memcached that the stream went to.
+		return ""
+	}
 	wantCanaries := ""
 	var names []string
 	for i := range 3 {

@@ -21,10 +21,10 @@ type pool struct {
 	stats poolStats
 	// refused counts the requests the pool refused, by class.
 	refused refusals
-	codec codec
-	reqs  sync.Pool   // *clientReq, with requests of codec
-	cmds  []*counter  // by command
-	lat   []*observer // by command
+	codec   codec
+	reqs    sync.Pool   // *clientReq, with requests of codec
+	cmds    []*counter  // by command
+	lat     []*observer // by command
 
 	mu       sync.Mutex // serializes state changes
 	stopping atomic.Bool

@@ -324,7 +324,8 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 
 // startPool starts serving the pool cfg of the file at path.
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}), codec: p.newCodec(cfg)}
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{})}
+	pl.codec = p.newCodec(cfg, pl)
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
@@ -598,13 +599,15 @@ func sameProtocol(old, cfg *config.Pool) bool {
 	return old.Redis == cfg.Redis && old.RedisAuth == cfg.RedisAuth && old.RedisDB == cfg.RedisDB
 }
 
-// newCodec returns the codec of the pool's protocol. A pool keeps its codec
-// while it runs: a reload that changes the protocol restarts the pool.
-func (p *Proxy) newCodec(cfg *config.Pool) codec {
+// newCodec returns the codec of the pool's protocol, pl's. A pool keeps its
+// codec while it runs: a reload that changes the protocol restarts the pool.
+func (p *Proxy) newCodec(cfg *config.Pool, pl *pool) codec {
 	if cfg.Redis {
 		return newRedisCodec(p.RedisLimits, cfg)
 	}
-	return newMemcacheCodec(p.Limits)
+	c := newMemcacheCodec(p.Limits)
+	c.stats = pl
+	return c
 }
 
 // sameAddr says whether the pool listens where cfg says.
@@ -622,6 +625,7 @@ func (p *Proxy) sameAddr(pl *pool, cfg *config.Pool) bool {
 // Shutdown returns when every client is done, or when ctx ends; then it
 // closes everything, and requests still in flight fail.
 func (p *Proxy) Shutdown(ctx context.Context) error {
+	start := time.Now()
 	p.mu.Lock()
 	pools := make([]*pool, 0, len(p.pools))
 	for _, pl := range p.pools {
@@ -646,6 +650,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	}
 	p.Close()
 	<-done
+	// One line says how the proxy ended: every client answered, or cut off
+	// when ctx ended first.
+	p.log.Info("proxy shut down", "pools", len(pools), "graceful", err == nil, "took", time.Since(start).Round(time.Millisecond))
 	return err
 }
 

@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
+)
+
+// stats parses the STAT lines of a reply to stats.
+func statLines(t *testing.T, out string) map[string]string {
+	t.Helper()
+	if !strings.HasSuffix(out, "END\r\n") {
+		t.Fatalf("stats answered %q; want STAT lines and END", out)
+	}
+	stats := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(out, "END\r\n"), "\r\n") {
+		if l == "" {
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "STAT" {
+			t.Fatalf("stats answered %q: line %q is no STAT line", out, l)
+		}
+		stats[f[1]] = f[2]
+	}
+	return stats
+}
+
+// TestDataPortStats checks the proxy's answer to stats on a pool's port: its
+// own counters, which follow what its clients do.
+func TestDataPortStats(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("", servers...))
+	c := dial(t, p.Addr("alpha").String())
+	dial(t, p.Addr("alpha").String()).mustDo("version\r\n")
+	c.mustDo("set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\nget a b c\r\nget c\r\ntouch a 10\r\nfoo\r\n")
+	before := p.serverRequests("alpha")
+	s := statLines(t, c.mustDo("stats\r\n"))
+	if n := p.serverRequests("alpha") - before; n != 0 {
+		t.Errorf("stats sent %d requests to servers; want none", n)
+	}
+	want := map[string]string{
+		"curr_connections": "2", "total_connections": "2",
+		"cmd_get": "4", "get_hits": "2", "get_misses": "2", "cmd_set": "2", "cmd_touch": "1", "cmd_flush": "0",
+		"requests_get": "2", "requests_set": "2", "requests_mn": "2", "requests_version": "1", "requests_delete": "0",
+		"refused_error": "1", "pool_servers": "2", "ejected_servers": "0", "version": statsVersion,
+	}
+	for name, v := range want {
+		if s[name] != v {
+			t.Errorf("STAT %s = %q; want %q", name, s[name], v)
+		}
+	}
+	for _, name := range []string{"pid", "uptime", "time", "bytes_read", "bytes_written"} {
+		if _, err := strconv.ParseUint(s[name], 10, 64); err != nil {
+			t.Errorf("STAT %s = %q; want a number", name, s[name])
+		}
+	}
+	if n, _ := strconv.Atoi(s["bytes_read"]); n < 80 {
+		t.Errorf("STAT bytes_read = %d; want the bytes of the requests sent", n)
+	}
+	// memcached answers the arguments of stats it does not know with ERROR;
+	// the proxy knows none.
+	for _, req := range []string{"stats foo\r\n", "stats detail on\r\n", "stats reset\r\n"} {
+		if got := c.mustDo(req); got != "ERROR\r\n" {
+			t.Errorf("%q answered %q; want ERROR", req, got)
+		}
+	}
+}
+
+// TestFlushAllVerbosity checks flush_all, sent to every server of the pool,
+// and verbosity, answered by the proxy, against memcached's own answers.
+func TestFlushAllVerbosity(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("timeout: 500", servers...))
+	c := dial(t, p.Addr("alpha").String())
+	direct := dial(t, servers[0].Addr)
+	var keys []string
+	for i := range 30 {
+		k := "k" + strconv.Itoa(i)
+		keys = append(keys, k)
+		c.mustDo("set " + k + " 0 0 1\r\nx\r\n")
+	}
+	tests := []struct{ req, want string }{
+		{"flush_all\r\n", "OK\r\n"},
+		{"flush_all 0\r\n", "OK\r\n"},
+		{"flush_all noreply\r\n", ""},
+		{"flush_all 0 noreply\r\n", ""},
+		{"flush_all x\r\n", "CLIENT_ERROR invalid exptime argument\r\n"},
+		{"flush_all 1 2 3\r\n", "ERROR\r\n"},
+		{"verbosity 1\r\n", "OK\r\n"},
+		{"verbosity 1 noreply\r\n", ""},
+		{"verbosity noreply\r\n", ""},
+		{"verbosity x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+		{"verbosity\r\n", "ERROR\r\n"},
+	}
+	for _, tt := range tests {
+		if got := c.mustDo(tt.req); got != tt.want {
+			t.Errorf("%q answered %q; want %q", tt.req, got, tt.want)
+		}
+		if got := direct.mustDo(tt.req); got != tt.want {
+			t.Errorf("memcached answers %q with %q; the table says %q", tt.req, got, tt.want)
+		}
+	}
+	if got := c.mustDo("get " + strings.Join(keys, " ") + "\r\n"); got != "END\r\n" {
+		t.Errorf("get after flush_all: %q; want every key gone", got)
+	}
+	for i, s := range servers {
+		if got := memcachedStats(t, s.Addr)["cmd_flush"]; i > 0 && got != "4" {
+			t.Errorf("server %d ran %s flush_all; want the 4 the proxy was sent", i, got)
+		}
+	}
+
+	// A server down: its keys are not flushed, and the client hears it.
+	servers[2].Stop()
+	if got := c.mustDo("flush_all\r\n"); !strings.HasPrefix(got, "SERVER_ERROR ") {
+		t.Errorf("flush_all with a server down: %q; want SERVER_ERROR", got)
+	}
+}
+
+// memccapableResults runs memccapable's ASCII tests against addr and returns
+// each test's outcome ("pass", "FAIL", ...).
+func memccapableResults(t *testing.T, bin, addr string) map[string]string {
+	t.Helper()
+	host, port, _ := strings.Cut(addr, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-a", "-t", "5").CombinedOutput()
+	res := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(ascii [a-z ]+?)\s+\[(\w+)\]`).FindAllStringSubmatch(string(out), -1) {
+		res[m[1]] = m[2]
+	}
+	if len(res) == 0 {
+		t.Fatalf("memccapable -h %s -p %s -a: no results:\n%s", host, port, out)
+	}
+	return res
+}
+
+// TestMemccapable runs libmemcached's memccapable against memcached and
+// through the proxy: every test that passes against memcached passes through
+// the proxy.
+func TestMemccapable(t *testing.T) {
+	bin := testprog.LookPath(t, "memccapable")
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("", servers...))
+	direct := memccapableResults(t, bin, servers[0].Addr)
+	proxied := memccapableResults(t, bin, p.Addr("alpha").String())
+	if len(direct) < 27 {
+		t.Errorf("memccapable ran %d tests against memcached; want 27", len(direct))
+	}
+	for test, res := range direct {
+		if res == "pass" && proxied[test] != "pass" {
+			t.Errorf("memccapable %q: %q through the proxy; %q against memcached", test, proxied[test], res)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package proxy
+
+import (
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// appendStats appends the STAT lines a pool answers to memcached's "stats" on
+// its data port, so that tools that read memcached's (memccapable, memcached
+// exporters, libmemcached's memcached_stat) read the proxy's own: names as
+// memcached's where the meaning is the same, for the pool's clients rather
+// than a server's items.
+//
+//	pid, uptime, time, version   the process, as memcached's
+//	curr_connections             the pool's client connections now open
+//	total_connections            ... accepted since the pool started
+//	cmd_get, get_hits,           keys looked up by the pool's reads, found,
+//	get_misses                   and not found (cmd_get = hits + misses)
+//	cmd_set, cmd_flush, cmd_touch  requests of storage commands, flush_all,
+//	                             touch and gat
+//	bytes_read, bytes_written    bytes read from and written to clients
+//	requests_<command>           the pool's requests of each command received
+//	refused_<class>              requests refused, by class (see refusals)
+//	pool_servers, ejected_servers  the pool's servers, and those ejected
+func (pl *pool) appendStats(dst []byte) []byte {
+	p := pl.proxy
+	st := pl.state.Load()
+	var hits, misses, ejected uint64
+	for _, s := range st.list {
+		hits += s.stats.hits.Load()
+		misses += s.stats.misses.Load()
+		if s.ejected.Load() {
+			ejected++
+		}
+	}
+	now := time.Now()
+	dst = appendStatLine(dst, "pid", uint64(os.Getpid()))
+	dst = appendStatLine(dst, "uptime", uint64(now.Sub(p.metrics.start).Seconds()))
+	dst = appendStatLine(dst, "time", uint64(now.Unix()))
+	dst = append(dst, "STAT version "+statsVersion+"\r\n"...)
+	dst = appendStatLine(dst, "curr_connections", uint64(pl.nconns.Load()))
+	dst = appendStatLine(dst, "total_connections", pl.stats.clientTotal.Load())
+	names := pl.codec.commands()
+	counts := p.metrics.poolRequests(pl.name)
+	var set, flush, touch uint64
+	for name, n := range counts {
+		switch name {
+		case "set", "add", "replace", "append", "prepend", "cas", "ms":
+			set += n
+		case "flush_all":
+			flush += n
+		case "touch", "gat", "gats":
+			touch += n
+		}
+	}
+	dst = appendStatLine(dst, "cmd_get", hits+misses)
+	dst = appendStatLine(dst, "cmd_set", set)
+	dst = appendStatLine(dst, "cmd_flush", flush)
+	dst = appendStatLine(dst, "cmd_touch", touch)
+	dst = appendStatLine(dst, "get_hits", hits)
+	dst = appendStatLine(dst, "get_misses", misses)
+	dst = appendStatLine(dst, "bytes_read", pl.stats.bytesIn.Load())
+	dst = appendStatLine(dst, "bytes_written", pl.stats.bytesOut.Load())
+	for _, name := range names {
+		if name != "" {
+			dst = appendStatLine(dst, "requests_"+name, counts[name])
+		}
+	}
+	classes, totals := pl.refused.counts()
+	for i, class := range classes {
+		dst = appendStatLine(dst, refusalStat(class), totals[i])
+	}
+	dst = appendStatLine(dst, "pool_servers", uint64(len(st.list)))
+	dst = appendStatLine(dst, "ejected_servers", ejected)
+	return dst
+}
+
+func appendStatLine(dst []byte, name string, n uint64) []byte {
+	dst = append(append(append(dst, "STAT "...), name...), ' ')
+	return append(strconv.AppendUint(dst, n, 10), "\r\n"...)
+}
+
+// poolRequests returns the pool's requests of each command received, from
+// the series of chash_proxy_requests_total made so far: a command no client
+// sent has none, and counts zero.
+func (m *metrics) poolRequests(pool string) map[string]uint64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.requests.Collect(ch)
+		close(ch)
+	}()
+	counts := map[string]uint64{}
+	for metric := range ch {
+		var d dto.Metric
+		if metric.Write(&d) != nil {
+			continue
+		}
+		var ofPool bool
+		var cmd string
+		for _, l := range d.GetLabel() {
+			switch l.GetName() {
+			case "pool":
+				ofPool = l.GetValue() == pool
+			case "command":
+				cmd = l.GetValue()
+			}
+		}
+		if ofPool {
+			counts[cmd] = uint64(d.GetCounter().GetValue())
+		}
+	}
+	return counts
+}
