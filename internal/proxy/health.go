@@ -60,7 +60,26 @@ func (s *server) probeLoop() {
 			s.pool.reroute()
 			return
 		}
-		s.pool.proxy.log.Info("server still down", "pool", s.pool.name, "server", s.name, "err", err)
+		// Logged when the server's state changes, not at each probe.
+		s.markDown(err)
+	}
+}
+
+// markDown records that the server could not be reached, and logs it if it
+// could be before: a server that stays down leaves one line, however many
+// connections and probes fail meanwhile. A proxy closing its servers logs
+// nothing.
+func (s *server) markDown(err error) {
+	if s.ctx.Err() == nil && s.down.CompareAndSwap(false, true) {
+		s.pool.proxy.log.Warn("server down", "pool", s.pool.name, "server", s.name, "addr", s.addr, "err", err)
+	}
+}
+
+// markUp records that a connection to the server was made, and logs it if
+// the server was down.
+func (s *server) markUp() {
+	if s.down.Load() && s.down.CompareAndSwap(true, false) {
+		s.pool.proxy.log.Info("server up", "pool", s.pool.name, "server", s.name, "addr", s.addr)
 	}
 }
 
@@ -74,6 +93,7 @@ func (s *server) probe(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	s.markUp()
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
 	if err := s.pool.codec.probe(conn); err != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 func TestClientConnectionsCap(t *testing.T) {
@@ -112,7 +114,8 @@ func TestPoolTLS(t *testing.T) {
 	writeCert(t, certFile, keyFile)
 	tlsKeys := "tls_cert_file: " + certFile + "\ntls_key_file: " + keyFile
 	yaml := poolsYAML(map[string]string{"plain": poolYAML("", s), "secure": poolYAML(tlsKeys, s)})
-	p := startProxy(t, yaml)
+	var logs testprog.Buffer
+	p := startProxy(t, yaml, func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	const req, want = "set a 0 0 1\r\nx\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n"
 	if got := dial(t, p.Addr("plain").String()).mustDo(req); got != want {
 		t.Errorf("plain pool: %q", got)
@@ -133,6 +136,13 @@ func TestPoolTLS(t *testing.T) {
 	}
 	if _, peer2 := dialTLS(t, p.Addr("secure").String()); bytes.Equal(peer2, peer) {
 		t.Error("after a reload, the old certificate is served")
+	}
+	// One line for the new certificate; none for a reload of the same.
+	if err := p.Reload(parseConfig(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonLogs(t, &logs, "reload: TLS certificate replaced"); len(got) != 1 || got[0]["pool"] != "secure" || got[0]["not_after"] == "" {
+		t.Errorf("certificate reloads logged %v; want one line, for pool secure", got)
 	}
 
 	// Files that do not load: Validate and Reload refuse them, naming the file,

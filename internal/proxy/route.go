@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"crypto/tls"
 	"reflect"
 	"strconv"
 	"time"
@@ -95,8 +97,11 @@ func (pl *pool) update(path string, cfg *config.Pool) error {
 		// certificate in use stays, and the routing is updated all the same.
 		if cert, err := loadCert(path, cfg); err != nil {
 			pl.proxy.log.Error("reload: TLS certificate not replaced", "pool", pl.name, "err", err)
-		} else {
-			pl.cert.Store(cert)
+		} else if old := pl.cert.Swap(cert); old == nil || !bytes.Equal(old.Certificate[0], cert.Certificate[0]) {
+			// One line for a new certificate; a reload that finds the same
+			// files logs none.
+			pl.proxy.log.Info("reload: TLS certificate replaced", "pool", pl.name, "file", cfg.TLSCertFile,
+				"subject", certSubject(cert), "not_after", certNotAfter(cert))
 		}
 	}
 	if samePool(pl.state.Load().cfg, cfg) {
@@ -210,8 +215,8 @@ func (pl *pool) logMoves(old, cur *state, why string) {
 		return // nothing to measure, or keys routed at random
 	case old.router == nil || cur.router == nil:
 		// To or from no live server: every key moves.
-		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",
-			"servers_before", len(old.live), "servers_after", len(cur.live))
+		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000", "method", "no live server",
+			"added", serverNames(cur.live), "removed", serverNames(old.live), "flows", []string{})
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
@@ -219,12 +224,22 @@ func (pl *pool) logMoves(old, cur *state, why string) {
 		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
 	}
-	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
-		"added", d.Added, "removed", d.Removed}
-	for _, fl := range d.Flows {
-		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
+	// Fixed keys, so that log readers find the same fields in every line:
+	// the flows between servers are one list, each "from->to:share".
+	flows := make([]string, len(d.Flows))
+	for i, fl := range d.Flows {
+		flows[i] = fl.From + "->" + fl.To + ":" + strconv.FormatFloat(fl.Share, 'f', 6, 64)
 	}
-	pl.proxy.log.Info(why+": key space moved", attrs...)
+	pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "flows", flows)
+}
+
+func serverNames(servers []*server) []string {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.name
+	}
+	return names
 }
 
 func nodesOf(servers []*server) []chash.Node {
@@ -233,4 +248,19 @@ func nodesOf(servers []*server) []chash.Node {
 		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
 	}
 	return ns
+}
+
+// certSubject and certNotAfter describe a certificate for the log.
+func certSubject(c *tls.Certificate) string {
+	if c.Leaf == nil {
+		return ""
+	}
+	return c.Leaf.Subject.String()
+}
+
+func certNotAfter(c *tls.Certificate) string {
+	if c.Leaf == nil {
+		return ""
+	}
+	return c.Leaf.NotAfter.UTC().Format(time.RFC3339)
 }

@@ -48,6 +48,7 @@ type server struct {
 	closing bool
 
 	refusal atomic.Pointer[string] // why the last handshake was refused, nil if it was not
+	down    atomic.Bool            // the last connection to the server could not be made
 }
 
 // refused logs why the server refused a new connection's handshake, err

@@ -398,6 +398,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	}
 	conn, err := d.DialContext(c.srv.ctx, c.srv.network(), c.srv.addr)
 	if err != nil {
+		c.srv.markDown(err)
 		return nil, err
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
@@ -413,6 +414,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		return nil, err
 	}
 	c.srv.refused(nil)
+	c.srv.markUp()
 	conn.SetDeadline(time.Time{})
 	cr.n = &c.srv.stats.responseBytes // replies from now on, not the handshake's
 	c.srv.stats.connections.Add(1)

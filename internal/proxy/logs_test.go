@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
+)
+
+// jsonLogs returns the records logged in JSON to logs with the message msg.
+func jsonLogs(t *testing.T, logs *testprog.Buffer, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestLogs checks what the proxy logs once: a server going down and coming
+// back (not each failed connection), a class of refused requests (not each
+// request), a reload's movement with the same keys whatever the servers, and
+// a clean shutdown.
+func TestLogs(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	var logs testprog.Buffer
+	p := startProxy(t, poolYAML("timeout: 300", servers...), func(p *Proxy) {
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	c := dial(t, p.Addr("alpha").String())
+
+	// A server down for many requests, then up.
+	keys := "get"
+	for i := range 50 {
+		keys += " k" + itoa(i)
+	}
+	keys += "\r\n"
+	c.mustDo(keys)
+	servers[1].Stop()
+	for range 20 {
+		c.mustDo(keys)
+	}
+	if got := jsonLogs(t, &logs, "server down"); len(got) != 1 || got[0]["server"] != servers[1].Addr {
+		t.Errorf("server down: %d lines %v; want one, for %s", len(got), got, servers[1].Addr)
+	}
+	servers[1].Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(jsonLogs(t, &logs, "server up")) == 0 && time.Now().Before(deadline) {
+		c.mustDo(keys)
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.mustDo(keys)
+	if got := jsonLogs(t, &logs, "server up"); len(got) != 1 {
+		t.Errorf("server up: %d lines %v; want one", len(got), got)
+	}
+
+	// Refused requests: one line a class, with the count.
+	for range 5 {
+		c.mustDo("bogus\r\nget " + strings.Repeat("k", 251) + "\r\n")
+	}
+	refused := jsonLogs(t, &logs, "requests refused")
+	classes := map[string]int{}
+	for _, r := range refused {
+		classes[r["class"].(string)]++
+	}
+	if len(refused) != 2 || classes["ERROR"] != 1 || classes["CLIENT_ERROR bad command line format"] != 1 {
+		t.Errorf("requests refused: %v; want one line for each of two classes", refused)
+	}
+	if s := statLines(t, c.mustDo("stats\r\n")); s["refused_error"] != "5" || s["refused_bad_command_line_format"] != "5" {
+		t.Errorf("stats: refused_error %q, refused_bad_command_line_format %q; want 5 and 5", s["refused_error"], s["refused_bad_command_line_format"])
+	}
+
+	// A reload: the moved flows in one list.
+	f := parseConfig(t, poolYAML("timeout: 300", servers[0]))
+	f.Pools[0].Listen = p.Addr("alpha").String()
+	if err := p.Reload(f); err != nil {
+		t.Fatal(err)
+	}
+	moved := jsonLogs(t, &logs, "reload: key space moved")
+	if len(moved) != 1 {
+		t.Fatalf("reload: %d lines %v; want one", len(moved), moved)
+	}
+	for _, key := range []string{"pool", "moved", "method", "added", "removed", "flows"} {
+		if _, ok := moved[0][key]; !ok {
+			t.Errorf("reload line %v lacks %q", moved[0], key)
+		}
+	}
+	if len(moved[0]) != 3+6 { // time, level, msg and the six
+		t.Errorf("reload line %v: keys beyond the fixed ones", moved[0])
+	}
+	if flows, _ := moved[0]["flows"].([]any); len(flows) != 1 || !strings.HasPrefix(flows[0].(string), servers[1].Addr+"->"+servers[0].Addr+":0.") {
+		t.Errorf("reload flows %v; want one, from %s to %s", moved[0]["flows"], servers[1].Addr, servers[0].Addr)
+	}
+
+	// A clean shutdown.
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonLogs(t, &logs, "proxy shut down"); len(got) != 1 || got[0]["graceful"] != true {
+		t.Errorf("shutdown: %v; want one line, graceful", got)
+	}
+}
