@@ -27,9 +27,19 @@
 // <reason>" (as twemproxy does; reasons: Connection timed out, Connection
 // refused, server ejected, no live servers, ...); in a get split over servers,
 // the keys of a server that failed read as misses, unless every server failed;
-// version is answered by the server of the empty key; and commands that address
-// no key (stats, flush_all, verbosity, ...) are refused with "ERROR", as
-// memcached refuses unknown ones.
+// version is answered by the server of the empty key; stats answers the
+// pool's own counters (see pool.appendStats), and stats with arguments ERROR;
+// verbosity is answered OK and not forwarded; flush_all goes to every server of
+// the pool and is answered OK once every server said OK; other commands that
+// address no key (shutdown, lru_crawler, ...) are refused with "ERROR", as
+// memcached refuses unknown ones. get, gets, gat and gats lines of any length
+// are read in parts of at most 64 KiB (2 KiB for gat and gats, which memcached
+// reads whole only that long), each sent to its servers as it is read, so that
+// a client's long multi-get costs bounded memory; the values of a part come
+// before the next is read, so a key refused in a line longer than 64 KiB ends
+// a reply that already holds the values of the keys before it (memcached
+// answers the error alone), and in such a line the keys of a server that
+// failed read as misses even if every server failed.
 //
 // Replies of Redis pools are Redis's own, byte for byte, but for what the
 // proxy does itself: it routes each command by its keys as package resp's
