@@ -35,11 +35,11 @@
 // memcached refuses unknown ones. get, gets, gat and gats lines of any length
 // are read in parts of at most 64 KiB (2 KiB for gat and gats, which memcached
 // reads whole only that long), each sent to its servers as it is read, so that
-// a client's long multi-get costs bounded memory; the values of a part come
-// before the next is read, so a key refused in a line longer than 64 KiB ends
-// a reply that already holds the values of the keys before it (memcached
-// answers the error alone), and in such a line the keys of a server that
-// failed read as misses even if every server failed.
+// a client's long multi-get costs bounded memory; the reply to a part may be
+// written before the next part is read, so a key refused in a line longer
+// than 64 KiB ends a reply that already holds the values of the keys before it
+// (memcached answers the error alone), and in such a line the keys of a server
+// that failed read as misses even if every server failed.
 //
 // Replies of Redis pools are Redis's own, byte for byte, but for what the
 // proxy does itself: it routes each command by its keys as package resp's
