@@ -44,8 +44,11 @@ const reloadEvery = time.Second
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
+//	GET  /         the status page: each pool's ring, servers, health, rates
+//	GET  /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
+//	               server of the key now; 400 or 404 with {"error":...}
 //	GET  /metrics  Prometheus metrics
-//	GET  /stats    counters as JSON, shaped like nutcracker's stats port
+//	GET  /stats    counters as JSON, nutcracker's stats document
 //	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
 //	GET  /healthz  200 "ok"
 //
@@ -56,6 +59,8 @@ const reloadEvery = time.Second
 // the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveStatus)
+	mux.HandleFunc("GET /route", p.serveRoute)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -125,7 +130,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /reload /healthz")
 	return nil
 }
 

@@ -169,12 +169,13 @@ type Proxy struct {
 	metrics *metrics
 	mem     *memory
 
-	wg     sync.WaitGroup // goroutines retiring servers and pools, trimming memory
-	mu     sync.Mutex     // serializes Start, Reload and Close
-	pools  map[string]*pool
-	admin  *http.Server
-	adminL net.Listener
-	stats  statsPort // the stats port and the counters it serves (statsport.go)
+	wg          sync.WaitGroup // goroutines retiring servers and pools, trimming memory
+	mu          sync.Mutex     // serializes Start, Reload and Close
+	pools       map[string]*pool
+	admin       *http.Server
+	adminL      net.Listener
+	stats       statsPort   // the stats port and the counters it serves (statsport.go)
+	statusRates statusRates // the status page's samples and drawings (status.go)
 	// reloadMu guards nextReload, before which the admin listener refuses
 	// reloads.
 	reloadMu   sync.Mutex
