@@ -65,7 +65,8 @@ type statusPool struct {
 type statusServer struct {
 	Name, Addr, Color string
 	Ejected           bool
-	EjectedAt         string // the last ejection, or empty
+	EjectedAt         string // the last ejection (RFC 3339), or empty
+	EjectedClock      string // its time of day, "15:04:05 UTC"
 	Share             float64
 	Requests, Errors  uint64
 	ReqRate, ErrRate  float64 // per second over the last sample; -1 if none
@@ -225,6 +226,7 @@ func (p *Proxy) status(now time.Time) *statusPage {
 			}
 			if at := s.ejectedAt.Load(); at != 0 {
 				ss.EjectedAt = time.Unix(at, 0).UTC().Format(time.RFC3339)
+				ss.EjectedClock = time.Unix(at, 0).UTC().Format("15:04:05 UTC")
 			}
 			ss.ReqRate, ss.ErrRate = p.statusRates.rates(s, now)
 			sp.Servers = append(sp.Servers, ss)
