@@ -116,6 +116,10 @@ func nutcrackerGetopt(fs *flag.FlagSet, args []string) []string {
 			}
 		case len(a) > 2 && a[0] == '-' && a[1] != '-' && !strings.Contains(a, "=") && fs.Lookup(a[1:]) == nil:
 			if bundle, ok := getoptBundle(a[1:], withValue, without); ok {
+				if last := len(bundle) - 1; bundle[last] == "-v" && i+1 < len(args) && isDigits(args[i+1]) {
+					bundle[last] = "-v=" + args[i+1] // "-Dv 6"
+					i++
+				}
 				out = append(out, bundle...)
 				continue
 			}

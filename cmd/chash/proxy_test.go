@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,6 +75,7 @@ func TestNutcrackerGetopt(t *testing.T) {
 		{"-tc /etc/n.yml", "-t -c /etc/n.yml"},
 		{"-tc/etc/n.yml", "-t -c=/etc/n.yml"},
 		{"-Dv11", "-D -v=11"},
+		{"-Dv 0", "-D -v=0"},
 		{"-v", "-v"},
 		{"-v --test-conf", "-v --test-conf"},
 		{"--verbose 7", "--verbose=7"},
@@ -101,4 +103,34 @@ func TestVerbosityLevels(t *testing.T) {
 			t.Errorf("verbosity(%d).level() = %v; want %v", tt.v, got, tt.want)
 		}
 	}
+}
+
+// FuzzNutcrackerGetopt checks the rewriting of nutcracker's command line on
+// any arguments: it never panics, keeps every argument after "--" as it is,
+// loses no character of an argument it does not split, and rewriting its own
+// output changes nothing.
+func FuzzNutcrackerGetopt(f *testing.F) {
+	for _, seed := range []string{"-c /etc/n.yml -v 6", "-v6 -dt -s22222", "-tc/x -- -v6", "-procs 2 -v", "--verbose 7 -Dv11", "-", "-v -5", "-cv"} {
+		f.Add(seed)
+	}
+	fs := &newProxy().Flag
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, " ")
+		out := nutcrackerGetopt(fs, args)
+		if again := nutcrackerGetopt(fs, out); !slices.Equal(again, out) {
+			t.Errorf("nutcrackerGetopt(%q) = %q, and again %q", args, out, again)
+		}
+		if i := slices.Index(args, "--"); i >= 0 {
+			j := slices.Index(out, "--")
+			if j < 0 || !slices.Equal(out[j:], args[i:]) {
+				t.Errorf("nutcrackerGetopt(%q) = %q: what follows -- changed", args, out)
+			}
+		}
+		strip := func(s []string) string {
+			return strings.NewReplacer("-", "", "=", "").Replace(strings.Join(s, ""))
+		}
+		if strip(out) != strip(args) {
+			t.Errorf("nutcrackerGetopt(%q) = %q: characters changed", args, out)
+		}
+	})
 }
