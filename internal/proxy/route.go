@@ -24,6 +24,10 @@ type state struct {
 	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
+	// fingerprint is dist.Fingerprint of the ring: the pool's routing
+	// settings and the servers of live. Proxies that agree on it route every
+	// key alike.
+	fingerprint string
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -44,8 +48,11 @@ func (st *state) route(key []byte) (*server, error) {
 	return srv, nil
 }
 
-// newState builds the routing state of cfg over servers.
-func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+// newState builds the routing state of cfg over servers. prev, if not nil, is
+// the state it replaces, whose router the new one is merged from where the
+// distribution allows (dist.Update): a change of a few servers of a large pool
+// then costs a fraction of a build.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool, prev *state) (*state, error) {
 	e, err := dist.EntryOf(cfg)
 	if err != nil {
 		return nil, err
@@ -59,10 +66,18 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, er
 			st.live = append(st.live, s)
 		}
 	}
+	if st.fingerprint, err = dist.Fingerprint(cfg, live); err != nil {
+		return nil, err
+	}
 	if len(live) == 0 {
 		return st, nil
 	}
-	r, err := dist.Build(cfg, live)
+	var from *config.Pool
+	var router dist.Router
+	if prev != nil && prev.router != nil {
+		from, router = prev.cfg, prev.router
+	}
+	r, err := dist.Update(from, router, cfg, live)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +93,7 @@ func (pl *pool) reroute() {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject)
+	st, err := newState(cur.cfg, cur.list, cur.eject, cur)
 	if err != nil {
 		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
 		return
@@ -150,7 +165,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {
