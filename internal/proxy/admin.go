@@ -48,6 +48,7 @@ const reloadEvery = time.Second
 //	GET  /metrics  Prometheus metrics
 //	GET  /stats    counters as JSON, shaped like nutcracker's stats port
 //	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
+//	GET  /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
 //	GET  /healthz  200 "ok"
 //
 // POST /reload must carry the header AdminHeader (Chash-Admin: 1) and name in
@@ -78,6 +79,7 @@ func (p *Proxy) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "reloaded")
 	})
+	mux.HandleFunc("GET /ring", p.serveRing)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -126,7 +128,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /ring /healthz")
 	return nil
 }
 
