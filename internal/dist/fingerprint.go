@@ -84,10 +84,11 @@ func Fingerprint(p *config.Pool, servers []config.Server) (string, error) {
 	}
 	ms := make([]member, len(servers))
 	for i, s := range servers {
-		ms[i] = member{name: s.Name(), addr: s.Host, weight: s.Weight}
+		ms[i] = member{addr: s.Host, weight: s.Weight}
 		if s.Port != 0 {
 			ms[i].addr = s.Host + ":" + strconv.Itoa(s.Port)
 		}
+		ms[i].name = cmp.Or(s.Alias, ms[i].addr) // s.Name(), made once
 		if !e.Weights {
 			ms[i].weight = 1 // random ignores weights; the others take only 1
 		}

@@ -430,7 +430,9 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // each client next waits for a request, and a pool's TLS files, read again,
 // for the next client to connect, so a renewed certificate needs no restart.
 // For each pool, Reload logs the fraction of the key space that moved, per
-// pair of servers.
+// pair of servers, measured in the background once the new state serves
+// (changes of a pool less than a second apart are measured together, from
+// the state before the first to the state after the last).
 func (p *Proxy) Reload(f *config.File) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
@@ -540,7 +542,8 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 // swapped atomically as by Reload: servers that keep their name, address and
 // weight keep their connections and health, requests already routed finish
 // where they were sent, servers that left are closed once those requests are
-// done, and the fraction of the key space that moved is logged. An empty list
+// done, and the fraction of the key space that moved is logged, as Reload
+// logs it. An empty list
 // is valid: the pool's requests are then answered "SERVER_ERROR no live
 // servers". The pool keeps the list until the next UpdateServers, or a
 // Reload, which applies the servers of its file, or, for a pool with

@@ -146,7 +146,8 @@ func samePool(a, b *config.Pool) bool {
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
 // name, address, weight and number of connections, with their connections and
-// health, and logs the fraction of the key space that moved, saying why.
+// health, and has the fraction of the key space that moved logged, saying why
+// (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
 func (pl *pool) swap(cfg *config.Pool, why string) error {
@@ -182,7 +183,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 			gone = append(gone, s)
 		}
 	}
-	pl.logMoves(cur, st, why)
+	pl.noteMove(cur, st, why)
 	if len(gone) > 0 {
 		// Let requests already routed to the leaving servers finish.
 		grace := max(2*cfg.Timeout, time.Second)
@@ -217,16 +218,21 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 	}
 }
 
-// logMoves logs the fraction of the key space each server gained or lost, and
-// why it moved ("reload", ...).
-func (pl *pool) logMoves(old, cur *state, why string) {
+// logMoves logs the fraction of the key space each server gained or lost from
+// old to cur, why it moved ("reload", ...) and, if more than one, over how
+// many changes.
+func (pl *pool) logMoves(old, cur *state, why string, changes int) {
+	var over []any
+	if changes > 1 {
+		over = []any{"changes", changes}
+	}
 	switch {
 	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
 		return // nothing to measure, or keys routed at random
 	case old.router == nil || cur.router == nil:
 		// To or from no live server: every key moves.
-		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",
-			"servers_before", len(old.live), "servers_after", len(cur.live))
+		pl.proxy.log.Info(why+": key space moved", append([]any{"pool", pl.name, "moved", "1.000000",
+			"servers_before", len(old.live), "servers_after", len(cur.live)}, over...)...)
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
@@ -234,8 +240,8 @@ func (pl *pool) logMoves(old, cur *state, why string) {
 		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
 	}
-	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
-		"added", d.Added, "removed", d.Removed}
+	attrs := append([]any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
+		"added", d.Added, "removed", d.Removed}, over...)
 	for _, fl := range d.Flows {
 		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
 	}
