@@ -120,7 +120,7 @@ func (p *Proxy) reloadAllowed(now time.Time) bool {
 
 // startAdmin opens the admin listener; Close closes it.
 func (p *Proxy) startAdmin() error {
-	ln, err := net.Listen("tcp", p.Admin)
+	ln, err := listenTCP(p.ctx, p.Admin) // shared with a new process (listen.go)
 	if err != nil {
 		return fmt.Errorf("proxy: admin listener: %w", err)
 	}

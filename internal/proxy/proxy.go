@@ -387,8 +387,13 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 // listen opens the listener of cfg.
 func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	network, addr := p.listenAddr(cfg)
-	lc := net.ListenConfig{}
-	ln, err := lc.Listen(p.ctx, network, addr)
+	var ln net.Listener
+	var err error
+	if network == "tcp" {
+		ln, err = listenTCP(p.ctx, addr) // shared with a new process (listen.go)
+	} else {
+		ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
 	}
