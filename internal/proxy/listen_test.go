@@ -4,14 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,116 +82,6 @@ func TestListenerCloseTakesQueue(t *testing.T) {
 	}
 }
 
-// swapLoad is a steady load on a pool address across a restart: clients
-// with persistent connections that send a set and a get without pause, and
-// one that opens a connection for each request. A client whose connection
-// ends cleanly before a reply sends the request again on a new connection
-// (the proxy answers every request it reads, so one without a reply was not
-// run); a refused or reset connection, an error reply or a wrong one is a
-// failure.
-type swapLoad struct {
-	t        testing.TB
-	addr     string
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	requests atomic.Int64
-	resent   atomic.Int64
-	dials    atomic.Int64
-	failures atomic.Int64
-}
-
-func startSwapLoad(t testing.TB, addr string, persistent int) *swapLoad {
-	l := &swapLoad{t: t, addr: addr, stop: make(chan struct{})}
-	for i := range persistent {
-		l.wg.Add(1)
-		go l.client(i, false)
-	}
-	l.wg.Add(1)
-	go l.client(persistent, true)
-	return l
-}
-
-func (l *swapLoad) fail(format string, args ...any) {
-	if l.failures.Add(1) <= 10 {
-		l.t.Errorf(format, args...)
-	}
-}
-
-func (l *swapLoad) client(id int, churn bool) {
-	defer l.wg.Done()
-	var c net.Conn
-	var br *bufio.Reader
-	defer func() {
-		if c != nil {
-			c.Close()
-		}
-	}()
-	for n := 0; ; n++ {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		key := fmt.Sprintf("swap:%d:%d", id, n%50)
-		val := strconv.Itoa(n)
-		req := fmt.Sprintf("set %s 0 0 %d\r\n%s\r\nget %s\r\n", key, len(val), val, key)
-		want := fmt.Sprintf("STORED\r\nVALUE %s 0 %d\r\n%s\r\nEND\r\n", key, len(val), val)
-		for attempt := 0; ; attempt++ {
-			if attempt == 20 {
-				l.fail("client %d: %q unanswered after 20 connections", id, req)
-				return
-			}
-			if c == nil {
-				var err error
-				if c, err = net.DialTimeout("tcp", l.addr, 2*time.Second); err != nil {
-					l.fail("client %d: dial: %v", id, err)
-					c = nil
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				l.dials.Add(1)
-				br = bufio.NewReader(c)
-			}
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			got, err := roundTrip(c, br, req, len(want))
-			if err == nil && got == want {
-				break
-			}
-			c.Close()
-			c = nil
-			if got == "" && (errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)) {
-				l.resent.Add(1) // closed cleanly before a reply: not run
-				continue
-			}
-			l.fail("client %d: %q: %q, %v", id, req, got, err)
-			break
-		}
-		l.requests.Add(1)
-		if churn && c != nil {
-			c.Close()
-			c = nil
-		}
-		time.Sleep(200 * time.Microsecond) // steady, not a flood on a shared machine
-	}
-}
-
-// roundTrip writes req and reads n bytes of reply.
-func roundTrip(c net.Conn, br *bufio.Reader, req string, n int) (string, error) {
-	if _, err := io.WriteString(c, req); err != nil {
-		return "", err
-	}
-	buf := make([]byte, n)
-	k, err := io.ReadFull(br, buf)
-	return string(buf[:k]), err
-}
-
-func (l *swapLoad) finish() {
-	close(l.stop)
-	l.wg.Wait()
-	l.t.Logf("%d requests over %d connections, %d sent again after a clean close, %d failed",
-		l.requests.Load(), l.dials.Load(), l.resent.Load(), l.failures.Load())
-}
-
 // TestHitlessRestart runs two proxies of one configuration on one address,
 // as a restart does: the new one starts while the old one serves, then the
 // old one shuts down, under a steady load of persistent and short
@@ -216,17 +101,17 @@ func TestHitlessRestart(t *testing.T) {
 		return p
 	}
 	old := start()
-	load := startSwapLoad(t, addr, 6)
+	load := memcachedtest.StartLoad(t, addr, 6)
 	time.Sleep(300 * time.Millisecond)
 	next := start() // on the same address, while the old one serves
 	time.Sleep(300 * time.Millisecond)
 	if err := old.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown of the old proxy: %v", err)
 	}
-	served := load.requests.Load()
+	served := load.Requests()
 	time.Sleep(500 * time.Millisecond)
-	load.finish()
-	if load.requests.Load() <= served {
+	load.Stop()
+	if load.Requests() <= served {
 		t.Error("no request answered after the old proxy stopped")
 	}
 	if n := next.pools["alpha"].stats.clientTotal.Load(); n == 0 {
