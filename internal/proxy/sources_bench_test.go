@@ -161,3 +161,45 @@ func BenchmarkChurn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMeasureMoves measures one measurement of the key space a change
+// moved (logMoves: both rings' arcs compared where the distribution has an
+// exact method, else 100,000 sampled keys routed through both), which the
+// proxy does off the path that applies changes, at most once a second per
+// pool (moveLog): BenchmarkApplyChange's cpu-ms/op holds a share of it
+// only. A pool changed once every second or less often pays this on top of
+// each change, in the background.
+//
+//	go test ./internal/proxy -run XXX -bench MeasureMoves -benchtime 20x
+func BenchmarkMeasureMoves(b *testing.B) {
+	for _, d := range []string{"ketama", "modula", "jump"} {
+		b.Run(fmt.Sprintf("%s/servers=1000", d), func(b *testing.B) {
+			const n = 1000
+			pool := config.NewPool("alpha")
+			pool.Listen, pool.Distribution = "127.0.0.1:0", d
+			list := make([]config.Server, n+1)
+			for i := range list {
+				list[i] = config.Server{Host: "127.0.0.1", Port: 20000 + i, Weight: 1, Alias: fmt.Sprintf("cache-%d", i)}
+			}
+			pool.Servers = list[:n]
+			p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if err := p.Start(&config.File{Path: "(bench)", Pools: []*config.Pool{pool}}); err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			pl := p.pools["alpha"]
+			old := pl.state.Load()
+			if err := p.UpdateServers("alpha", list); err != nil {
+				b.Fatal(err)
+			}
+			cur := pl.state.Load()
+			cpu := cpuOf(b)
+			b.ResetTimer()
+			for range b.N {
+				pl.logMoves(old, cur, "bench", 1)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuOf(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
