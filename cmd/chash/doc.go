@@ -777,7 +777,9 @@
 // one is refused as the server would refuse it.
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-// 2 otherwise.
+// 2 otherwise. It checks a servers_from URL but does not read the list, so
+// that a file can be checked where etcd cannot be reached; 'chash route
+// --config FILE' reads it once, and fails if it is not valid.
 //
 // Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 // in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
