@@ -24,6 +24,7 @@ import (
 	"github.com/chash-dev/chash/internal/membership"
 	"github.com/chash-dev/chash/internal/membership/etcdtest"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -588,5 +589,61 @@ func TestServersFromReload(t *testing.T) {
 		if err := Validate(&config.File{Path: "v.yml", Pools: []*config.Pool{c}}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Validate = %v; want an error with %q", err, tt.want)
 		}
+	}
+}
+
+// TestServersFromRedis: a Redis pool follows its servers_from as a memcached
+// pool does: it serves the file's servers, takes a new list renamed over the
+// file, and with no server answers every request with an error at once.
+func TestServersFromRedis(t *testing.T) {
+	rs := startRedisServers(t, 2)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "redis.servers")
+	write := func(lines ...string) {
+		t.Helper()
+		tmp := filepath.Join(dir, "new")
+		if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, list); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, two := rs[0].Addr+":1 r1", rs[1].Addr+":1 r2"
+	write(one)
+	pool := sourcePool("alpha", "file:"+list)
+	pool.Redis = true
+	p := startSourceProxy(t, nil, pool)
+	c := redistest.Dial(t, p.Addr("alpha").String())
+	for i := range 20 {
+		k := fmt.Sprint("key", i)
+		if got := c.Do("SET", k, "v"); got != "+OK\r\n" {
+			t.Fatalf("SET %s = %q", k, got)
+		}
+	}
+	if n := len(rs[0].Keys()); n != 20 {
+		t.Errorf("the one server of the list holds %d keys of 20", n)
+	}
+
+	write(one, two)
+	waitRing(t, 5*time.Second, "alpha", fingerprintOf(t, pool, one, two), p)
+	for i := range 20 {
+		k := fmt.Sprint("key", i)
+		if got := c.Do("SET", k, "w"); got != "+OK\r\n" {
+			t.Fatalf("SET %s with two servers = %q", k, got)
+		}
+	}
+	if n := len(rs[1].Keys()); n == 0 {
+		t.Error("no key of 20 went to the server the list added")
+	}
+
+	write("# no server")
+	waitRing(t, 5*time.Second, "alpha", fingerprintOf(t, pool), p)
+	start := time.Now()
+	if got := c.Do("GET", "key1"); got != "-ERR no live servers\r\n" {
+		t.Errorf("GET with no server = %q; want -ERR no live servers", got)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("GET with no server took %v", d)
 	}
 }
