@@ -323,6 +323,9 @@ func TestEtcdUnreachableAtStart(t *testing.T) {
 	if n := count(logs, "source unreachable"); n != 1 {
 		t.Errorf("logged %d times that etcd is unreachable; want once:\n%s", n, logs)
 	}
+	if n := count(logs, "last list keeps serving"); n != 0 {
+		t.Errorf("before any list was read, the log says a last list keeps serving:\n%s", logs)
+	}
 	if _, err := Read(ctxFor(t, time.Second), url); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Read: %v; want an error containing %q", err, want)
 	}
