@@ -268,7 +268,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // startStats opens the stats port, with p.mu held; Close closes it.
 func (p *Proxy) startStats() error {
-	ln, err := net.Listen("tcp", p.StatsAddr)
+	ln, err := listenTCP(p.ctx, p.StatsAddr) // shared with a new process (listen.go)
 	if err != nil {
 		return fmt.Errorf("proxy: stats port: %w", err)
 	}

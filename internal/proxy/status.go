@@ -51,9 +51,10 @@ type statusPage struct {
 
 type statusPool struct {
 	Name, Protocol, Distribution, Listen string
-	// Fingerprint is the ring's fingerprint, once dist has one (issue 13's
-	// member-proxy track adds dist.Fingerprint); empty until then.
-	Fingerprint string
+	// Fingerprint is the ring's fingerprint (dist.Fingerprint): proxies that
+	// show the same one route every key alike. Source is the pool's
+	// servers_from URL, if any.
+	Fingerprint, Source string
 	// Ring is the picture of the pool's ring, inline SVG; Shares says it is a
 	// pie of sampled shares, for a distribution that is no ring.
 	Ring    template.HTML
@@ -204,13 +205,14 @@ func (p *Proxy) status(now time.Time) *statusPage {
 	}
 	page.Host, _ = os.Hostname()
 	page.Curr, _ = p.connections()
+	rings := p.Rings()
 	pools := p.poolList()
 	sortPools(pools)
 	for _, pl := range pools {
 		st := pl.state.Load()
 		sp := statusPool{
 			Name: pl.name, Protocol: "memcached", Distribution: st.cfg.Distribution, Listen: pl.ln.Addr().String(),
-			Clients: pl.nconns.Load(),
+			Clients: pl.nconns.Load(), Fingerprint: st.fingerprint, Source: rings[pl.name].Source,
 		}
 		if st.cfg.Redis {
 			sp.Protocol = "redis"

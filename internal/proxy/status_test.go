@@ -15,8 +15,8 @@ import (
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
-// adminGet returns the status and body of GET path on the proxy's admin listener.
-func adminGet(t testing.TB, p *Proxy, path string) (int, string) {
+// adminResponse returns the status and body of GET path on the proxy's admin listener.
+func adminResponse(t testing.TB, p *Proxy, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + p.AdminAddr().String() + path)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestRoute(t *testing.T) {
 	byName := map[string]*memcachedtest.Server{"one": servers[0], "two": servers[1], "three": servers[2]}
 	route := func(key string) routeReply {
 		t.Helper()
-		code, body := adminGet(t, p, "/route?pool=alpha&key="+url.QueryEscape(key))
+		code, body := adminResponse(t, p, "/route?pool=alpha&key="+url.QueryEscape(key))
 		var r routeReply
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil {
 			t.Fatalf("/route of %q: %d %s", key, code, body)
@@ -110,7 +110,7 @@ func TestRoute(t *testing.T) {
 		{"/route?pool=alpha&key=", http.StatusBadRequest, "no key"},
 		{"/route?pool=nope&key=k", http.StatusNotFound, `no pool \"nope\"`},
 	} {
-		code, body := adminGet(t, p, tt.query)
+		code, body := adminResponse(t, p, tt.query)
 		var e struct{ Error string }
 		if code != tt.code || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(body, tt.err) {
 			t.Errorf("GET %s = %d %s; want %d and a JSON error with %q", tt.query, code, body, tt.code, tt.err)
@@ -137,13 +137,18 @@ beta:
    - 127.0.0.1:2:1 m2
 `, s.Addr, s.Addr)
 	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
-	code, page := adminGet(t, p, "/")
+	code, page := adminResponse(t, p, "/")
 	if code != http.StatusOK {
 		t.Fatalf("GET / = %d\n%s", code, page)
 	}
 	for _, want := range []string{"pool alpha", "pool beta", "cache-a", "m1", "m2", "&lt;b&gt;x&lt;/b&gt;", `<meta http-equiv="refresh"`, "<svg"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the status page has no %q", want)
+		}
+	}
+	for pool, r := range p.Rings() {
+		if !strings.Contains(page, "ring fingerprint <code>"+r.Fingerprint+"</code>") {
+			t.Errorf("the status page has no fingerprint %s of pool %s", r.Fingerprint, pool)
 		}
 	}
 	if strings.Contains(page, "<b>x</b>") {
@@ -170,7 +175,7 @@ beta:
 			t.Errorf("the status page has %q", bad)
 		}
 	}
-	if code, _ := adminGet(t, p, "/nothing"); code != http.StatusNotFound {
+	if code, _ := adminResponse(t, p, "/nothing"); code != http.StatusNotFound {
 		t.Errorf("GET /nothing = %d; want 404", code)
 	}
 }
