@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,10 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  tls_cert_file: /nonexistent/c.pem\n  tls_key_file: /nonexistent/k.pem\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": tls_cert_file "/nonexistent/c.pem", tls_key_file "/nonexistent/k.pem": open /nonexistent/c.pem: no such file`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  eject_errors: true\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": eject_errors: true needs auto_eject_hosts: true`},
+		// A servers_from URL is checked, its list not read (etcd may be out of reach).
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/nonexistent/cache.servers\n"), "--test-conf"}, 0, "syntax is ok", ""},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: etcd://127.0.0.1:1/chash\n"), "--test-conf"}, 2, "", `:3: pool "alpha": membership: servers_from "etcd://127.0.0.1:1/chash": key prefix "/chash" does not end in "/"`},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/x\n  servers: [127.0.0.1:11211:1]\n"), "--test-conf"}, 2, "", "servers_from and servers (line 4) both given"},
 		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
@@ -74,6 +79,7 @@ func TestNutcrackerGetopt(t *testing.T) {
 		{"-tc /etc/n.yml", "-t -c /etc/n.yml"},
 		{"-tc/etc/n.yml", "-t -c=/etc/n.yml"},
 		{"-Dv11", "-D -v=11"},
+		{"-Dv 0", "-D -v=0"},
 		{"-v", "-v"},
 		{"-v --test-conf", "-v --test-conf"},
 		{"--verbose 7", "--verbose=7"},
@@ -101,4 +107,34 @@ func TestVerbosityLevels(t *testing.T) {
 			t.Errorf("verbosity(%d).level() = %v; want %v", tt.v, got, tt.want)
 		}
 	}
+}
+
+// FuzzNutcrackerGetopt checks the rewriting of nutcracker's command line on
+// any arguments: it never panics, keeps every argument after "--" as it is,
+// loses no character of an argument it does not split, and rewriting its own
+// output changes nothing.
+func FuzzNutcrackerGetopt(f *testing.F) {
+	for _, seed := range []string{"-c /etc/n.yml -v 6", "-v6 -dt -s22222", "-tc/x -- -v6", "-procs 2 -v", "--verbose 7 -Dv11", "-", "-v -5", "-cv"} {
+		f.Add(seed)
+	}
+	fs := &newProxy().Flag
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, " ")
+		out := nutcrackerGetopt(fs, args)
+		if again := nutcrackerGetopt(fs, out); !slices.Equal(again, out) {
+			t.Errorf("nutcrackerGetopt(%q) = %q, and again %q", args, out, again)
+		}
+		if i := slices.Index(args, "--"); i >= 0 {
+			j := slices.Index(out, "--")
+			if j < 0 || !slices.Equal(out[j:], args[i:]) {
+				t.Errorf("nutcrackerGetopt(%q) = %q: what follows -- changed", args, out)
+			}
+		}
+		strip := func(s []string) string {
+			return strings.NewReplacer("-", "", "=", "").Replace(strings.Join(s, ""))
+		}
+		if strip(out) != strip(args) {
+			t.Errorf("nutcrackerGetopt(%q) = %q: characters changed", args, out)
+		}
+	})
 }

@@ -44,9 +44,13 @@ const reloadEvery = time.Second
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
+//	GET  /         the status page: each pool's ring, servers, health, rates
+//	GET  /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
+//	               server of the key now; 400 or 404 with {"error":...}
 //	GET  /metrics  Prometheus metrics
-//	GET  /stats    counters as JSON, shaped like nutcracker's stats port
+//	GET  /stats    counters as JSON, nutcracker's stats document
 //	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
+//	GET  /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
 //	GET  /healthz  200 "ok"
 //
 // POST /reload must carry the header AdminHeader (Chash-Admin: 1) and name in
@@ -56,6 +60,8 @@ const reloadEvery = time.Second
 // the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveStatus)
+	mux.HandleFunc("GET /route", p.serveRoute)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -77,6 +83,7 @@ func (p *Proxy) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "reloaded")
 	})
+	mux.HandleFunc("GET /ring", p.serveRing)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -117,7 +124,7 @@ func (p *Proxy) reloadAllowed(now time.Time) bool {
 
 // startAdmin opens the admin listener; Close closes it.
 func (p *Proxy) startAdmin() error {
-	ln, err := net.Listen("tcp", p.Admin)
+	ln, err := listenTCP(p.ctx, p.Admin) // shared with a new process (listen.go)
 	if err != nil {
 		return fmt.Errorf("proxy: admin listener: %w", err)
 	}
@@ -125,7 +132,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /ring /reload /healthz")
 	return nil
 }
 

@@ -94,12 +94,12 @@ func TestLogs(t *testing.T) {
 	if len(moved) != 1 {
 		t.Fatalf("reload: %d lines %v; want one", len(moved), moved)
 	}
-	for _, key := range []string{"pool", "moved", "method", "added", "removed", "flows"} {
+	for _, key := range []string{"pool", "moved", "method", "added", "removed", "flows", "changes"} {
 		if _, ok := moved[0][key]; !ok {
 			t.Errorf("reload line %v lacks %q", moved[0], key)
 		}
 	}
-	if len(moved[0]) != 3+6 { // time, level, msg and the six
+	if len(moved[0]) != 3+7 { // time, level, msg and the seven
 		t.Errorf("reload line %v: keys beyond the fixed ones", moved[0])
 	}
 	if flows, _ := moved[0]["flows"].([]any); len(flows) != 1 || !strings.HasPrefix(flows[0].(string), servers[1].Addr+"->"+servers[0].Addr+":0.") {

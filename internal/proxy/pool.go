@@ -25,6 +25,7 @@ type pool struct {
 	reqs    sync.Pool   // *clientReq, with requests of codec
 	cmds    []*counter  // by command
 	lat     []*observer // by command
+	moves   moveLog     // the moved key space, measured off the path of changes
 
 	mu       sync.Mutex // serializes state changes
 	stopping atomic.Bool

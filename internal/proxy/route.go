@@ -26,6 +26,10 @@ type state struct {
 	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
+	// fingerprint is dist.Fingerprint of the ring: the pool's routing
+	// settings and the servers of live. Proxies that agree on it route every
+	// key alike.
+	fingerprint string
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -46,8 +50,11 @@ func (st *state) route(key []byte) (*server, error) {
 	return srv, nil
 }
 
-// newState builds the routing state of cfg over servers.
-func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+// newState builds the routing state of cfg over servers. prev, if not nil, is
+// the state it replaces, whose router the new one is merged from where the
+// distribution allows (dist.Update): a change of a few servers of a large pool
+// then costs a fraction of a build.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool, prev *state) (*state, error) {
 	e, err := dist.EntryOf(cfg)
 	if err != nil {
 		return nil, err
@@ -61,10 +68,18 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, er
 			st.live = append(st.live, s)
 		}
 	}
+	if st.fingerprint, err = dist.Fingerprint(cfg, live); err != nil {
+		return nil, err
+	}
 	if len(live) == 0 {
 		return st, nil
 	}
-	r, err := dist.Build(cfg, live)
+	var from *config.Pool
+	var router dist.Router
+	if prev != nil && prev.router != nil {
+		from, router = prev.cfg, prev.router
+	}
+	r, err := dist.Update(from, router, cfg, live)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +95,7 @@ func (pl *pool) reroute() {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject)
+	st, err := newState(cur.cfg, cur.list, cur.eject, cur)
 	if err != nil {
 		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
 		return
@@ -136,7 +151,8 @@ func samePool(a, b *config.Pool) bool {
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
 // name, address, weight and number of connections, with their connections and
-// health, and logs the fraction of the key space that moved, saying why.
+// health, and has the fraction of the key space that moved logged, saying why
+// (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
 func (pl *pool) swap(cfg *config.Pool, why string) error {
@@ -155,7 +171,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {
@@ -172,7 +188,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 			gone = append(gone, s)
 		}
 	}
-	pl.logMoves(cur, st, why)
+	pl.noteMove(cur, st, why)
 	if len(gone) > 0 {
 		// Let requests already routed to the leaving servers finish.
 		grace := max(2*cfg.Timeout, time.Second)
@@ -207,16 +223,20 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 	}
 }
 
-// logMoves logs the fraction of the key space each server gained or lost, and
-// why it moved ("reload", ...).
-func (pl *pool) logMoves(old, cur *state, why string) {
+// logMoves logs the fraction of the key space each server gained or lost from
+// old to cur, why it moved ("reload", ...) and over how many changes.
+func (pl *pool) logMoves(old, cur *state, why string, changes int) {
+	// Fixed keys, so that log readers find the same fields in every line:
+	// changes is 1 but for changes measured together, and the flows between
+	// servers are one list, each "from->to:share".
+	changes = max(changes, 1)
 	switch {
 	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
 		return // nothing to measure, or keys routed at random
 	case old.router == nil || cur.router == nil:
 		// To or from no live server: every key moves.
 		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000", "method", "no live server",
-			"added", serverNames(cur.live), "removed", serverNames(old.live), "flows", []string{})
+			"added", serverNames(cur.live), "removed", serverNames(old.live), "flows", []string{}, "changes", changes)
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
@@ -224,14 +244,12 @@ func (pl *pool) logMoves(old, cur *state, why string) {
 		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
 	}
-	// Fixed keys, so that log readers find the same fields in every line:
-	// the flows between servers are one list, each "from->to:share".
 	flows := make([]string, len(d.Flows))
 	for i, fl := range d.Flows {
 		flows[i] = fl.From + "->" + fl.To + ":" + strconv.FormatFloat(fl.Share, 'f', 6, 64)
 	}
 	pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
-		"method", d.Method, "added", d.Added, "removed", d.Removed, "flows", flows)
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "flows", flows, "changes", changes)
 }
 
 func serverNames(servers []*server) []string {

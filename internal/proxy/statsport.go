@@ -131,7 +131,7 @@ type serverSample struct {
 // sampleStats reads the counters of the pools, sorted by name, their servers
 // in the order of their pool.
 func sampleStats(pools []*pool) *statsSample {
-	slices.SortFunc(pools, func(a, b *pool) int { return strings.Compare(a.name, b.name) })
+	sortPools(pools)
 	s := &statsSample{pools: make([]poolSample, len(pools))}
 	for i, pl := range pools {
 		ps := poolSample{name: pl.name, values: make([]int64, len(poolFields))}
@@ -153,6 +153,12 @@ func sampleStats(pools []*pool) *statsSample {
 		s.pools[i] = ps
 	}
 	return s
+}
+
+// sortPools sorts pools by name, as the stats document and the status page
+// list them.
+func sortPools(pools []*pool) {
+	slices.SortFunc(pools, func(a, b *pool) int { return strings.Compare(a.name, b.name) })
 }
 
 // connections returns the connections open now and opened since the start,
@@ -262,7 +268,7 @@ func appendJSONString(b []byte, s string) []byte {
 
 // startStats opens the stats port, with p.mu held; Close closes it.
 func (p *Proxy) startStats() error {
-	ln, err := net.Listen("tcp", p.StatsAddr)
+	ln, err := listenTCP(p.ctx, p.StatsAddr) // shared with a new process (listen.go)
 	if err != nil {
 		return fmt.Errorf("proxy: stats port: %w", err)
 	}

@@ -36,8 +36,7 @@ func parseStats(t testing.TB, doc []byte) *statsObject {
 	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
-	var object func() *statsObject
-	object = func() *statsObject {
+	object := func() *statsObject {
 		o := &statsObject{vals: map[string]any{}}
 		if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
 			t.Fatalf("stats document %q: %v, %v; want an object", doc, tok, err)
