@@ -38,24 +38,39 @@ func jsonLogs(t *testing.T, logs *testprog.Buffer, msg string) []map[string]any 
 func TestLogs(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	var logs testprog.Buffer
-	p := startProxy(t, poolYAML("timeout: 300", servers...), func(p *Proxy) {
+	yaml := poolYAML("timeout: 300", servers...)
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) {
 		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	c := dial(t, p.Addr("alpha").String())
 
-	// A server down for many requests, then up.
+	// A server down for many requests, then up: a get of keys of each server.
 	keys := "get"
-	for i := range 50 {
-		keys += " k" + itoa(i)
+	var of [2]int
+	for i := 0; of[0] < 5 || of[1] < 5; i++ {
+		k := "k" + itoa(i)
+		for j, s := range servers {
+			if owner(k) == s.Addr && of[j] < 5 {
+				keys += " " + k
+				of[j]++
+			}
+		}
 	}
 	keys += "\r\n"
 	c.mustDo(keys)
 	servers[1].Stop()
+	// Until a connection is refused (a dying memcached may still take one),
+	// then many more.
+	for deadline := time.Now().Add(5 * time.Second); len(jsonLogs(t, &logs, "server down")) == 0 && time.Now().Before(deadline); {
+		c.mustDo(keys)
+		time.Sleep(10 * time.Millisecond)
+	}
 	for range 20 {
 		c.mustDo(keys)
 	}
 	if got := jsonLogs(t, &logs, "server down"); len(got) != 1 || got[0]["server"] != servers[1].Addr {
-		t.Errorf("server down: %d lines %v; want one, for %s", len(got), got, servers[1].Addr)
+		t.Errorf("server down: %d lines %v; want one, for %s; logs:\n%s", len(got), got, servers[1].Addr, logs.String())
 	}
 	servers[1].Restart()
 	deadline := time.Now().Add(5 * time.Second)
