@@ -36,6 +36,7 @@ type serverStats struct {
 	responses     atomic.Uint64
 	responseBytes atomic.Uint64
 	badReplies    atomic.Uint64 // replies out of the protocol, each resetting its connection
+	ejects        atomic.Uint64 // times the server was ejected
 	hits          atomic.Uint64 // keys a read found (reply.lookups)
 	misses        atomic.Uint64 // keys a read did not find
 }
@@ -203,6 +204,7 @@ var (
 	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
 	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
+	descSrvEjects   = prometheus.NewDesc("chash_proxy_server_ejections_total", "Times the server was ejected.", []string{"pool", "server"}, nil)
 	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET) the server found.", []string{"pool", "server"}, nil)
 	descSrvMisses   = prometheus.NewDesc("chash_proxy_get_misses_total", "Keys of reads the server did not find.", []string{"pool", "server"}, nil)
 	descSrvSent     = prometheus.NewDesc("chash_proxy_server_sent_bytes_total", "Bytes of requests written to the server (nutcracker's request_bytes).", []string{"pool", "server"}, nil)
@@ -230,7 +232,7 @@ func buildInfo() prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
-		descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
+		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
 	}
 }
@@ -261,6 +263,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
 			count(descSrvBadReply, s.stats.badReplies.Load(), pl.name, s.name)
+			count(descSrvEjects, s.stats.ejects.Load(), pl.name, s.name)
 			count(descSrvHits, s.stats.hits.Load(), pl.name, s.name)
 			count(descSrvMisses, s.stats.misses.Load(), pl.name, s.name)
 			count(descSrvSent, s.stats.requestBytes.Load(), pl.name, s.name)

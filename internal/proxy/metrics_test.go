@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -97,6 +98,15 @@ func TestMetricsLean(t *testing.T) {
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	// promlint holds the rules of promtool check metrics; promtool itself,
+	// if installed, checks the text as it would a live target's.
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	if promtool, err := exec.LookPath("promtool"); err == nil {
 		cmd := exec.Command(promtool, "check", "metrics")

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
@@ -98,6 +102,28 @@ func TestRoute(t *testing.T) {
 	}
 	if got := dial(t, byName[moved.Server].Addr).mustDo("get " + k + "\r\n"); got != "VALUE "+k+" 0 1\r\ny\r\nEND\r\n" {
 		t.Errorf("after the ejection, %s has %q for %s; /route said it gets it", moved.Server, got, k)
+	}
+
+	// The ejection is counted for that server alone.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(scrape(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ejections := families["chash_proxy_server_ejections_total"].GetMetric()
+	if len(ejections) != 3 {
+		t.Errorf("chash_proxy_server_ejections_total: %d series; want one a server, 3", len(ejections))
+	}
+	for _, m := range ejections {
+		var server string
+		for _, l := range m.Label {
+			if l.GetName() == "server" {
+				server = l.GetValue()
+			}
+		}
+		if want := map[bool]float64{true: 1, false: 0}[server == first]; value(m) != want {
+			t.Errorf("chash_proxy_server_ejections_total{server=%q} = %v; want %v", server, value(m), want)
+		}
 	}
 
 	for _, tt := range []struct {
