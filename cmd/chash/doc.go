@@ -438,6 +438,63 @@
 //	Example:
 //		tls_key_file: /etc/chash/key.pem
 //
+// warmup (chash)
+//
+//	How long, in milliseconds, the proxy warms the new servers of keys after
+//	the pool's ring changes (a reload, a membership change, an ejection, a
+//	readmission, a drain). While the window is open, a get, gets, gat, gats
+//	or mg that misses at a key's new server, for a key whose server changed,
+//	reads the key from its previous server; a hit answers the client and is
+//	copied to the new server with its flags and remaining time to live, and
+//	removed from the previous one. Keys that did not move never pay a second
+//	read. Writes and deletes in the window go to the new server and delete
+//	the previous server's copy, so no stale value comes back. memcached
+//	pools only.
+//	Default: 0: no warm-up.
+//	Example:
+//		warmup: 60000
+//
+// replicas (chash)
+//
+//	The number of distinct servers each key is stored on: the first replicas
+//	servers of the key's replica set, the first being the server chash route
+//	names. Writes (set, add, replace, append, prepend, cas, incr, decr,
+//	touch, delete and the meta commands) go to all of them; reads go to the
+//	first that is up and fail over to the next on an error, a timeout or an
+//	ejection. Commands whose outcome depends on the stored item (add,
+//	replace, append, prepend, cas, incr, decr, ma, ms with a mode or a cas,
+//	md with a cas) are decided by the first replica that is up, and the item
+//	it then holds is copied to the others. A write that cannot reach a
+//	replica is remembered and replayed, as a delete, before that replica
+//	serves reads again. Only the distributions with replica sets (chash,
+//	rendezvous, multiprobe, balanced) take more than 1; memcached pools
+//	only.
+//	Default: 1: each key on one server.
+//	Example:
+//		replicas: 2
+//
+// read_miss_failover (chash)
+//
+//	Whether a read that misses at a key's first replica tries the next
+//	replica, for pools whose replicas may lack keys (a replica added, or
+//	restarted empty). Needs replicas above 1.
+//	Default: false: reads fail over only when a replica fails.
+//	Example:
+//		read_miss_failover: true
+//
+// drain (chash)
+//
+//	Servers of the pool, by name, that own no keys but stay connected, so
+//	that a server can leave without a cold cache: a reload that adds a
+//	server here moves its keys to their new servers and, with warmup, opens
+//	a warm-up window in which the keys read are copied from it. Once the
+//	window has closed, remove the server from servers. chash proxy's admin
+//	endpoint POST /drain does the same without a file. At least one server
+//	must stay undrained.
+//	Default: none: every server owns keys.
+//	Example:
+//		drain: [10.0.0.2:11211]
+//
 // servers (twemproxy)
 //
 //	The pool's servers, one "host:port:weight [name]" or
