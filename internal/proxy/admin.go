@@ -78,6 +78,8 @@ func (p *Proxy) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "reloaded")
 	})
+	mux.HandleFunc("POST /drain", p.handleDrain)
+	mux.HandleFunc("DELETE /drain", p.handleDrain)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

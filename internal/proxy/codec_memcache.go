@@ -351,6 +351,7 @@ type mcReply struct {
 	resp     memcache.Response
 	cmd      memcache.Command // of the request sent
 	maxItems int              // the keys of a retrieval sent
+	line     []byte           // a line rewritten by a warm-up (adopt)
 }
 
 var _ reply = (*mcReply)(nil)

@@ -20,6 +20,14 @@ type poolStats struct {
 	ejects      atomic.Uint64
 	forwardErr  atomic.Uint64
 	fragments   atomic.Uint64
+
+	windows     atomic.Uint64 // warm-up windows opened
+	warmReads   atomic.Uint64 // reads of keys' previous servers
+	warmHits    atomic.Uint64 // of which found the key
+	warmCopies  atomic.Uint64 // values copied to their new servers
+	warmDropped atomic.Uint64 // copies not made: too many waited
+	warmUndone  atomic.Uint64 // copies taken back: the previous copy changed meanwhile
+	failovers   atomic.Uint64 // reads and decisions that went to another replica
 }
 
 // serverStats are a server's counters, named as in nutcracker's stats.
@@ -196,11 +204,27 @@ var (
 	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
 	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
+
+	descWindows     = prometheus.NewDesc("chash_proxy_warmup_windows_total", "Warm-up windows opened by ring changes.", []string{"pool"}, nil)
+	descWarmOpen    = prometheus.NewDesc("chash_proxy_warmup_window_open", "1 while a warm-up window is open.", []string{"pool"}, nil)
+	descWarmReads   = prometheus.NewDesc("chash_proxy_warmup_reads_total", "Reads of keys' previous servers after misses at their new servers.", []string{"pool"}, nil)
+	descWarmHits    = prometheus.NewDesc("chash_proxy_warmup_hits_total", "Warm-up reads that found the key.", []string{"pool"}, nil)
+	descWarmCopies  = prometheus.NewDesc("chash_proxy_warmup_copies_total", "Values copied to their keys' new servers.", []string{"pool"}, nil)
+	descWarmDropped = prometheus.NewDesc("chash_proxy_warmup_copies_dropped_total", "Copies not made because too many waited.", []string{"pool"}, nil)
+	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies taken back because the previous server's copy changed meanwhile.", []string{"pool"}, nil)
+	descFailovers   = prometheus.NewDesc("chash_proxy_replica_failovers_total", "Reads and conditional writes sent to the next replica after one failed (or missed, with read_miss_failover).", []string{"pool"}, nil)
+	descOwed        = prometheus.NewDesc("chash_proxy_owed_deletes", "Deletes the server owes: writes it missed, replayed before it serves reads again.", []string{"pool", "server"}, nil)
+	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
+	descReplayed    = prometheus.NewDesc("chash_proxy_owed_deletes_replayed_total", "Owed deletes replayed to the server.", []string{"pool", "server"}, nil)
+	descFlushes     = prometheus.NewDesc("chash_proxy_owed_flushes_total", "Times the server owed too many deletes and was emptied instead.", []string{"pool", "server"}, nil)
+	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
-		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits} {
+		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
+		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
+		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained} {
 		ch <- d
 	}
 }
@@ -223,8 +247,29 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		count(descForwardErr, pl.stats.forwardErr.Load(), pl.name)
 		count(descFragments, pl.stats.fragments.Load(), pl.name)
 		count(descEjects, pl.stats.ejects.Load(), pl.name)
+		count(descWindows, pl.stats.windows.Load(), pl.name)
+		open := 0.0
+		if st.warm != nil {
+			open = 1
+		}
+		gauge(descWarmOpen, open, pl.name)
+		count(descWarmReads, pl.stats.warmReads.Load(), pl.name)
+		count(descWarmHits, pl.stats.warmHits.Load(), pl.name)
+		count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
+		count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
+		count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
+		count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		shares := m.ringShares(st)
 		for _, s := range st.list {
+			gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
+			count(descOwedTotal, s.owed.total.Load(), pl.name, s.name)
+			count(descReplayed, s.owed.replayed.Load(), pl.name, s.name)
+			count(descFlushes, s.owed.flushes.Load(), pl.name, s.name)
+			dr := 0.0
+			if st.drained[s.name] {
+				dr = 1
+			}
+			gauge(descDrained, dr, pl.name, s.name)
 			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
@@ -274,6 +319,10 @@ func (p *Proxy) Stats() map[string]any {
 			"server_ejects":      pl.stats.ejects.Load(),
 			"forward_error":      pl.stats.forwardErr.Load(),
 			"fragments":          pl.stats.fragments.Load(),
+			"warmup_reads":       pl.stats.warmReads.Load(),
+			"warmup_hits":        pl.stats.warmHits.Load(),
+			"warmup_copies":      pl.stats.warmCopies.Load(),
+			"replica_failovers":  pl.stats.failovers.Load(),
 		}
 		total += pl.stats.clientTotal.Load()
 		curr += pl.nconns.Load()
@@ -302,6 +351,8 @@ func (p *Proxy) Stats() map[string]any {
 				"in_queue_bytes":         inBytes,
 				"out_queue":              out,
 				"out_queue_bytes":        outBytes,
+				"owed_deletes":           s.owed.n.Load(),
+				"drained":                st.drained[s.name],
 			}
 		}
 		out[pl.name] = ps

@@ -166,6 +166,8 @@ type Proxy struct {
 	reloadMu   sync.Mutex
 	nextReload time.Time
 	closed     bool
+
+	maxOwed int // deletes a server may owe before it is emptied; 0: defaultMaxOwed
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -224,6 +226,13 @@ func Validate(f *config.File) error {
 		}
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
+		}
+		if cfg.Redis {
+			for key, set := range map[string]bool{"replicas": cfg.Replicas > 1, "warmup": cfg.Warmup > 0} {
+				if set {
+					return fmt.Errorf("proxy: %s:%d: pool %q: %s is served in memcached pools only, not in Redis pools (redis: true)", f.Path, cfg.KeyLine(key), cfg.Name, key)
+				}
+			}
 		}
 		if err := checkServers(cfg.Servers); err != nil {
 			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.Line, cfg.Name, err)
@@ -306,6 +315,7 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
 	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}), codec: p.newCodec(cfg)}
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
+	pl.copier.pl = pl
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
 		if ln != nil {
@@ -327,7 +337,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
 	}
-	st, err := newState(cfg, servers, p.ejectErrors(cfg))
+	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg))
 	if err != nil {
 		ln.Close()
 		for _, s := range servers {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"time"
@@ -24,6 +25,28 @@ type state struct {
 	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
+
+	// replicas is the number of servers each key is stored on, at least 1.
+	// Above 1, router is a dist.ReplicaRouter (rrouter) over every server
+	// that is not drained, the ejected included, and requests skip the
+	// ejected ones (replica.go).
+	replicas int
+	rrouter  dist.ReplicaRouter
+	// full routes over every server that is not drained, to its index in
+	// fullList, when some are ejected and their keys moved: a write of a key
+	// whose server is ejected is owed by that server (owed.go). nil when no
+	// server is ejected, or ejected servers keep their keys.
+	full     dist.Router
+	fullList []*server
+	// warm is the warm-up window open since the last ring change, or nil
+	// (warmup.go).
+	warm *window
+	// planned sends requests through dispatchPlan (replica.go): the pool has
+	// replicas, a window is open, or ejected servers owe writes. Otherwise a
+	// request goes where route says, at no cost beyond this test.
+	planned bool
+	// drained names the servers that own no keys (drain.go).
+	drained map[string]bool
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -44,19 +67,33 @@ func (st *state) route(key []byte) (*server, error) {
 	return srv, nil
 }
 
-// newState builds the routing state of cfg over servers.
-func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, error) {
+// newState builds the routing state of cfg over servers; those named in
+// drained own no keys.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map[string]bool) (*state, error) {
 	e, err := dist.EntryOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
-	var live []config.Server
+	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)),
+		eject: ejectErrors, replicas: max(cfg.Replicas, 1), drained: drained}
+	// With replicas, ejected servers keep their place in the replica sets:
+	// their keys do not move, reads fail over past them and the writes they
+	// miss are owed.
+	keep := ejectErrors || st.replicas > 1
+	var live, all []config.Server
+	ejected := false
 	for _, s := range servers {
 		st.servers[s.name] = s
-		if ejectErrors || !s.ejected.Load() {
+		if drained[s.name] {
+			continue
+		}
+		all = append(all, s.cfg)
+		st.fullList = append(st.fullList, s)
+		if keep || !s.ejected.Load() {
 			live = append(live, s.cfg)
 			st.live = append(st.live, s)
+		} else {
+			ejected = true
 		}
 	}
 	if len(live) == 0 {
@@ -67,23 +104,40 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool) (*state, er
 		return nil, err
 	}
 	st.router = r
+	if st.replicas > 1 {
+		rr, ok := r.(dist.ReplicaRouter)
+		if !ok { // dist.Build refuses replicas for distributions without replica sets
+			return nil, cfg.ErrorAt("replicas", fmt.Errorf("distribution %s has no replica sets", cfg.Distribution))
+		}
+		st.rrouter = rr
+	}
+	if ejected && !e.Random {
+		if st.full, err = dist.Build(cfg, all); err != nil {
+			return nil, err
+		}
+	} else {
+		st.fullList = nil
+	}
+	st.planned = st.replicas > 1 || st.full != nil
 	return st, nil
 }
 
-// reroute rebuilds the router after a server was ejected or readmitted. Keys of
-// an ejected server go where the distribution puts them without it, as in
-// twemproxy: for the chash distribution, and ketama with equal weights, that is
-// the next server clockwise, and no other key moves.
-func (pl *pool) reroute() {
+// reroute rebuilds the router after a server was ejected or readmitted
+// (readmitted is nil for an ejection). Keys of an ejected server go where the
+// distribution puts them without it, as in twemproxy: for the chash
+// distribution, and ketama with equal weights, that is the next server
+// clockwise, and no other key moves. In a pool with replicas the ring does not
+// change: requests skip the ejected server.
+func (pl *pool) reroute(why string, readmitted *server) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject)
+	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg))
 	if err != nil {
 		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
 		return
 	}
-	pl.state.Store(st)
+	pl.storeLocked(cur, st, why, readmitted, 0)
 }
 
 // update swaps in the routing state of cfg, the pool of the file at path,
@@ -150,7 +204,8 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg))
+	pl.forgetDrains(cfg)
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), pl.drainedLocked(cfg))
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {
@@ -158,7 +213,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		}
 		return err
 	}
-	pl.state.Store(st)
+	pl.storeLocked(cur, st, why, nil, 0)
 	pl.mu.Unlock()
 
 	var gone []*server
@@ -169,8 +224,9 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 	}
 	pl.logMoves(cur, st, why)
 	if len(gone) > 0 {
-		// Let requests already routed to the leaving servers finish.
-		grace := max(2*cfg.Timeout, time.Second)
+		// Let requests already routed to the leaving servers finish, and
+		// the warm-up window read them.
+		grace := max(2*cfg.Timeout, time.Second, cfg.Warmup+cfg.Timeout)
 		pl.proxy.wg.Add(1)
 		go pl.retire(gone, grace)
 	}

@@ -48,6 +48,8 @@ type server struct {
 	closing bool
 
 	refusal atomic.Pointer[string] // why the last handshake was refused, nil if it was not
+
+	owed owedSet // deletes the server missed (owed.go)
 }
 
 // refused logs why the server refused a new connection's handshake, err
