@@ -108,12 +108,7 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 	if len(drained)+1 >= len(cur.list) {
 		return time.Time{}, fmt.Errorf("proxy: pool %q: server %q is the last one not drained", pool, server)
 	}
-	if window <= 0 {
-		window = cur.cfg.Warmup
-	}
-	if window <= 0 {
-		window = defaultDrainWindow
-	}
+	window = drainWindow(cur.cfg, window)
 	if pl.drains == nil {
 		pl.drains = map[string]*drainState{}
 	}
@@ -133,8 +128,9 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 }
 
 // Undrain gives back its keys to a server drained by Drain, opening a
-// warm-up window (of the pool's warmup) from the servers that held them.
-func (p *Proxy) Undrain(pool, server string) error {
+// warm-up window of window (the pool's warmup if zero, or a minute if the
+// pool has none) from the servers that held them.
+func (p *Proxy) Undrain(pool, server string, window time.Duration) error {
 	pl, err := p.poolNamed(pool)
 	if err != nil {
 		return err
@@ -151,10 +147,22 @@ func (p *Proxy) Undrain(pool, server string) error {
 		pl.mu.Unlock()
 		return err
 	}
-	pl.storeLocked(cur, st, "undrain of "+server, nil, 0)
+	pl.storeLocked(cur, st, "undrain of "+server, nil, drainWindow(cur.cfg, window))
 	pl.mu.Unlock()
 	pl.logMoves(cur, st, "undrain of "+server)
 	return nil
+}
+
+// drainWindow returns the length of a drain's warm-up window: window, or the
+// pool's warmup, or defaultDrainWindow.
+func drainWindow(cfg *config.Pool, window time.Duration) time.Duration {
+	switch {
+	case window > 0:
+		return window
+	case cfg.Warmup > 0:
+		return cfg.Warmup
+	}
+	return defaultDrainWindow
 }
 
 // poolNamed returns the running pool called name.
@@ -197,14 +205,6 @@ func (p *Proxy) handleDrain(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "proxy: "+r.Method+" /drain needs pool and server, as in /drain?pool=alpha&server=10.0.0.2:11211", http.StatusBadRequest)
 		return
 	}
-	if r.Method == http.MethodDelete {
-		if err := p.Undrain(pool, server); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		fmt.Fprintf(w, "server %s of pool %s owns keys again\n", server, pool)
-		return
-	}
 	var window time.Duration
 	if ms := q.Get("ms"); ms != "" {
 		n, err := strconv.Atoi(ms)
@@ -213,6 +213,14 @@ func (p *Proxy) handleDrain(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		window = time.Duration(n) * time.Millisecond
+	}
+	if r.Method == http.MethodDelete {
+		if err := p.Undrain(pool, server, window); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "server %s of pool %s owns keys again\n", server, pool)
+		return
 	}
 	until, err := p.Drain(pool, server, window)
 	if err != nil {

@@ -151,19 +151,22 @@ type plan struct {
 	src     []int
 	kc      []int
 	hit     []bool
-	warming []bool // cur is a warm-up read
-	warmed  []bool // a warm-up read was sent
-	idx     []int  // AppendN's scratch
+	warming []bool    // cur is a warm-up read
+	depth   []int     // the windows of the chain consulted for a warm-up
+	warmSrv []*server // the server of the last warm-up read
+	idx     []int     // AppendN's scratch
 
-	// Writes: the key's replicas in order (its server, without replicas),
-	// the previous server of a warm-up window if not one of them, and its
-	// call, the replica deciding a conditional write (-1 for none).
-	targets  []*server
-	prev     *server
-	prevCall int
-	primary  int
-	stage    int
-	it       item
+	// Writes: the key's replicas in order (its server, without replicas);
+	// in a warm-up window, its previous servers that are not among them
+	// (stale), whose copies the write deletes with the calls
+	// staleCalls[0]:staleCalls[1]; the replica deciding a conditional write
+	// (-1 for none).
+	targets    []*server
+	stale      []*server
+	staleCalls [2]int
+	primary    int
+	stage      int
+	it         item
 }
 
 // planOf returns r's plan, made on first use, reset for a request of units
@@ -174,18 +177,19 @@ func (r *clientReq) planOf(units int) *plan {
 	}
 	p := r.plan
 	p.active, p.barrier, p.err, p.answer, p.first = true, false, nil, -1, r.ncalls
-	p.units, p.prev, p.prevCall, p.primary, p.stage = units, nil, -1, -1, 0
-	p.cands, p.off, p.targets = p.cands[:0], append(p.off[:0], 0), p.targets[:0]
+	p.units, p.primary, p.stage, p.staleCalls = units, -1, 0, [2]int{}
+	p.cands, p.off, p.targets, p.stale = p.cands[:0], append(p.off[:0], 0), p.targets[:0], p.stale[:0]
 	p.next = resize(p.next, units)
 	p.cur = resize(p.cur, units)
 	p.src = resize(p.src, units)
 	p.kc = resize(p.kc, units)
 	p.hit = resize(p.hit, units)
 	p.warming = resize(p.warming, units)
-	p.warmed = resize(p.warmed, units)
+	p.depth = resize(p.depth, units)
+	p.warmSrv = resize(p.warmSrv, units)
 	for i := range units {
 		p.next[i], p.cur[i], p.src[i], p.kc[i] = 0, -1, -1, -1
-		p.hit[i], p.warming[i], p.warmed[i] = false, false, false
+		p.hit[i], p.warming[i], p.depth[i], p.warmSrv[i] = false, false, 0, nil
 	}
 	return p
 }
@@ -442,7 +446,11 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 			if c.warmed(r, p, st, i, cl) {
 				continue
 			}
-			// Not found there either: a miss, unless a replica has it.
+			// Not found there: an older window's server, or a miss, unless
+			// a replica has it.
+			if c.warmUp(r, p, st, i, deadline) {
+				continue
+			}
 			if st.cfg.ReadMissFailover && p.left(i) > 0 {
 				retry = true
 				pl.stats.failovers.Add(1)
@@ -465,17 +473,8 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 			continue
 		}
 		// A miss: warm up from the previous server, or fail over.
-		if st.warm != nil && !p.warmed[i] {
-			_, hashed := unitKey(st, r.req, unitIndex(p, i))
-			prev := st.warm.prevOwner(hashed)
-			if prev != nil && !slices.Contains(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
-				p.warmed[i], p.warming[i] = true, true
-				w := c.planCall(r, deadline, prev)
-				w.out = preq.appendWarmRead(w.out, unitIndex(p, i), w.reply)
-				p.cur[i] = r.ncalls - 1
-				pl.stats.warmReads.Add(1)
-				continue
-			}
+		if c.warmUp(r, p, st, i, deadline) {
+			continue
 		}
 		if st.cfg.ReadMissFailover && p.left(i) > 0 {
 			retry = true
@@ -496,6 +495,34 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 	}
 	p.first = first
 	return r.ncalls > first
+}
+
+// warmUp makes the call (not sent yet) of a warm-up read of unit i from its
+// server before the next window of the chain, if that is a server not read
+// yet, and reports whether it did.
+func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.Time) bool {
+	if st.warm == nil {
+		return false
+	}
+	_, hashed := unitKey(st, r.req, unitIndex(p, i))
+	now := time.Now()
+	for w := st.warm.chain(p.depth[i]); w != nil; w = st.warm.chain(p.depth[i]) {
+		p.depth[i]++
+		if !now.Before(w.until) {
+			continue
+		}
+		prev := w.prevOwner(hashed)
+		if prev == nil || prev == p.warmSrv[i] || slices.Contains(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
+			continue
+		}
+		p.warming[i], p.warmSrv[i] = true, prev
+		cl := c.planCall(r, deadline, prev)
+		cl.out = r.req.(planRequest).appendWarmRead(cl.out, unitIndex(p, i), cl.reply)
+		p.cur[i] = r.ncalls - 1
+		c.pool.stats.warmReads.Add(1)
+		return true
+	}
+	return false
 }
 
 // warmed handles the reply of a warm-up read of unit i, and reports whether
@@ -529,6 +556,13 @@ func (c *client) warmed(r *clientReq, p *plan, st *state, i int, cl *call) bool 
 	job.key = slices.Clone(key)
 	job.from = cl.srv
 	job.del = !slices.Contains(targets, cl.srv)
+	for _, s := range st.warm.appendStale(nil, hashed, append(targets, cl.srv)) {
+		if s.ejected.Load() {
+			s.owe(job.key, false)
+		} else {
+			job.drop = append(job.drop, s)
+		}
+	}
 	pl.copier.enqueue(job)
 	return true
 }
@@ -542,9 +576,7 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		return
 	}
 	if st.warm != nil {
-		if prev := st.warm.prevOwner(hashed); prev != nil && !slices.Contains(p.targets, prev) {
-			p.prev = prev
-		}
+		p.stale = st.warm.appendStale(p.stale, hashed, p.targets)
 	}
 	if p.acc == accessCond && st.replicas > 1 {
 		// The first live replica that owes nothing decides, else the first
@@ -563,12 +595,20 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 		p.barrier = true // the others get the decision after it is made
 	}
-	if p.prev != nil {
-		// The previous server's copy goes: first, for a delete.
-		cl := c.planCall(r, deadline, p.prev)
-		cl.out = c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
-		p.prevCall = r.ncalls - 1
-		cl.srv.send(cl)
+	if len(p.stale) > 0 {
+		// The previous servers' copies go: first, for a delete, so that a
+		// warm-up copy racing with it sees it and takes itself back.
+		p.staleCalls[0] = r.ncalls
+		for _, s := range p.stale {
+			if s.ejected.Load() {
+				s.owe(key, false)
+				continue
+			}
+			cl := c.planCall(r, deadline, s)
+			cl.out = c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
+			cl.srv.send(cl)
+		}
+		p.staleCalls[1] = r.ncalls
 		if p.acc == accessDelete {
 			p.barrier = true
 			return
@@ -604,13 +644,13 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 	preq := r.req.(planRequest)
 	ic := c.pool.codecOf()
 	key, _ := unitKey(st, r.req, 0)
-	if j := p.prevCall; j >= 0 && j < r.ncalls {
-		// The delete of the previous server's copy: owed if it failed.
-		if cl := r.calls[j]; cl.err != nil {
+	// The deletes of the previous servers' copies: owed if they failed.
+	for _, cl := range r.calls[p.staleCalls[0]:p.staleCalls[1]] {
+		if cl.err != nil {
 			cl.srv.owe(key, true)
 		}
-		p.prevCall = -1
 	}
+	p.staleCalls = [2]int{}
 	first := r.ncalls
 	switch p.stage {
 	case 0:

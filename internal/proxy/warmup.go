@@ -34,9 +34,12 @@ import (
 //     sees it and takes itself back.
 //
 // Keys whose server did not change never pay a second read, and when no
-// window is open a request pays one test of a bool (state.planned). Keys that
-// moved twice within a window are warmed from the ring just before the last
-// change. Warm-up reads, hits and copies are counted (chash_proxy_warmup_*).
+// window is open a request pays one test of a bool (state.planned). A change
+// while a window is open opens a window chained to it (or, if it opens none,
+// keeps it): a key that misses at its previous server of the last change is
+// read from its server before the change before, and so on, for the windows
+// still open (at most maxWindows). Warm-up reads, hits and copies are counted
+// (chash_proxy_warmup_*).
 
 // window is a warm-up window: the routing before the last ring change.
 type window struct {
@@ -51,32 +54,106 @@ type window struct {
 	// a pool with replicas, whose ring did not change.
 	skip  *server
 	until time.Time
+	// older are the windows that were open when this one opened, the
+	// newest first; at most maxWindows-1.
+	older []*window
+}
+
+// maxWindows bounds a chain of windows.
+const maxWindows = 4
+
+// open returns w if it is open at now, else the newest older one that is,
+// or nil.
+func (w *window) open(now time.Time) *window {
+	if w == nil || now.Before(w.until) {
+		return w
+	}
+	for _, o := range w.older {
+		if now.Before(o.until) {
+			return o
+		}
+	}
+	return nil
+}
+
+// chain returns the i-th window of the chain that starts at w (w itself for
+// 0), or nil past its end.
+func (w *window) chain(i int) *window {
+	if i == 0 {
+		return w
+	}
+	if i-1 < len(w.older) {
+		return w.older[i-1]
+	}
+	return nil
+}
+
+// chained returns the windows a window opening at now chains to: w and its
+// older ones that are open, at most maxWindows-1.
+func (w *window) chained(now time.Time) []*window {
+	if w == nil {
+		return nil
+	}
+	var out []*window
+	for _, o := range append([]*window{w}, w.older...) {
+		if now.Before(o.until) && len(out) < maxWindows-1 {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // prevOwner returns the server that served key (already through the hash
 // tag) before the window opened, or nil if none can be read.
 func (w *window) prevOwner(key []byte) *server {
+	var buf [8]*server
+	for _, s := range w.prevSet(buf[:0], key) {
+		if s != w.skip && !s.ejected.Load() {
+			return s
+		}
+	}
+	return nil
+}
+
+// prevSet appends to dst the servers that held key before the window
+// opened: its replica set in the previous ring, the ejected included.
+func (w *window) prevSet(dst []*server, key []byte) []*server {
 	if w.replicas > 1 {
 		var buf [8]int
 		idx, err := w.rrouter.AppendN(buf[:0], key, w.replicas)
 		if err != nil {
-			return nil
+			return dst
 		}
 		for _, i := range idx {
-			if s := w.live[i]; s != w.skip && !s.ejected.Load() {
-				return s
-			}
+			dst = append(dst, w.live[i])
 		}
-		return nil
+		return dst
 	}
 	i, err := w.router.Lookup(key)
 	if err != nil {
-		return nil
+		return dst
 	}
-	if s := w.live[i]; !s.ejected.Load() {
-		return s
+	return append(dst, w.live[i])
+}
+
+// appendStale appends to dst the servers that held key (through the hash
+// tag) before the open windows of the chain that starts at w, but for those
+// in keep and those dst has.
+func (w *window) appendStale(dst []*server, key []byte, keep []*server) []*server {
+	now := time.Now()
+	var buf [8]*server
+	for i := 0; w.chain(i) != nil; i++ {
+		o := w.chain(i)
+		if !now.Before(o.until) {
+			continue
+		}
+		for _, s := range o.prevSet(buf[:0], key) {
+			if !slices.Contains(keep, s) && !slices.Contains(dst, s) {
+				dst = append(dst, s)
+			}
+		}
 	}
-	return nil
+	return dst
 }
 
 // storeLocked makes st the pool's state, replacing cur; pl.mu is held. If the
@@ -88,10 +165,12 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 	if length <= 0 {
 		length = st.cfg.Warmup
 	}
+	now := time.Now()
+	st.warm = cur.warm.open(now) // kept, unless a new window chains to it
 	if length > 0 && cur.router != nil && st.router != nil && !cur.dist.Random && pl.codecOf() != nil {
 		if !slices.Equal(cur.live, st.live) || readmitted != nil && st.replicas > 1 {
 			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
-				until: time.Now().Add(length)}
+				until: now.Add(length), older: cur.warm.chained(now)}
 			if slices.Equal(cur.live, st.live) {
 				w.skip = readmitted
 			}
@@ -112,10 +191,10 @@ func (pl *pool) closeWindow(w *window) {
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
 	if cur.warm != w {
-		return // a later change replaced it
+		return // a later change replaced it, or chained to it
 	}
 	st := *cur
-	st.warm = nil
+	st.warm = w.open(time.Now())
 	st.planned = st.replicas > 1 || st.full != nil
 	pl.state.Store(&st)
 	pl.proxy.log.Info("warm-up window closed", "pool", pl.name,
@@ -124,15 +203,18 @@ func (pl *pool) closeWindow(w *window) {
 }
 
 // copyJob is a value read from a key's previous server, to copy to its new
-// servers and then delete from the previous one.
+// servers and then delete from the previous ones.
 type copyJob struct {
 	key  []byte // as the servers store it
 	it   item   // what the previous server held
 	from *server
 	to   []*server
-	// del deletes the previous server's copy, if its cas is still it.cas:
-	// not when that server is one of the key's replicas still.
+	// del deletes from's copy, if its cas is still it.cas: not when from is
+	// one of the key's replicas still.
 	del bool
+	// drop are the key's other previous servers that are not its servers
+	// any more: their copies are deleted.
+	drop []*server
 }
 
 // maxCopyBytes bounds the values of the copies waiting for the copier; past
@@ -206,90 +288,93 @@ func (w *warmCopier) run() {
 
 // copy copies a batch of jobs: adds at the new servers, then deletes at the
 // previous ones, then takes back the copies of keys whose previous copy
-// changed meanwhile; each step pipelined over the batch.
+// changed meanwhile; each step pipelined over the batch. A delete that
+// fails is owed.
 func (w *warmCopier) copy(batch []*copyJob) {
 	pl := w.pl
 	ic := pl.codecOf()
 	st := pl.state.Load()
-	type stored struct {
+	// sent is a call of a step, and the job and server it is for.
+	type sent struct {
+		cl  *call
+		j   *copyJob
+		srv *server
+		cas bool // a delete conditioned on the previous copy's cas
+	}
+	var step []sent
+	send := func(j *copyJob, s *server, build func(cl *call) []byte) {
+		cl := w.call(len(step), st)
+		cl.out = build(cl)
+		step = append(step, sent{cl: cl, j: j, srv: s})
+		s.send(cl)
+	}
+	wait := func(f func(x sent)) {
+		for _, x := range step {
+			<-x.cl.done
+			pl.proxy.mem.release(x.cl.held)
+			f(x)
+		}
+		step = step[:0]
+	}
+
+	// Adds.
+	type copied struct {
 		j   *copyJob
 		srv *server
 		cas uint64
 	}
-	// Adds.
-	var adds []stored
-	var calls []*call
+	var adds []copied
 	for _, j := range batch {
 		for _, s := range j.to {
-			cl := w.call(len(calls), st)
-			cl.out = ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply)
-			calls = append(calls, cl)
-			adds = append(adds, stored{j: j, srv: s})
-			s.send(cl)
+			send(j, s, func(cl *call) []byte { return ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply) })
 		}
 	}
-	for i, cl := range calls {
-		<-cl.done
-		pl.proxy.mem.release(cl.held)
-		if cl.err == nil {
-			if cas, ok := ic.stored(cl.reply); ok {
-				adds[i].cas = cas
+	wait(func(x sent) {
+		if x.cl.err == nil {
+			if cas, ok := ic.stored(x.cl.reply); ok {
+				adds = append(adds, copied{x.j, x.srv, cas})
 				pl.stats.warmCopies.Add(1)
-				continue
 			}
 		}
-		adds[i].srv = nil // not stored: another value is there, or it failed
-	}
-	// Deletes of the previous copies, if unchanged.
-	calls = calls[:0]
-	var dels []*copyJob
+	})
+
+	// Deletes of the previous copies: from's if unchanged, the others'
+	// whatever they hold.
 	for _, j := range batch {
-		if !j.del {
-			continue
+		if j.del {
+			send(j, j.from, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply) })
+			step[len(step)-1].cas = true
 		}
-		cl := w.call(len(calls), st)
-		cl.out = ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply)
-		calls = append(calls, cl)
-		dels = append(dels, j)
-		j.from.send(cl)
+		for _, s := range j.drop {
+			send(j, s, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], j.key, 0, cl.reply) })
+		}
 	}
 	changed := map[*copyJob]bool{}
-	for i, cl := range calls {
-		<-cl.done
-		pl.proxy.mem.release(cl.held)
+	wait(func(x sent) {
 		switch {
-		case cl.err != nil:
-			// The previous server may still hold it: it owes the delete.
-			dels[i].from.owe(dels[i].key, true)
-		case !ic.deleted(cl.reply):
-			changed[dels[i]] = true
+		case x.cl.err != nil:
+			x.srv.owe(x.j.key, true) // it may still hold the key
+		case x.cas && !ic.deleted(x.cl.reply):
+			changed[x.j] = true
 		}
-	}
+	})
 	if len(changed) == 0 {
 		return
 	}
+
 	// The previous copy was deleted or written while it was copied: the copy
-	// may be stale, unless written over since (its cas changed).
-	calls = calls[:0]
-	var undo []stored
+	// may be stale; delete it unless written over since (its cas changed).
 	for _, a := range adds {
-		if a.srv == nil || !changed[a.j] {
-			continue
+		if changed[a.j] {
+			send(a.j, a.srv, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], a.j.key, a.cas, cl.reply) })
 		}
-		cl := w.call(len(calls), st)
-		cl.out = ic.appendDelete(cl.out[:0], a.j.key, a.cas, cl.reply)
-		calls = append(calls, cl)
-		undo = append(undo, a)
-		a.srv.send(cl)
 	}
-	for i, cl := range calls {
-		<-cl.done
-		pl.proxy.mem.release(cl.held)
-		if cl.err != nil {
-			undo[i].srv.owe(undo[i].j.key, true)
+	wait(func(x sent) {
+		if x.cl.err != nil {
+			x.srv.owe(x.j.key, true)
 		}
 		pl.stats.warmUndone.Add(1)
-	}
+	})
 }
 
 // call returns the copier's i-th call, ready to send with the pool's timeout.
