@@ -481,7 +481,8 @@ func TestParseServer(t *testing.T) {
 			t.Errorf("%#v.String() = %q; want %q", tt.want, got, tt.line)
 		}
 	}
-	for _, bad := range []string{"", "h", "h:1", "h:1:0", "h:x:1", ":1:1", "h:1:1 ", "/a:b:1", "h:0:1"} {
+	for _, bad := range []string{"", "h", "h:1", "h:1:0", "h:x:1", ":1:1", "h:1:1 ", "/a:b:1", "h:0:1",
+		"- 10.0.0.1:11211:1", "- 10.0.0.1:11211:1 b", "a\tb:1:1", "a\x00:1:1"} {
 		if s, err := ParseServer(bad); err == nil {
 			t.Errorf("ParseServer(%q) = %+v, nil; want an error", bad, s)
 		}

@@ -526,6 +526,11 @@ func ParseServer(line string) (Server, error) {
 	if host == "" {
 		return s, errors.New("empty host")
 	}
+	// A host name has no spaces or control bytes; "- 10.0.0.1", a YAML list
+	// item pasted into a file of server lines, would otherwise read as one.
+	if i := strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return s, fmt.Errorf("host %q contains %q", host, host[i])
+	}
 	if err := checkPort(port); err != nil {
 		return s, err
 	}
