@@ -45,16 +45,18 @@ const reloadEvery = time.Second
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
-//	GET  /metrics  Prometheus metrics
-//	GET  /stats    counters as JSON, shaped like nutcracker's stats port
-//	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
-//	GET  /healthz  200 "ok"
+//	GET    /metrics  Prometheus metrics
+//	GET    /stats    counters as JSON, shaped like nutcracker's stats port
+//	POST   /reload   reload ConfigPath; 200 on success, 400 with the error if refused
+//	POST   /drain?pool=P&server=S[&ms=N]  drain S (see Drain); 400 with the error if refused
+//	DELETE /drain?pool=P&server=S[&ms=N]  undrain S (see Undrain)
+//	GET    /healthz  200 "ok"
 //
-// POST /reload must carry the header AdminHeader (Chash-Admin: 1) and name in
-// its Host header the admin listener's host, localhost or an IP address, so
-// that neither a cross-site request nor a DNS name rebound to the listener's
-// address reaches it (403 otherwise); and it answers 429 within a second of
-// the last reload.
+// POST /reload and /drain, and DELETE /drain, must carry the header
+// AdminHeader (Chash-Admin: 1) and name in their Host header the admin
+// listener's host, localhost or an IP address, so that neither a cross-site
+// request nor a DNS name rebound to the listener's address reaches them (403
+// otherwise); and /reload answers 429 within a second of the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.metrics.reg, promhttp.HandlerOpts{}))
@@ -128,7 +130,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /drain /healthz")
 	return nil
 }
 

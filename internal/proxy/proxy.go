@@ -64,6 +64,14 @@
 // for requests in flight is bounded (MaxMemory), and an idle client holds no
 // buffer.
 //
+// A memcached pool may keep its cache warm when it is resized (warmup.go,
+// replica.go, owed.go, drain.go): with warmup, for a while after each ring
+// change, a retrieval that misses at a key's new server reads the key's
+// previous server and copies the value over; with replicas, each key lives
+// on several servers, reads failing over between them; a write a server
+// misses is owed as a delete, replayed before it serves reads again; and a
+// drained server owns no keys but stays connected, its keys warmed from it.
+//
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
 // UpdateServers replaces one pool's servers, for sources other than the file.
 // Shutdown answers every request read, then closes each client gracefully.

@@ -441,23 +441,13 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 		}
 		p.cur[i] = -1
 		cl := r.calls[j]
-		if p.warming[i] {
+		switch {
+		case p.warming[i]:
 			p.warming[i] = false
 			if c.warmed(r, p, st, i, cl) {
 				continue
 			}
-			// Not found there: an older window's server, or a miss, unless
-			// a replica has it.
-			if c.warmUp(r, p, st, i, deadline) {
-				continue
-			}
-			if st.cfg.ReadMissFailover && p.left(i) > 0 {
-				retry = true
-				pl.stats.failovers.Add(1)
-			}
-			continue
-		}
-		if cl.err != nil || preq.failed(cl.reply) {
+		case cl.err != nil || preq.failed(cl.reply):
 			if p.src[i] < 0 {
 				p.src[i] = j // the failure answers, unless a replica does
 			}
@@ -466,22 +456,23 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 				pl.stats.failovers.Add(1)
 			}
 			continue
+		default:
+			p.src[i] = j
+			if p.hit[i] || p.acc != accessRead {
+				p.next[i] = p.off[i+1] - p.off[i] // done
+				continue
+			}
 		}
-		p.src[i] = j
-		if p.hit[i] || p.acc != accessRead {
-			p.next[i] = p.off[i+1] - p.off[i] // done
-			continue
-		}
-		// A miss: warm up from the previous server, or fail over.
-		if c.warmUp(r, p, st, i, deadline) {
-			continue
-		}
-		if st.cfg.ReadMissFailover && p.left(i) > 0 {
+		// A miss: warm up from the server before the last change (or the
+		// one before), or fail over, or a miss it is.
+		switch {
+		case c.warmUp(r, p, st, i, deadline):
+		case st.cfg.ReadMissFailover && p.left(i) > 0:
 			retry = true
 			pl.stats.failovers.Add(1)
-			continue
+		default:
+			p.next[i] = p.off[i+1] - p.off[i] // done
 		}
-		p.next[i] = p.off[i+1] - p.off[i] // done: a miss
 	}
 	for _, w := range r.calls[first:r.ncalls] {
 		w.srv.send(w)

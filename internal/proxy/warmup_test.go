@@ -73,6 +73,7 @@ func TestWarmupJoin(t *testing.T) {
 	}
 	dc := direct(t, servers)
 	onNew := holds(t, dc[servers[3].Addr], owned)
+	t.Logf("the new server holds %d of the %d keys it owns; %d warm-up reads, %d copies", len(onNew), len(owned), st.warmReads.Load(), st.warmCopies.Load())
 	if len(onNew)*100 < 95*len(owned) {
 		t.Errorf("the new server holds %d of the %d keys it owns, all read; want at least 95%%", len(onNew), len(owned))
 	}
