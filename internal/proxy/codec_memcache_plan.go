@@ -81,7 +81,17 @@ func (r *mcRequest) hits(hit []bool, keyCall []int, part int, rp reply) {
 	}
 }
 
-func (r *mcRequest) failed(rp reply) bool { return memcache.IsError(rp.(*mcReply).resp.Line) }
+// failed reports a SERVER_ERROR: out of memory, an object too large for
+// this server, .... ERROR and CLIENT_ERROR refuse the request itself, as
+// every replica would, and change nothing.
+func (r *mcRequest) failed(rp reply) bool {
+	return bytes.HasPrefix(rp.(*mcReply).resp.Line, []byte("SERVER_ERROR "))
+}
+
+func (r *mcRequest) refused(rp reply) bool {
+	line := rp.(*mcReply).resp.Line
+	return memcache.IsError(line) && !bytes.HasPrefix(line, []byte("SERVER_ERROR "))
+}
 
 func (r *mcRequest) changed(rp reply) bool {
 	rep := rp.(*mcReply)

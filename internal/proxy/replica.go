@@ -12,9 +12,11 @@ import (
 // drained, the ejected included, so that an ejection moves no key):
 //
 //   - reads (get, gets, gat, gats, mg) go to the first replica that is not
-//     ejected and owes no deletes (owed.go), and fail over to the next when a
-//     replica fails (a connection error, a timeout, an error reply) and, with
-//     read_miss_failover, when it misses. gat, gats and mg's T touch the
+//     ejected and owes no deletes (owed.go), and fail over to the next one
+//     not tried when a replica fails (a connection error, a timeout, an
+//     ejection, a server's own error: memcached's SERVER_ERROR) and, with
+//     read_miss_failover, when it misses. An error about the request
+//     (ERROR, CLIENT_ERROR), which every replica would give, is the answer. gat, gats and mg's T touch the
 //     replica that answers only. A get of many keys is split by the server of
 //     each key, and only the keys of a failed call fail over.
 //   - writes that set or remove a key whatever it holds (set, delete, touch,
@@ -29,8 +31,11 @@ import (
 //     remaining time to live), or deletes it from them if it is gone. So the
 //     replicas hold what the first holds; a cas token is the first replica's
 //     own, as reads go there.
-//   - a replica that is ejected, or fails a write, owes the key's delete,
-//     replayed before it serves reads again (owed.go).
+//   - a replica that is ejected, or fails a write (a connection error, a
+//     timeout, a SERVER_ERROR; not an error about the request), owes the
+//     key's delete, replayed before it serves reads again (owed.go). When
+//     the deciding replica fails, the next live one not tried decides,
+//     whatever its place in the replica set.
 //
 // Concurrent writes of one key through different connections may leave the
 // replicas apart until the key's next write; reads go to the first replica, so
@@ -104,9 +109,14 @@ type planRequest interface {
 	// hits marks hit[i] for each key i of the call of part (keyCall nil: of
 	// the whole request, whose "key" 0 stands for it) that rep holds.
 	hits(hit []bool, keyCall []int, part int, rep reply)
-	// failed reports whether rep is an error reply: the server could not do
-	// what it was asked.
+	// failed reports whether rep is an error of the server's own (memcached's
+	// SERVER_ERROR): it could not do what another server may do. An error
+	// about the request itself, which every server would give, is not one.
 	failed(rep reply) bool
+	// refused reports whether rep is an error about the request itself
+	// (memcached's ERROR and CLIENT_ERROR): every server would give it, so
+	// it is the client's answer, and no reason to fail over, warm up or owe.
+	refused(rep reply) bool
 	// changed reports whether rep, the reply to a conditional write, says
 	// the item changed.
 	changed(rep reply) bool
@@ -165,6 +175,7 @@ type plan struct {
 	stale      []*server
 	staleCalls [2]int
 	primary    int
+	tried      uint64 // the targets that were asked to decide, by index
 	stage      int
 	it         item
 }
@@ -177,7 +188,7 @@ func (r *clientReq) planOf(units int) *plan {
 	}
 	p := r.plan
 	p.active, p.barrier, p.err, p.answer, p.first = true, false, nil, -1, r.ncalls
-	p.units, p.primary, p.stage, p.staleCalls = units, -1, 0, [2]int{}
+	p.units, p.primary, p.tried, p.stage, p.staleCalls = units, -1, 0, 0, [2]int{}
 	p.cands, p.off, p.targets, p.stale = p.cands[:0], append(p.off[:0], 0), p.targets[:0], p.stale[:0]
 	p.next = resize(p.next, units)
 	p.cur = resize(p.cur, units)
@@ -334,7 +345,14 @@ func (c *client) sendUnits(r *clientReq, p *plan, deadline time.Time) {
 	p.first = first
 	for i := range p.units {
 		p.kc[i] = -1
-		if p.cur[i] >= 0 || p.left(i) == 0 {
+		if p.cur[i] >= 0 {
+			continue
+		}
+		// A candidate ejected since the plan was made has failed already.
+		for p.left(i) > 0 && p.cands[p.off[i]+p.next[i]].ejected.Load() {
+			p.next[i]++
+		}
+		if p.left(i) == 0 {
 			continue
 		}
 		srv := p.cands[p.off[i]+p.next[i]]
@@ -458,7 +476,7 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 			continue
 		default:
 			p.src[i] = j
-			if p.hit[i] || p.acc != accessRead {
+			if p.hit[i] || p.acc != accessRead || cl.err == nil && preq.refused(cl.reply) {
 				p.next[i] = p.off[i+1] - p.off[i] // done
 				continue
 			}
@@ -570,14 +588,7 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		p.stale = st.warm.appendStale(p.stale, hashed, p.targets)
 	}
 	if p.acc == accessCond && st.replicas > 1 {
-		// The first live replica that owes nothing decides, else the first
-		// live one.
-		for i, s := range p.targets {
-			if !s.ejected.Load() && (p.primary < 0 || !s.owes() && p.targets[p.primary].owes()) {
-				p.primary = i
-			}
-		}
-		if p.primary < 0 {
+		if p.primary = p.decider(); p.primary < 0 {
 			p.err = errEjected
 			for _, s := range p.targets {
 				s.owe(key, false)
@@ -606,6 +617,25 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 	}
 	c.sendWrite(r, p, deadline, key)
+}
+
+// decider returns the target that decides a conditional write, and counts
+// it as tried: the first live one that owes nothing and was not tried, else
+// the first live one not tried; -1 if none is left.
+func (p *plan) decider() int {
+	best := -1
+	for i, s := range p.targets {
+		if s.ejected.Load() || i < 64 && p.tried&(1<<i) != 0 {
+			continue
+		}
+		if best < 0 || !s.owes() && p.targets[best].owes() {
+			best = i
+		}
+	}
+	if best >= 0 && best < 64 {
+		p.tried |= 1 << best
+	}
+	return best
 }
 
 // sendWrite sends a write to its targets: to the deciding replica only, or to
@@ -666,13 +696,11 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 		if answer < 0 && p.primary >= 0 {
 			// The deciding replica failed: the next one decides.
-			for i := p.primary + 1; i < len(p.targets); i++ {
-				if !p.targets[i].ejected.Load() {
-					p.primary = i
-					c.pool.stats.failovers.Add(1)
-					c.sendWrite(r, p, deadline, key)
-					return r.ncalls > first
-				}
+			if next := p.decider(); next >= 0 {
+				p.primary = next
+				c.pool.stats.failovers.Add(1)
+				c.sendWrite(r, p, deadline, key)
+				return r.ncalls > first
 			}
 		}
 		if answer < 0 {

@@ -167,9 +167,11 @@ func TestReplicaCommands(t *testing.T) {
 		{"incr missing", "incr n 1\r\n", "NOT_FOUND\r\n", "mg n\r\n", "EN\r\n"},
 		{"add", "add n 3 0 2\r\n10\r\n", "STORED\r\n", "mg n v f\r\n", "VA 2 f3\r\n10\r\n"},
 		{"incr", "incr n 5\r\n", "15\r\n", "mg n v f\r\n", "VA 2 f3\r\n15\r\n"},
-		// memcached's decr keeps the value's length, padding with spaces.
-		{"decr", "decr n 20\r\n", "0\r\n", "mg n v\r\n", "VA 2\r\n0 \r\n"},
-		{"incr noreply", "incr n 7 noreply\r\n", "", "mg n v\r\n", "VA 2\r\n7 \r\n"},
+		// memcached's decr keeps the value's length, padding with spaces,
+		// when it changes the item in place, which it does only if no other
+		// connection holds it: an incr of 0 reads the number either way.
+		{"decr", "decr n 20\r\n", "0\r\n", "incr n 0\r\n", "0\r\n"},
+		{"incr noreply", "incr n 7 noreply\r\n", "", "incr n 0\r\n", "7\r\n"},
 		{"ma", "ma n D3 v\r\n", "VA 2\r\n10\r\n", "mg n v\r\n", "VA 2\r\n10\r\n"},
 		{"ma quiet", "ma n q\r\n", "", "mg n v\r\n", "VA 2\r\n11\r\n"},
 		{"ms add existing", "ms n 1 ME\r\nx\r\n", "NS\r\n", "mg n v\r\n", "VA 2\r\n11\r\n"},
@@ -179,6 +181,9 @@ func TestReplicaCommands(t *testing.T) {
 		{"delete", "delete n\r\n", "DELETED\r\n", "mg n\r\n", "EN\r\n"},
 		{"delete missing", "delete n\r\n", "NOT_FOUND\r\n", "mg n\r\n", "EN\r\n"},
 		{"set noreply", "set q 0 0 1 noreply\r\nq\r\n", "", "mg q v\r\n", "VA 1\r\nq\r\n"},
+		// A request every replica refuses changes nothing, and is owed by
+		// none.
+		{"incr of text", "incr q 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", "mg q v\r\n", "VA 1\r\nq\r\n"},
 	}
 	for _, s := range steps {
 		key := strings.Fields(s.req)[1]
@@ -206,6 +211,11 @@ func TestReplicaCommands(t *testing.T) {
 	onBoth("md with cas", "c", "mg c\r\n", "EN\r\n")
 	if p.pools["alpha"].stats.failovers.Load() != 0 {
 		t.Errorf("%d failovers with every server up", p.pools["alpha"].stats.failovers.Load())
+	}
+	for _, s := range p.pools["alpha"].state.Load().list {
+		if n := s.owed.total.Load(); n != 0 {
+			t.Errorf("%s owed %d deletes with every server up", s.name, n)
+		}
 	}
 }
 

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
@@ -279,5 +281,43 @@ func TestWarmupWindowCloses(t *testing.T) {
 	}
 	if got := pl.stats.warmReads.Load(); got != before {
 		t.Errorf("after the window: %d warm-up reads", got-before)
+	}
+}
+
+// TestWarmupUpdateServers checks that a membership change (UpdateServers)
+// opens a window as a reload does, and that /metrics and /stats count the
+// warm-up.
+func TestWarmupUpdateServers(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, stayed := warmPool(t, opts, "member:", 20)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, append(moved, stayed...))
+	if err := p.UpdateServers("alpha", []config.Server{serverOf(t, servers[0]), serverOf(t, servers[1])}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getMany(t, c, append(moved, stayed...)); len(got) != len(moved)+len(stayed) {
+		t.Errorf("after UpdateServers, %d of %d gets hit", len(got), len(moved)+len(stayed))
+	}
+	pl := p.pools["alpha"]
+	waitCount(5*time.Second, pl.stats.warmHits.Load(), pl.stats.warmCopies.Load)
+	stats := p.Stats()["alpha"].(map[string]any)
+	for _, key := range []string{"warmup_reads", "warmup_hits", "warmup_copies"} {
+		if got := stats[key]; got != uint64(len(moved)) {
+			t.Errorf("/stats %s = %v; want %d", key, got, len(moved))
+		}
+	}
+	rec := httptest.NewRecorder()
+	p.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		fmt.Sprintf(`chash_proxy_warmup_reads_total{pool="alpha"} %d`, len(moved)),
+		fmt.Sprintf(`chash_proxy_warmup_copies_total{pool="alpha"} %d`, len(moved)),
+		`chash_proxy_warmup_window_open{pool="alpha"} 1`,
+		`chash_proxy_warmup_windows_total{pool="alpha"} 1`,
+		fmt.Sprintf(`chash_proxy_owed_deletes{pool="alpha",server=%q} 0`, servers[1].Addr),
+		fmt.Sprintf(`chash_proxy_server_drained{pool="alpha",server=%q} 0`, servers[1].Addr),
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics has no line %q", want)
+		}
 	}
 }
