@@ -460,13 +460,15 @@
 //	servers of the key's replica set, the first being the server chash route
 //	names. Writes (set, add, replace, append, prepend, cas, incr, decr,
 //	touch, delete and the meta commands) go to all of them; reads go to the
-//	first that is up and fail over to the next on an error, a timeout or an
-//	ejection. Commands whose outcome depends on the stored item (add,
-//	replace, append, prepend, cas, incr, decr, ma, ms with a mode or a cas,
-//	md with a cas) are decided by the first replica that is up, and the item
-//	it then holds is copied to the others. A write that cannot reach a
-//	replica is remembered and replayed, as a delete, before that replica
-//	serves reads again. Only the distributions with replica sets (chash,
+//	first that is up and fail over to the next on a server's failure
+//	(SERVER_ERROR, a connection error, a timeout, an ejection; ERROR and
+//	CLIENT_ERROR, about the request, are the answer). Commands whose outcome
+//	depends on the stored item (add, replace, append, prepend, cas, incr,
+//	decr, ma, ms with a mode or a cas, md with a cas) are decided by the
+//	first replica that is up (the next one if it fails), and the item it
+//	then holds is copied to the others. A write that cannot reach a replica
+//	is remembered and replayed, as a delete, before that replica serves
+//	reads again. Only the distributions with replica sets (chash,
 //	rendezvous, multiprobe, balanced) take more than 1; memcached pools
 //	only.
 //	Default: 1: each key on one server.
@@ -650,7 +652,8 @@
 // refused with memcached's own error and reaches no server. A server reply
 // that does not fit its request resets that server connection, whose waiting
 // requests are answered SERVER_ERROR; it never reaches a client. The binary
-// protocol is not served: such a connection is closed.
+// protocol is not served: such a connection is answered CLIENT_ERROR binary
+// protocol is not supported, and closed.
 //
 // Clients of a Redis pool (redis: true) speak RESP2, multibulk or inline,
 // pipelined. A command of one key goes to the server of its key; one of many

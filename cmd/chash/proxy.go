@@ -58,7 +58,8 @@ sent, a line too long for a server connection that other clients share) is
 refused with memcached's own error and reaches no server. A server reply
 that does not fit its request resets that server connection, whose waiting
 requests are answered SERVER_ERROR; it never reaches a client. The binary
-protocol is not served: such a connection is closed.
+protocol is not served: such a connection is answered CLIENT_ERROR binary
+protocol is not supported, and closed.
 
 Clients of a Redis pool (redis: true) speak RESP2, multibulk or inline,
 pipelined. A command of one key goes to the server of its key; one of many

@@ -356,10 +356,11 @@ var settings = []setting{
 				"servers of the key's replica set, the first being the server chash route names. " +
 				"Writes (set, add, replace, append, prepend, cas, incr, decr, touch, delete and " +
 				"the meta commands) go to all of them; reads go to the first that is up and fail " +
-				"over to the next on an error, a timeout or an ejection. Commands whose outcome " +
+				"over to the next on a server's failure (SERVER_ERROR, a connection error, a timeout, " +
+				"an ejection; ERROR and CLIENT_ERROR, about the request, are the answer). Commands whose outcome " +
 				"depends on the stored item (add, replace, append, prepend, cas, incr, decr, ma, " +
 				"ms with a mode or a cas, md with a cas) are decided by the first replica that is " +
-				"up, and the item it then holds is copied to the others. A write that cannot reach " +
+				"up (the next one if it fails), and the item it then holds is copied to the others. A write that cannot reach " +
 				"a replica is remembered and replayed, as a delete, before that replica serves " +
 				"reads again. Only the distributions with replica sets (chash, rendezvous, " +
 				"multiprobe, balanced) take more than 1; memcached pools only.",

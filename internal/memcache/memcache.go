@@ -1,18 +1,55 @@
 // Package memcache reads and writes the memcached text protocol: the classic
 // commands (get, set, delete, incr, ...) and the meta commands (mg, ms, md, ma, me,
-// mn), requests as a server reads them and responses as a client reads them.
+// mn), requests as a server reads them and replies as a client reads them.
 //
-// The protocol is described in memcached's doc/protocol.txt. Reading is bounded:
-// a key is at most MaxKeyLen bytes, a line at most Limits.MaxLine and a value at
-// most Limits.MaxValue, and nothing larger is ever held in memory. Bad input is
-// reported as an *Error carrying the reply memcached gives for it ("ERROR",
-// "CLIENT_ERROR bad command line format", ...), after consuming exactly what
-// memcached would consume, so a server can answer and go on reading.
+// The protocol is described in memcached's doc/protocol.txt. This package reads it
+// as memcached 1.6 does, and more strictly: a proxy that forwards what it read
+// must never send a server bytes that the server reads differently, or a client
+// could hide a command in a value ("request smuggling"). So a request is read
+// whole and checked before it is returned, and anything memcached could read
+// otherwise is refused:
 //
-// Writing normalizes: AppendRequest and AppendResponse write single spaces between
-// tokens and "\r\n" line ends, which is how memcached writes its replies, so a
-// response read and written again is the same bytes. A request read, written and
-// read again is the same request.
+//   - A line holds no control characters (bytes below 0x20, and 0x7f): memcached
+//     stops reading a line at a NUL byte, and keys must not hold them.
+//   - A key is at most MaxKeyLen bytes as sent, a base64 key (meta flag b) too,
+//     and it must be base64 as memcached writes it (padded, canonical).
+//   - Numbers are decimal digits, with a sign only where memcached takes a
+//     negative number, and must fit the field memcached stores them in: memcached
+//     cuts a length of 4294967298 to 2 and reads the rest as the next command.
+//   - A line other than get or gets is at most MaxCommandLine bytes with its
+//     "\r\n": memcached closes a connection whose line is longer, so a
+//     longer line is refused (after the data block of a storage command).
+//   - Meta commands take only the flags their documentation lists, each once,
+//     with the token each flag takes (an opaque of at most 31 bytes, a mode of one
+//     character, ...).
+//   - A base64 key that decodes to a space or a control character is refused
+//     where memcached may echo it decoded (ReplyUnsafeBinaryKey): memcached
+//     writes such a key into its reply as it is, breaking the reply.
+//
+// A refused request is an *Error whose Reply is what memcached answers to it (or
+// to its nearest case, where memcached would accept it but read it differently).
+// The Reader consumed the request: after a refused storage command it also skips
+// the data block when the command's length could be read, and otherwise the
+// error is Fatal, because the next bytes are not a command. A Fatal error means
+// the stream must be closed.
+//
+// Replies are read against the grammar of the request they answer: a reply that
+// does not fit it (a line no such request is answered with, a value for a key
+// that was not asked, a meta flag that was not requested, a key not echoed as
+// memcached 1.6.18 echoes it) is a Fatal *Error. A meta request in quiet mode
+// (flag q) is sent followed by mn, so that a reader can tell where memcached
+// hid a reply.
+//
+// Memory grows with what arrived: a value is read into a buffer that grows as its
+// bytes arrive, never to the length a line announces, and lines are bounded by
+// Limits.
+//
+// Writing normalizes: AppendRequest writes a request from its parsed fields, with
+// single spaces, canonical numbers and "\r\n", never the bytes as they were
+// read; a request read, written and read again is the same request. Validate
+// holds a request built in code to the rules ReadRequest reads by. AppendResponse
+// writes a reply as memcached does, so a reply read and written again is the
+// same bytes.
 //
 // A Reader is not safe for concurrent use; Requests and Responses own their memory
 // and may be reused after the caller is done with them.
@@ -26,6 +63,12 @@ import (
 // MaxKeyLen is the longest key memcached accepts, in bytes.
 const MaxKeyLen = 250
 
+// MaxCommandLine is the most bytes of a request line, other than get or gets,
+// that memcached holds before it finds the line's newline: past it, memcached
+// closes the connection (get and gets lines it reads at any length). A Reader
+// takes such lines of at most MaxCommandLine bytes with their "\r\n".
+const MaxCommandLine = 2048
+
 // Default limits; see Limits.
 const (
 	DefaultMaxLine  = 64 << 10
@@ -34,9 +77,10 @@ const (
 
 // Limits bound what a Reader accepts.
 type Limits struct {
-	// MaxLine is the longest command or response line, in bytes, without its line
-	// end. If zero, it defaults to DefaultMaxLine (64 KiB), room for a get of 250
-	// maximal keys; memcached itself allows 2048 bytes except for get lines.
+	// MaxLine is the longest get or gets line and the longest reply line, in
+	// bytes, without the line end. If zero, it defaults to DefaultMaxLine (64
+	// KiB), room for a get of 250 maximal keys. Other request lines are bounded
+	// by MaxCommandLine, or by MaxLine if it is smaller.
 	MaxLine int
 	// MaxValue is the largest value, in bytes. If zero, it defaults to
 	// DefaultMaxValue (1 MiB), memcached's default item size (-I).
@@ -48,6 +92,12 @@ func (l Limits) maxLine() int {
 		return l.MaxLine
 	}
 	return DefaultMaxLine
+}
+
+// maxCommandLine is the longest request line, without its line end, of a
+// command other than get and gets.
+func (l Limits) maxCommandLine() int {
+	return min(l.maxLine(), MaxCommandLine-2)
 }
 
 func (l Limits) maxValue() int {
@@ -159,19 +209,50 @@ const (
 	ReplyBadExptime     = "CLIENT_ERROR invalid exptime argument"
 	ReplyBadDeleteUsage = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"
 	ReplyBadKeyEncoding = "CLIENT_ERROR error decoding key"
+	// ReplyBinary answers a request in memcached's binary protocol, which is not
+	// read: memcached speaks it on connections that start with byte 0x80.
+	ReplyBinary = "CLIENT_ERROR binary protocol is not supported"
+	// ReplyUnsafeBinaryKey refuses a base64 key (meta flag b) that decodes to
+	// a space or a control character where memcached may write the key back
+	// decoded: with k or N of mg, N of ma, and me. memcached would then break
+	// its own reply, and a proxy's connection to it.
+	ReplyUnsafeBinaryKey = "CLIENT_ERROR base64 key decodes to a space or control character"
+
+	// Replies to bad meta commands.
+	ReplyMetaTooManyFlags    = "CLIENT_ERROR options flags too long"
+	ReplyMetaGetTooManyFlags = "CLIENT_ERROR options flags are too long" // mg's wording
+	ReplyInvalidFlag         = "CLIENT_ERROR invalid flag"
+	ReplyDuplicateFlag       = "CLIENT_ERROR duplicate flag"
+	ReplyInvalidOrDuplicate  = "CLIENT_ERROR invalid or duplicate flag" // md's and ma's, for any bad flag
+	ReplyBadToken            = "CLIENT_ERROR bad token in command line format"
+	ReplyBadModeLength       = "CLIENT_ERROR incorrect length for M token"
+	ReplyBadInitial          = "CLIENT_ERROR invalid numeric initial value"
+	ReplyBadMetaDelta        = "CLIENT_ERROR invalid numeric delta value"
+	ReplyOpaqueTooLong       = "CLIENT_ERROR opaque token too long"
+	ReplyBadSetMode          = "CLIENT_ERROR invalid mode for ms M token"
+	ReplyBadArithmeticMode   = "CLIENT_ERROR invalid mode for ma M token"
 )
 
-// Error is bad input: a request a server must refuse or a response a client cannot
-// read. Reply is what memcached answers to such a request. Unless Fatal is set, the
-// Reader consumed exactly the bad request (and, where memcached does, its data
-// block) and can go on reading.
+// Error is bad input: a request a server must refuse or a reply a client cannot
+// read. Unless Fatal is set, the Reader consumed exactly the bad request (and
+// its data block, if it has one) and can go on reading.
 type Error struct {
+	// Reply is what memcached answers to the request, one of the Reply
+	// constants; for a reply that cannot be read, what is wrong with it ("bad
+	// reply to set", "VALUE of a key not asked for", ...).
 	Reply string
 	// Line is the offending line, cut to 128 bytes.
 	Line []byte
-	// Fatal means the stream cannot be read further: the line was too long, or a
-	// response was malformed.
+	// Fatal means the stream cannot be read further: a line was longer than
+	// Limits.MaxLine, a data block was not where its command said, a storage
+	// command was refused before its length could be read, or a reply was
+	// malformed. Reply is still the answer to send before closing.
 	Fatal bool
+	// Noreply means memcached answers nothing to this request, so neither should
+	// a server or proxy: a classic command whose last token is "noreply" is
+	// silent about its errors, except ERROR for a wrong number of tokens. Meta
+	// commands always answer errors.
+	Noreply bool
 }
 
 func (e *Error) Error() string {

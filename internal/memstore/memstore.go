@@ -6,8 +6,13 @@
 // A Store holds at most MaxBytes of items, evicting the least recently used;
 // it honours expiration times and cas, and answers the classic commands and the
 // meta commands mg, ms, md, ma and mn with their common flags (b, c, C, D, f, F,
-// J, k, M, N, O, q, s, t, T, v), as memcached 1.6 answers them. Other meta flags
-// are refused with "CLIENT_ERROR invalid flag", and me is not supported.
+// J, k, M, N, O, q, s, t, T, u, v, and P and L, which memcached ignores), as
+// memcached 1.6 answers them. It reads requests with package memcache, as
+// strictly as chash proxy does: what memcached could read otherwise is refused
+// with memcached's error, silently where memcached is silent, and a connection
+// that cannot be read further is closed. The meta flags h, l, I and R, which
+// need the access history memcached keeps, are refused with "CLIENT_ERROR
+// invalid flag", and me is not supported.
 package memstore
 
 import (
@@ -93,7 +98,11 @@ func (s *Store) expiry(t int64) int64 {
 }
 
 // get returns the live item of key, marking it used; s.mu is held.
-func (s *Store) get(key []byte) *item {
+func (s *Store) get(key []byte) *item { return s.lookup(key, true) }
+
+// lookup returns the live item of key, marking it used if bump is set; s.mu is
+// held.
+func (s *Store) lookup(key []byte, bump bool) *item {
 	e, ok := s.items[string(key)]
 	if !ok {
 		return nil
@@ -103,7 +112,9 @@ func (s *Store) get(key []byte) *item {
 		s.remove(e)
 		return nil
 	}
-	s.lru.MoveToFront(e)
+	if bump {
+		s.lru.MoveToFront(e)
+	}
 	return it
 }
 
@@ -203,7 +214,9 @@ func (s *Store) serveConn(c net.Conn) {
 		var me *memcache.Error
 		switch {
 		case errors.As(err, &me):
-			out = append(append(out, me.Reply...), "\r\n"...)
+			if !me.Noreply {
+				out = append(append(out, me.Reply...), "\r\n"...)
+			}
 		case err != nil:
 			bw.Flush()
 			return
@@ -379,15 +392,15 @@ type metaFlags struct {
 	arg    [128][]byte
 }
 
+// parseMetaFlags indexes the flags of req, which the Reader checked: each is
+// one the command takes, given once, with a valid token. It refuses those of
+// them that the store does not implement, not in allowed.
 func parseMetaFlags(req *memcache.Request, allowed string) (*metaFlags, error) {
 	m := &metaFlags{tokens: req.MetaFlags}
 	for _, t := range req.MetaFlags {
 		f := t[0]
-		if f >= 128 || !containsByte(allowed, f) {
+		if !containsByte(allowed, f) {
 			return nil, errors.New("CLIENT_ERROR invalid flag")
-		}
-		if m.has[f] {
-			return nil, errors.New("CLIENT_ERROR duplicate flag")
 		}
 		m.has[f] = true
 		m.arg[f] = t[1:]
@@ -452,12 +465,12 @@ func errLine(dst []byte, err error) []byte {
 }
 
 func (s *Store) metaGet(dst []byte, req *memcache.Request) []byte {
-	m, err := parseMetaFlags(req, "bcfkOqstTvN")
+	m, err := parseMetaFlags(req, "bcfkOqstTuvNPL")
 	if err != nil {
 		return errLine(dst, err)
 	}
 	key := req.RouteKey(0)
-	it := s.get(key)
+	it := s.lookup(key, !m.has['u'])
 	if it == nil && m.has['N'] {
 		ttl, _ := m.num('N')
 		it = &item{key: string(key), exp: s.expiry(ttl)}
@@ -485,7 +498,7 @@ func (s *Store) metaGet(dst []byte, req *memcache.Request) []byte {
 }
 
 func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
-	m, err := parseMetaFlags(req, "bcCFIkMOqTs")
+	m, err := parseMetaFlags(req, "bcCFkMOqTPL")
 	if err != nil {
 		return errLine(dst, err)
 	}
@@ -493,10 +506,7 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 	old := s.get(key)
 	it := &item{key: string(key), value: append([]byte(nil), req.Value...)}
 	if m.has['F'] {
-		f, err := strconv.ParseUint(string(m.arg['F']), 10, 32)
-		if err != nil {
-			return append(dst, "CLIENT_ERROR bad token in command line format\r\n"...)
-		}
+		f, _ := strconv.ParseUint(string(m.arg['F']), 10, 32) // the Reader checked it
 		it.flags = uint32(f)
 	}
 	if m.has['T'] {
@@ -504,8 +514,8 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 		it.exp = s.expiry(ttl)
 	}
 	status := "HD"
-	mode := byte('S')
-	if m.has['M'] && len(m.arg['M']) > 0 {
+	mode := byte('S') // the Reader took only E, A, P, R and S
+	if m.has['M'] {
 		mode = m.arg['M'][0]
 	}
 	switch {
@@ -513,18 +523,16 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 		status = "NF"
 	case m.has['C'] && strconv.FormatUint(old.cas, 10) != string(m.arg['C']):
 		status = "EX"
-	case (mode == 'E' || mode == 'e') && old != nil:
+	case mode == 'E' && old != nil:
 		status = "NS"
-	case (mode == 'R' || mode == 'r' || mode == 'A' || mode == 'a' || mode == 'P' || mode == 'p') && old == nil:
+	case (mode == 'R' || mode == 'A' || mode == 'P') && old == nil:
 		status = "NS"
-	case mode == 'A' || mode == 'a':
+	case mode == 'A':
 		it.value = append(append([]byte(nil), old.value...), req.Value...)
 		it.flags, it.exp = old.flags, old.exp
-	case mode == 'P' || mode == 'p':
+	case mode == 'P':
 		it.value = append(it.value, old.value...)
 		it.flags, it.exp = old.flags, old.exp
-	case !containsByte("SsEeRr", mode):
-		return append(dst, "CLIENT_ERROR invalid mode for ms\r\n"...)
 	}
 	if status == "HD" {
 		if err := s.put(it); err != nil {
@@ -541,7 +549,7 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 }
 
 func (s *Store) metaDelete(dst []byte, req *memcache.Request) []byte {
-	m, err := parseMetaFlags(req, "bCkOqIT")
+	m, err := parseMetaFlags(req, "bCkOqTPL")
 	if err != nil {
 		return append(dst, "CLIENT_ERROR invalid or duplicate flag\r\n"...)
 	}
@@ -564,27 +572,18 @@ func (s *Store) metaDelete(dst []byte, req *memcache.Request) []byte {
 }
 
 func (s *Store) metaArithmetic(dst []byte, req *memcache.Request) []byte {
-	m, err := parseMetaFlags(req, "bCDJkMNOqtTcv")
+	m, err := parseMetaFlags(req, "bCDJkMNOqtTcvPL")
 	if err != nil {
 		return append(dst, "CLIENT_ERROR invalid or duplicate flag\r\n"...)
 	}
 	key := req.RouteKey(0)
 	delta := uint64(1)
 	if m.has['D'] {
-		if delta, err = strconv.ParseUint(string(m.arg['D']), 10, 64); err != nil {
-			return append(dst, "CLIENT_ERROR bad token in command line format\r\n"...)
-		}
+		delta, _ = strconv.ParseUint(string(m.arg['D']), 10, 64) // the Reader checked it
 	}
-	incr := true
-	if m.has['M'] && len(m.arg['M']) > 0 {
-		switch m.arg['M'][0] {
-		case 'I', 'i', '+':
-		case 'D', 'd', '-':
-			incr = false
-		default:
-			return append(dst, "CLIENT_ERROR invalid mode for ma\r\n"...)
-		}
-	}
+	// The Reader took only the modes I, +, D and -.
+	incr := !m.has['M'] || m.arg['M'][0] == 'I' || m.arg['M'][0] == '+'
+
 	it := s.get(key)
 	if it == nil {
 		if !m.has['N'] {

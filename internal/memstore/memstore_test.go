@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"strconv"
@@ -77,7 +78,77 @@ var script = []string{
 	"mn\r\n",
 	"bogus\r\n",
 	"get " + strings.Repeat("k", 251) + "\r\n",
-	"set a 0 0 2\r\nabc\r\n",
+	"mg m v u\r\n",
+	"mg m s P/path/ Lhint\r\n",
+	"mg m v O" + strings.Repeat("o", 31) + "\r\n",
+	"md nokey T30\r\n",
+	"ms m 1 F4294967295\r\nx\r\n",
+	"mg m f\r\n",
+	"incr n x noreply\r\n",
+	"delete a 1 noreply\r\n",
+	"get n\r\n",
+	// Errors the Reader answers as memcached does.
+	"mg m v v\r\n",
+	"mg m x\r\n",
+	"mg m O" + strings.Repeat("o", 32) + "\r\n",
+	"ms m 1 Mx\r\nx\r\n",
+	"ms m 1 F-1\r\nx\r\n",
+	"ma c Mx\r\n",
+	"md c q q\r\n",
+	"mg " + strings.Repeat("eHh4", 63) + " b v\r\n",
+	"incr a -1\r\n",
+	"touch a x\r\n",
+	"gat x a\r\n",
+}
+
+// strictTests are requests that memcached reads otherwise than they are
+// written, so that the bytes after them run as a command: the store refuses
+// them, never runs the hidden "delete keep", and closes the connection where
+// the next bytes cannot be known to be a request. want is the answer to the
+// request and "mn\r\n", and closed if the store closes the connection.
+var strictTests = []struct{ in, want string }{
+	{"set k\x00 0 0 13\r\ndelete keep\r\n\r\n", "CLIENT_ERROR bad command line format\r\nMN\r\n"},
+	{"ms " + strings.Repeat("eHh4", 80) + " 13 b\r\ndelete keep\r\n\r\n", "CLIENT_ERROR bad command line format\r\nMN\r\n"},
+	{"set " + strings.Repeat("k", 251) + " 0 0 13 noreply\r\ndelete keep\r\n\r\n", "MN\r\n"},
+	{"set a +0 0 13\r\ndelete keep\r\n\r\n", "CLIENT_ERROR bad command line format\r\nMN\r\n"},
+	{"set a -1 0 13\r\ndelete keep\r\n\r\n", "CLIENT_ERROR bad command line format\r\nMN\r\n"},
+	{"set a 0 0 0\r\nZZdelete keep\r\n", "CLIENT_ERROR bad data chunk\r\n" + closed},
+	{"set a 0 0 4294967309\r\ndelete keep\r\n", "CLIENT_ERROR bad command line format\r\n" + closed},
+	{"set a 0 0 1 2 3\r\ndelete keep\r\n", "ERROR\r\n" + closed},
+	{"mg keep v O" + strings.Repeat("o", 20000) + "\r\n", "CLIENT_ERROR line too long\r\nMN\r\n"},
+	{"set keep 0 0 13 " + strings.Repeat(" ", 20000) + "\r\ndelete keep\r\n\r\n", "CLIENT_ERROR line too long\r\nMN\r\n"},
+	{"get keep " + strings.Repeat("k", 70000) + "\r\n", "CLIENT_ERROR line too long\r\n" + closed},
+	{"\x80\x07" + strings.Repeat("\x00", 22), "CLIENT_ERROR binary protocol is not supported\r\n" + closed},
+}
+
+const closed = "<closed>"
+
+func TestStrict(t *testing.T) {
+	addr := startStore(t, &Store{})
+	for _, tt := range strictTests {
+		dial(t, addr).do(t, "set keep 0 0 4\r\nkept\r\n")
+		c := dial(t, addr)
+		c.c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c.c, tt.in+"mn\r\n")
+		var got []byte
+		for !bytes.HasSuffix(got, []byte("MN\r\n")) {
+			b, err := c.br.ReadByte()
+			if err == io.EOF {
+				got = append(got, closed...)
+				break
+			}
+			if err != nil {
+				t.Fatalf("%.80q: %q, %v", tt.in, got, err)
+			}
+			got = append(got, b)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%.80q: store answers %q; want %q", tt.in, got, tt.want)
+		}
+		if got := dial(t, addr).do(t, "get keep\r\n"); got != "VALUE keep 0 4\r\nkept\r\nEND\r\n" {
+			t.Errorf("after %.80q, keep is %q", tt.in, got)
+		}
+	}
 }
 
 func startStore(t *testing.T, s *Store) string {
@@ -91,8 +162,9 @@ func startStore(t *testing.T, s *Store) string {
 }
 
 type client struct {
-	c  net.Conn
-	br *bufio.Reader
+	c   net.Conn
+	br  *bufio.Reader
+	seq int
 }
 
 func dial(t *testing.T, addr string) *client {
@@ -101,20 +173,24 @@ func dial(t *testing.T, addr string) *client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &client{c, bufio.NewReader(c)}
+	return &client{c: c, br: bufio.NewReader(c)}
 }
 
-// do sends req and "mn", returning what comes before "MN".
+// do sends req and a get of a missing key with an opaque of its own, and
+// returns what comes before the miss: unlike mn, it cannot be confused with the
+// answer to a request of the script.
 func (c *client) do(t *testing.T, req string) string {
 	c.c.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c.c, req+"mn\r\n")
+	c.seq++
+	end := "EN O" + strconv.Itoa(c.seq) + "\r\n"
+	io.WriteString(c.c, req+"mg __end__ O"+strconv.Itoa(c.seq)+"\r\n")
 	var b strings.Builder
 	for {
 		line, err := c.br.ReadString('\n')
 		if err != nil {
 			t.Fatalf("%q: %v", req, err)
 		}
-		if line == "MN\r\n" {
+		if line == end {
 			return b.String()
 		}
 		b.WriteString(line)

@@ -38,8 +38,9 @@ import (
 //     calls' replies in the order of the request's keys (a get's VALUE items,
 //     MGET's array, MSET's +OK, DEL's sum), appendError for a request no server
 //     answered, or appendLocal. The codec applies noreply and quiet modes
-//     there: servers are always asked for a reply, so a server connection
-//     never loses step.
+//     there, and a server connection never loses step: a server is asked for
+//     a reply, or (memcached's meta commands in quiet mode) sent a no-op after
+//     the request, whose answer stands where a hidden reply would be.
 //
 // Replicas and warm-up (replica.go) plug in through two more interfaces that
 // a codec may implement, itemCodec and planRequest (codec_memcache_plan.go

@@ -68,13 +68,20 @@ func checkForward(t *testing.T, req *mcRequest, keyCall []int, part int, keys []
 	if bytes.Contains(line, []byte("  ")) || bytes.HasSuffix(line, []byte(" ")) {
 		t.Fatalf("%q is sent %q: a space memcached would not read as the proxy did", req.Command, out)
 	}
-	if len(line)+2 > maxServerLine && req.Command != memcache.CmdGet && req.Command != memcache.CmdGets {
-		t.Fatalf("%q is sent a line of %d bytes: over %d", req.Command, len(line)+2, maxServerLine)
+	if len(line)+2 > memcache.MaxCommandLine && req.Command != memcache.CmdGet && req.Command != memcache.CmdGets {
+		t.Fatalf("%q is sent a line of %d bytes: over %d", req.Command, len(line)+2, memcache.MaxCommandLine)
 	}
 	var back memcache.Request
 	rd := memcache.NewReader(bytes.NewReader(out), memcache.Limits{MaxLine: 1 << 20, MaxValue: 1 << 30})
 	if err := rd.ReadRequest(&back); err != nil {
 		t.Fatalf("%q is sent %.200q, which reads as %v", req.Command, out, err)
+	}
+	// A quiet request is followed by mn, and nothing else.
+	if back.HasMetaFlag('q') {
+		var mn memcache.Request
+		if err := rd.ReadRequest(&mn); err != nil || mn.Command != memcache.CmdMetaNoop {
+			t.Fatalf("%q is sent %.200q: no mn after the quiet request (%v)", req.Command, out, err)
+		}
 	}
 	if rd.Buffered() != 0 {
 		t.Fatalf("%q is sent %.200q, of which %d bytes are left after the request", req.Command, out, rd.Buffered())

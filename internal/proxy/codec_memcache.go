@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/chash-dev/chash/internal/memcache"
@@ -28,15 +27,6 @@ var _ codec = (*memcacheCodec)(nil)
 // little. Longer lines and values are read past it.
 const clientReadBuffer = 4 << 10
 
-// maxServerLine bounds the line of every request but get and gets that the
-// proxy sends a server. memcached 1.6 closes a connection whose unfinished
-// line, as far as it has read it, is over 2048 bytes, unless it is a get or
-// gets: so a longer line may close the connection or not, depending on how
-// its bytes arrive, and on a connection shared by many clients that would
-// fail them all. Such lines need a meta flag or a gat key list far longer
-// than any client sends in earnest.
-const maxServerLine = 2048
-
 func newMemcacheCodec(lim memcache.Limits) *memcacheCodec {
 	c := &memcacheCodec{
 		lim: lim,
@@ -57,30 +47,7 @@ func (c *memcacheCodec) newRequest() request { return new(mcRequest) }
 func (c *memcacheCodec) newReply() reply     { return new(mcReply) }
 
 func (c *memcacheCodec) newClient(r io.Reader) clientCodec {
-	return &mcClient{codec: c, src: &textOnly{r: r}}
-}
-
-// errBinary ends a client connection that speaks memcached's binary protocol,
-// which the proxy does not: memcached tells the protocols apart by the first
-// byte of a connection, 0x80 for binary, and so does the proxy, rather than
-// wait for a text line that never comes.
-var errBinary = errors.New("memcached's binary protocol is not served")
-
-// textOnly reads r, and fails with errBinary if its first byte is 0x80.
-type textOnly struct {
-	r    io.Reader
-	seen bool // the first byte was read
-}
-
-func (t *textOnly) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	if !t.seen && n > 0 {
-		t.seen = true
-		if p[0] == 0x80 {
-			return 0, errBinary
-		}
-	}
-	return n, err
+	return &mcClient{codec: c, src: r}
 }
 
 func (c *memcacheCodec) newServer(r io.Reader) serverCodec {
@@ -141,7 +108,8 @@ func (c *mcClient) read(r request) (action, error) {
 		if !errors.As(err, &me) {
 			return 0, err
 		}
-		req.bad = me.Reply
+		// memcached answers nothing to some bad requests with noreply.
+		req.bad, req.noreply = me.Reply, me.Noreply
 		if me.Fatal {
 			return closeAfter, nil
 		}
@@ -161,57 +129,38 @@ func (c *mcClient) read(r request) (action, error) {
 		req.bad, req.noreply = bad, req.Noreply
 		return local, nil
 	}
-	// Servers are always asked for a reply, so that a server connection never
-	// loses step; the proxy keeps the reply from the client instead.
+	// Servers are always asked for a reply to a classic command, so that a
+	// server connection never loses step; the proxy keeps the reply from the
+	// client instead. memcached is silent about every outcome of a noreply
+	// request (but for errors the parser refused above), so the proxy is too.
 	if req.Noreply {
 		req.noreply, req.Noreply = true, false
 	}
-	if req.Command.IsMeta() && req.RemoveMetaFlag('q') {
-		req.quiet = true
-	}
+	// A meta request with q goes as it is, followed by mn, and memcached
+	// decides which replies its quiet mode hides (some depend on the item:
+	// ma with N answers HD when it makes the item, nothing when it finds it).
+	req.quiet = req.Command.IsMeta() && req.HasMetaFlag('q')
 	return forward, nil
 }
 
-// forServer checks what a server will read of req, beyond the parser's
-// checks, and returns memcached's reply refusing req, or "" if it may go.
-// Whatever the parser accepts, a server must split the line the proxy writes
-// into exactly the tokens the proxy parsed: only keys and meta flags are
-// written as the client sent them (numbers and the rest are written anew), so
-// they may hold no space and no control byte (memcached ends a line at a NUL,
-// for one), and a key is at most 250 bytes as sent, a base64 key too. And the
-// line must be one a shared connection takes whole (maxServerLine).
+// forServer returns memcached's reply refusing req, or "" if req may be
+// written to a server connection that other clients share: the guard every
+// request the codec forwards passes, read from a client or built in code (a
+// request built to serve another must pass it too). The rules are memcache's
+// (Request.Validate), the ones its parser reads requests by: the server must
+// read the line the proxy writes as exactly the request the proxy understood,
+// whole, and keep the connection open. The parts of a get split over servers
+// need no check of their own: each has some of a checked request's keys, in
+// a shorter line.
 func forServer(req *memcache.Request) string {
-	n := len(req.Command.String()) + 100 // and numbers, noreply, line end
-	for _, k := range req.Keys {
-		if len(k) > memcache.MaxKeyLen || !plainToken(k) {
-			return memcache.ReplyBadFormat
+	if err := req.Validate(); err != nil {
+		var me *memcache.Error
+		if errors.As(err, &me) {
+			return me.Reply
 		}
-		n += 1 + len(k)
-	}
-	for _, f := range req.MetaFlags {
-		if !plainToken(f) {
-			return memcache.ReplyBadFormat
-		}
-		n += 1 + len(f)
-	}
-	if n > maxServerLine && req.Command != memcache.CmdGet && req.Command != memcache.CmdGets {
-		return memcache.ReplyLineTooLong
+		return memcache.ReplyError
 	}
 	return ""
-}
-
-// plainToken reports whether t is one or more bytes, none a space or a
-// control byte (NUL, CR, LF, tab, DEL, ...).
-func plainToken(t []byte) bool {
-	if len(t) == 0 {
-		return false
-	}
-	for _, b := range t {
-		if b <= ' ' || b == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // mcRequest is a memcached request and how the proxy answers it.
@@ -219,7 +168,9 @@ type mcRequest struct {
 	memcache.Request
 	bad     string // memcached's reply refusing the request; empty if it is good
 	noreply bool   // the client asked for no reply (the server is asked for one)
-	quiet   bool   // a meta command's q flag: no reply for its usual success
+	// quiet is a meta request's flag q: the server gets the request followed
+	// by mn, whose MN tells where a reply that q hid would have been.
+	quiet bool
 }
 
 var _ request = (*mcRequest)(nil)
@@ -242,26 +193,25 @@ func (r *mcRequest) size() int             { return len(r.Value) }
 
 func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
 	rep := rp.(*mcReply)
-	rep.cmd = r.Command
 	if keyCall == nil {
-		rep.maxItems = len(r.Keys)
-		return memcache.AppendRequest(dst, &r.Request)
+		rep.req = &r.Request
+		dst = memcache.AppendRequest(dst, &r.Request)
+		if r.quiet {
+			dst = append(dst, "mn\r\n"...)
+		}
+		return dst
 	}
 	// A retrieval split over servers: the command and this call's keys.
-	dst = append(dst, r.Command.String()...)
-	if r.Command == memcache.CmdGat || r.Command == memcache.CmdGats {
-		dst = append(dst, ' ')
-		dst = strconv.AppendInt(dst, r.Exptime, 10)
-	}
-	n := 0
+	p := &rep.part
+	p.Reset()
+	p.Command, p.Exptime = r.Command, r.Exptime
 	for i, k := range r.Keys {
 		if keyCall[i] == part {
-			dst = append(append(dst, ' '), k...)
-			n++
+			p.Keys = append(p.Keys, k)
 		}
 	}
-	rep.maxItems = n
-	return append(dst, "\r\n"...)
+	rep.req = p
+	return memcache.AppendRequest(dst, p)
 }
 
 func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
@@ -269,14 +219,7 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 	if r.noreply {
 		return dst
 	}
-	if r.quiet {
-		s := rep.resp.Status()
-		if r.Command == memcache.CmdMetaGet && string(s) == "EN" ||
-			r.Command != memcache.CmdMetaGet && string(s) == "HD" {
-			return dst
-		}
-	}
-	return memcache.AppendResponse(dst, &rep.resp)
+	return memcache.AppendResponse(dst, &rep.resp) // nothing if q hid it
 }
 
 // merge appends the reply to a get split over servers: the values found, in
@@ -348,10 +291,17 @@ func (r *mcRequest) appendLocal(dst []byte) []byte {
 
 // mcReply is a memcached server's reply to one call.
 type mcReply struct {
-	resp     memcache.Response
-	cmd      memcache.Command // of the request sent
-	maxItems int              // the keys of a retrieval sent
-	line     []byte           // a line rewritten by a warm-up (adopt)
+	resp memcache.Response
+	// req is the request sent, whose grammar the reply must fit: the
+	// client's, or part.
+	req *memcache.Request
+	// part is the request sent for the keys of one server, of a retrieval
+	// split over servers.
+	part memcache.Request
+	// line is a status line rewritten by a warm-up (adopt).
+	line []byte
+	// built holds the key and flags of a request the proxy built in part.
+	built []byte
 }
 
 var _ reply = (*mcReply)(nil)
@@ -374,80 +324,14 @@ func (s *mcServer) wait() error               { return s.rd.Wait() }
 
 func (s *mcServer) read(rp reply) error {
 	rep := rp.(*mcReply)
-	err := s.rd.ReadResponse(&rep.resp, rep.cmd, rep.maxItems)
-	if err != nil {
+	if err := s.rd.ReadReply(&rep.resp, rep.req); err != nil {
 		return badReply(err)
-	}
-	if !validReply(rep.cmd, rep.resp.Line) {
-		return fmt.Errorf("%w: %q is no reply to %s", errBadReply, rep.resp.Line, rep.cmd)
 	}
 	return nil
 }
 
-// validReply reports whether line, the last line of a reply that
-// memcache.Reader read, is one memcached sends for cmd: its status (the first
-// token) is one of cmd's, or an error; no byte of it is a control byte.
-func validReply(cmd memcache.Command, line []byte) bool {
-	for _, b := range line {
-		if b < ' ' || b == 0x7f {
-			return false
-		}
-	}
-	if memcache.IsError(line) {
-		return true
-	}
-	status, rest, _ := bytes.Cut(line, []byte(" "))
-	switch cmd {
-	case memcache.CmdGet, memcache.CmdGets, memcache.CmdGat, memcache.CmdGats:
-		return string(line) == "END"
-	case memcache.CmdSet, memcache.CmdAdd, memcache.CmdReplace, memcache.CmdAppend, memcache.CmdPrepend, memcache.CmdCas:
-		return oneOf(line, "STORED", "NOT_STORED", "EXISTS", "NOT_FOUND")
-	case memcache.CmdDelete:
-		return oneOf(line, "DELETED", "NOT_FOUND")
-	case memcache.CmdTouch:
-		return oneOf(line, "TOUCHED", "NOT_FOUND")
-	case memcache.CmdIncr, memcache.CmdDecr:
-		return isNumber(line) || string(line) == "NOT_FOUND"
-	case memcache.CmdVersion:
-		return string(status) == "VERSION" && len(rest) > 0
-	case memcache.CmdMetaGet:
-		return oneOf(status, "VA", "HD", "EN")
-	case memcache.CmdMetaSet:
-		return oneOf(status, "HD", "NS", "EX", "NF")
-	case memcache.CmdMetaDelete:
-		return oneOf(status, "HD", "NF", "EX")
-	case memcache.CmdMetaArithmetic:
-		return oneOf(status, "HD", "VA", "NF", "NS", "EX")
-	case memcache.CmdMetaDebug:
-		return string(status) == "ME" && len(rest) > 0 || string(line) == "EN"
-	}
-	return false
-}
-
-func oneOf(s []byte, set ...string) bool {
-	for _, t := range set {
-		if string(s) == t {
-			return true
-		}
-	}
-	return false
-}
-
-// isNumber reports whether b is the decimal number of an incr or decr reply:
-// 1 to 20 digits.
-func isNumber(b []byte) bool {
-	if len(b) == 0 || len(b) > 20 {
-		return false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// badReply wraps a *memcache.Error, a reply out of grammar, in errBadReply.
+// badReply wraps a *memcache.Error, a reply out of its request's grammar, in
+// errBadReply.
 func badReply(err error) error {
 	var me *memcache.Error
 	if errors.As(err, &me) {

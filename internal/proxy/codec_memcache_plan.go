@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"errors"
@@ -18,10 +19,13 @@ import (
 //	mg KEY v f t c           read an item with its flags, time to live and cas
 //	ms KEY LEN F T c [ME]    store it (ME: as an add), asking for its new cas
 //	md KEY [C]               delete it (C: only if its cas is still that one)
-//	md KEY q ... mn          replay owed deletes, quietly
+//	md KEY q, mn             replay an owed delete, quietly
 //
 // A key that memcached's text protocol cannot carry as a token (a meta
-// command's binary key, sent base64 with b) goes base64 with b.
+// command's binary key, sent base64 with b) goes base64 with b. Each is a
+// memcache.Request held to memcache.Validate before it is sent, as the
+// clients' requests are, and its reply is read with memcache.ReadReply
+// against it.
 
 var (
 	_ itemCodec   = (*memcacheCodec)(nil)
@@ -95,11 +99,16 @@ func (r *mcRequest) refused(rp reply) bool {
 
 func (r *mcRequest) changed(rp reply) bool {
 	rep := rp.(*mcReply)
+	if rep.resp.Quiet {
+		// q hid the reply: ms and ma hide only a success; md hides NF too,
+		// and then the others only lose what the first does not hold.
+		return true
+	}
 	switch s := rep.resp.Status(); string(s) {
 	case "STORED", "DELETED", "TOUCHED", "HD", "VA":
 		return true
 	default:
-		return isNumber(s) // incr and decr
+		return len(s) > 0 && len(bytes.Trim(s, "0123456789")) == 0 // incr and decr
 	}
 }
 
@@ -108,24 +117,30 @@ func (r *mcRequest) changed(rp reply) bool {
 // previous server's item, or are the proxy's.
 const warmFlags = "bkOshlvftc"
 
-func (r *mcRequest) appendWarmRead(dst []byte, i int, rp reply) []byte {
+func (r *mcRequest) appendWarmRead(dst []byte, i int, rp reply) ([]byte, error) {
 	rep := rp.(*mcReply)
-	rep.cmd, rep.maxItems = memcache.CmdMetaGet, 0
 	if r.Command != memcache.CmdMetaGet {
-		return appendMeta(dst, "mg", r.Keys[i], " v f t c")
+		return appendBuilt(dst, rep, memcache.CmdMetaGet, r.RouteKey(i), []byte(" v f t c"), nil)
 	}
-	dst = append(append(dst, "mg "...), r.Keys[0]...)
+	// The client's mg, its key as sent (base64 with its b), with the flags
+	// that shape the reply and those readItem needs.
+	p := rep.reset()
+	b := append(rep.built[:0], r.Keys[0]...)
 	for _, f := range r.MetaFlags {
 		if bytes.IndexByte([]byte(warmFlags), f[0]) >= 0 {
-			dst = append(append(dst, ' '), f...)
+			b = append(append(b, ' '), f...)
 		}
 	}
 	for _, f := range []byte("vftc") {
 		if !r.HasMetaFlag(f) {
-			dst = append(dst, ' ', f)
+			b = append(b, ' ', f)
 		}
 	}
-	return append(dst, "\r\n"...)
+	rep.built = b
+	p.Command = memcache.CmdMetaGet
+	p.Keys = append(p.Keys, b[:len(r.Keys[0])])
+	p.MetaFlags = appendTokens(p.MetaFlags, b[len(r.Keys[0]):])
+	return rep.appendPart(dst)
 }
 
 // endLine is the last line of a retrieval's reply.
@@ -196,28 +211,84 @@ func metaInt(flags [][]byte, f byte) (int64, bool) {
 	return 0, false
 }
 
-// appendMeta appends "CMD KEY<rest>\r\n", the key base64 with b if it cannot
-// be a token; rest starts with a space.
-func appendMeta(dst []byte, cmd string, key []byte, rest string) []byte {
-	dst = append(append(dst, cmd...), ' ')
-	if len(key) <= memcache.MaxKeyLen && plainToken(key) {
-		dst = append(dst, key...)
-	} else {
-		dst = base64.StdEncoding.AppendEncode(dst, key)
-		dst = append(dst, " b"...)
-	}
-	return append(append(dst, rest...), "\r\n"...)
+// reset readies rep for a request the proxy builds in code, rep.part, and
+// returns it, reset.
+func (rep *mcReply) reset() *memcache.Request {
+	p := &rep.part
+	p.Reset()
+	p.Value = nil // the item's value, which the request does not own
+	return p
 }
 
-func (c *memcacheCodec) appendItemRead(dst []byte, key []byte, rp reply) []byte {
-	rep := rp.(*mcReply)
-	rep.cmd, rep.maxItems = memcache.CmdMetaGet, 0
-	return appendMeta(dst, "mg", key, " v f t c")
+// appendBuilt makes rep.part the meta request cmd of key, base64 with b if it
+// cannot be a token, with the flags (tokens, each after a space) and value,
+// and appends it: see appendPart.
+func appendBuilt(dst []byte, rep *mcReply, cmd memcache.Command, key, flags, value []byte) ([]byte, error) {
+	p := rep.reset()
+	b := rep.built[:0]
+	plain := len(key) <= memcache.MaxKeyLen && isToken(key)
+	if plain {
+		b = append(b, key...)
+	} else {
+		b = base64.StdEncoding.AppendEncode(b, key)
+	}
+	n := len(b)
+	if !plain {
+		b = append(b, " b"...)
+	}
+	b = append(b, flags...)
+	rep.built = b
+	p.Command, p.Value = cmd, value
+	p.Keys = append(p.Keys, b[:n])
+	p.MetaFlags = appendTokens(p.MetaFlags, b[n:])
+	return rep.appendPart(dst)
+}
+
+// appendPart appends rep.part, a request the proxy built, and makes it the
+// request rep's reply is read against (memcache.ReadReply). The request is
+// first held to memcache.Validate, as the clients' requests are (forServer):
+// one that fails is not appended, and the error says why.
+func (rep *mcReply) appendPart(dst []byte) ([]byte, error) {
+	if err := rep.part.Validate(); err != nil {
+		return dst, fmt.Errorf("proxy: a %s the proxy built: %w", rep.part.Command, err)
+	}
+	rep.req = &rep.part
+	return memcache.AppendRequest(dst, &rep.part), nil
+}
+
+// appendTokens appends the tokens of b, separated by spaces, to dst.
+func appendTokens(dst [][]byte, b []byte) [][]byte {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, ' ')
+		if i < 0 {
+			return append(dst, b)
+		}
+		if i > 0 {
+			dst = append(dst, b[:i])
+		}
+		b = b[i+1:]
+	}
+	return dst
+}
+
+// isToken reports whether key can be sent as a token: bytes that are
+// neither spaces nor control characters.
+func isToken(key []byte) bool {
+	for _, c := range key {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return len(key) > 0
+}
+
+func (c *memcacheCodec) appendItemRead(dst []byte, key []byte, rp reply) ([]byte, error) {
+	return appendBuilt(dst, rp.(*mcReply), memcache.CmdMetaGet, key, []byte(" v f t c"), nil)
 }
 
 func (c *memcacheCodec) readItem(rp reply, it *item) bool {
 	rep := rp.(*mcReply)
-	if rep.cmd != memcache.CmdMetaGet || string(rep.resp.Status()) != "VA" {
+	if rep.req == nil || rep.req.Command != memcache.CmdMetaGet || string(rep.resp.Status()) != "VA" {
 		return false
 	}
 	it.value = append(it.value[:0], rep.resp.Value...)
@@ -249,22 +320,17 @@ func (c *memcacheCodec) readItem(rp reply, it *item) bool {
 	return true
 }
 
-func (c *memcacheCodec) appendStore(dst []byte, key []byte, it *item, add bool, rp reply) []byte {
-	rep := rp.(*mcReply)
-	rep.cmd, rep.maxItems = memcache.CmdMetaSet, 0
-	rest := make([]byte, 0, 64)
-	rest = append(rest, ' ')
-	rest = strconv.AppendInt(rest, int64(len(it.value)), 10)
-	rest = append(rest, " F"...)
-	rest = strconv.AppendUint(rest, uint64(it.flags), 10)
-	rest = append(rest, " T"...)
-	rest = strconv.AppendInt(rest, it.exptime, 10)
-	rest = append(rest, " c"...)
+func (c *memcacheCodec) appendStore(dst []byte, key []byte, it *item, add bool, rp reply) ([]byte, error) {
+	var buf [64]byte
+	fl := append(buf[:0], " F"...)
+	fl = strconv.AppendUint(fl, uint64(it.flags), 10)
+	fl = append(fl, " T"...)
+	fl = strconv.AppendInt(fl, it.exptime, 10)
+	fl = append(fl, " c"...)
 	if add {
-		rest = append(rest, " ME"...)
+		fl = append(fl, " ME"...)
 	}
-	dst = appendMeta(dst, "ms", key, string(rest))
-	return append(append(dst, it.value...), "\r\n"...)
+	return appendBuilt(dst, rp.(*mcReply), memcache.CmdMetaSet, key, fl, it.value)
 }
 
 func (c *memcacheCodec) stored(rp reply) (uint64, bool) {
@@ -281,55 +347,64 @@ func (c *memcacheCodec) stored(rp reply) (uint64, bool) {
 	return 0, true
 }
 
-func (c *memcacheCodec) appendDelete(dst []byte, key []byte, cas uint64, rp reply) []byte {
-	rep := rp.(*mcReply)
-	rep.cmd, rep.maxItems = memcache.CmdMetaDelete, 0
-	if cas == 0 {
-		return appendMeta(dst, "md", key, "")
+func (c *memcacheCodec) appendDelete(dst []byte, key []byte, cas uint64, rp reply) ([]byte, error) {
+	var buf [24]byte
+	fl := buf[:0]
+	if cas != 0 {
+		fl = strconv.AppendUint(append(fl, " C"...), cas, 10)
 	}
-	return appendMeta(dst, "md", key, " C"+strconv.FormatUint(cas, 10))
+	return appendBuilt(dst, rp.(*mcReply), memcache.CmdMetaDelete, key, fl, nil)
 }
 
 func (c *memcacheCodec) deleted(rp reply) bool {
 	return string(rp.(*mcReply).resp.Status()) == "HD"
 }
 
-// forget deletes keys quietly (md q, which memcached answers only with an
-// error) and ends with mn, whose MN says every delete before it was done.
+// forget deletes keys quietly, each with md q followed by mn: memcached
+// answers md q only with an error, and the MN after it says the delete was
+// done. flush_all, which the memcache package does not know, goes first, on
+// its own, and its one line of reply is read here.
 func (c *memcacheCodec) forget(rw io.ReadWriter, keys [][]byte, flush bool) error {
-	var out []byte
+	br := bufio.NewReaderSize(rw, 4<<10)
 	if flush {
-		out = append(out, "flush_all\r\n"...)
+		if _, err := io.WriteString(rw, "flush_all\r\n"); err != nil {
+			return err
+		}
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return fmt.Errorf("flush_all: %w", err)
+		}
+		if string(line) != "OK\r\n" {
+			return fmt.Errorf("flush_all: %q", line)
+		}
 	}
+	var rep mcReply
+	var out []byte
 	for _, k := range keys {
-		out = appendMeta(out, "md", k, " q")
+		var err error
+		if out, err = appendBuilt(out, &rep, memcache.CmdMetaDelete, k, []byte(" q"), nil); err != nil {
+			return err
+		}
+		out = append(out, "mn\r\n"...)
 	}
-	out = append(out, "mn\r\n"...)
 	if _, err := rw.Write(out); err != nil {
 		return err
 	}
-	r := memcache.NewReaderSize(rw, memcache.Limits{}, 4<<10)
+	r := memcache.NewReaderSize(br, memcache.Limits{}, 4<<10)
 	var resp memcache.Response
-	if flush {
-		if err := r.ReadResponse(&resp, memcache.CmdMetaNoop, 0); err != nil {
+	for _, k := range keys {
+		// The request of k again, to read its reply against.
+		if _, err := appendBuilt(out[:0], &rep, memcache.CmdMetaDelete, k, []byte(" q"), nil); err != nil {
 			return err
 		}
-		if string(resp.Line) != "OK" {
-			return fmt.Errorf("flush_all: %q", resp.Line)
-		}
-	}
-	for {
-		if err := r.ReadResponse(&resp, memcache.CmdMetaNoop, 0); err != nil {
+		if err := r.ReadReply(&resp, rep.req); err != nil {
 			return err
 		}
-		switch s := string(resp.Status()); {
-		case s == "MN":
-			return nil
-		case s == "HD" || s == "NF":
-			// Quiet mode leaves these out; a server that sends them is
+		if s := string(resp.Status()); !resp.Quiet && s != "HD" && s != "NF" {
+			// Quiet mode leaves HD and NF out; a server that sends them is
 			// still right.
-		default:
 			return errors.New("md: " + strconv.Quote(string(resp.Line)))
 		}
 	}
+	return nil
 }

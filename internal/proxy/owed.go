@@ -13,7 +13,7 @@ import (
 // Deletes that survive a server that cannot be reached.
 //
 // A write that does not reach a server that should have it — the server is
-// ejected, frozen, down, or answered an error — leaves there the value the
+// ejected, frozen, down, or answered SERVER_ERROR — leaves there the value the
 // write meant to replace or delete: read later from that server (a replica a
 // read fails over to, a server readmitted after an ejection, a server that
 // comes back after a freeze), it would be a stale value, or a deleted key

@@ -12,8 +12,9 @@
 // ServerConnections persistent connections, pipelined: a request is written as
 // soon as it is routed, and requests that arrive together leave in one write; a
 // reader goroutine per connection reads the replies and hands each to its
-// client. noreply and the meta commands' quiet mode are kept by the proxy, which
-// always asks servers for a reply, so a server connection never loses step.
+// client. A server connection never loses step: the proxy keeps noreply itself
+// and asks servers for a reply, and sends a meta request in quiet mode followed
+// by mn, whose MN stands where memcached hid a reply.
 // Sockets are read and written with raw system calls that wait in the network
 // poller (see socketIO), and ScaleProcs keeps Go code on one thread until the
 // load needs more: both spare the thread wake-ups that would otherwise cost a

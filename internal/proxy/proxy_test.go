@@ -71,6 +71,16 @@ var directScript = []string{
 	"ms m 1 q\r\nx\r\n",
 	"ms m 1 q ME\r\nx\r\n",
 	"ma m q\r\n",
+	// Quiet mode is memcached's: ma hides its reply when it finds the item,
+	// not when N makes it; mg shows a hit; errors always show.
+	"ma qn N0 q v\r\n",
+	"ma qn N0 q v\r\n",
+	"ma qn q\r\n",
+	"ma nokey q\r\n",
+	"mg qn q k\r\n",
+	"ma m q v\r\n",
+	"md nokey q\r\n",
+	"ms qn 1 q MR C1\r\nx\r\n",
 	"ms c 1\r\n5\r\n",
 	"ma c D10 v\r\n",
 	"ma c MD D100 v\r\n",
@@ -90,20 +100,57 @@ var directScript = []string{
 	"GET a\r\n",
 	"get\r\n",
 	"get " + k251 + "\r\n",
-	"set " + k251 + " 0 0 1\r\nx\r\n",
-	"set a 0 0 -1\r\n",
-	"set a x 0 1\r\nx\r\n",
-	"set a 0 0 2\r\nabc\r\n",
-	"set a 0 0 1 2 3\r\nx\r\n",
 	"incr a x\r\n",
 	"touch a x\r\n",
 	"delete a 1\r\n",
 	"gat x a\r\n",
 	"mg\r\n",
-	"ms a S2\r\nhi\r\n",
 	"ms x 2 b\r\nhi\r\n",
 	"mg a" + strings.Repeat(" v", 18) + "\r\n",
 	"get a\r\n",
+}
+
+// dataScript is bad input after which memcached reads what the client meant
+// as data as the next command. The proxy answers memcached's error for the
+// request alone and skips its data block, or, when it cannot tell where the
+// block ends, closes the connection: the bytes are not a command.
+var dataScript = []struct {
+	req, reply string
+	closes     bool
+}{
+	{"set " + k251 + " 0 0 1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n", false},
+	{"set a x 0 1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n", false},
+	{"ms a S2\r\nhi\r\n", "CLIENT_ERROR bad command line format\r\n", true},
+	{"set a 0 0 -1\r\nflush_all\r\n", "CLIENT_ERROR bad command line format\r\n", true},
+	{"set a 0 0 2\r\nabc\r\n", "CLIENT_ERROR bad data chunk\r\n", true},
+	{"set a 0 0 1 2 3\r\nx\r\n", "ERROR\r\n", true},
+}
+
+// TestDataNotRun sends dataScript: each request gets memcached's error, its
+// data is never run, and none reaches the server.
+func TestDataNotRun(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("", s))
+	for _, tt := range dataScript {
+		before := p.serverRequests("alpha")
+		c := dial(t, p.Addr("alpha").String())
+		if !tt.closes {
+			if got := c.mustDo(tt.req); got != tt.reply {
+				t.Errorf("%.40q: %q; want %q", tt.req, got, tt.reply)
+			}
+		} else {
+			c.c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c.c, tt.req); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := io.ReadAll(c.br); string(got) != tt.reply || err != nil {
+				t.Errorf("%.40q: %q, %v; want %q and the end of the stream", tt.req, got, err, tt.reply)
+			}
+		}
+		if n := p.serverRequests("alpha") - before; n != 0 {
+			t.Errorf("%.40q: %d requests reached the server", tt.req, n)
+		}
+	}
 }
 
 // TestCommandsMatchDirect runs with Go code on one thread, where requests reach

@@ -79,25 +79,28 @@ type item struct {
 
 // itemCodec is a codec whose requests can be planned over several servers:
 // it reads, stores and deletes items by key (the key as servers store it, a
-// meta key base64-decoded) for warm-up copies and replicas.
+// meta key base64-decoded) for warm-up copies and replicas. Its append
+// methods return an error, and append nothing, if the request they build
+// would not reach the server as built (the codec's guard on every request);
+// the call is then failed with it, not sent (sendBuilt).
 type itemCodec interface {
 	forgetter
 	// appendItemRead appends a read of key's item with its flags, time to
 	// live and cas, and readies rep for its reply.
-	appendItemRead(dst []byte, key []byte, rep reply) []byte
+	appendItemRead(dst []byte, key []byte, rep reply) ([]byte, error)
 	// readItem fills it from rep, a reply to appendItemRead or to a
 	// request's appendWarmRead, copying the value, and reports whether the
 	// key was found.
 	readItem(rep reply, it *item) bool
 	// appendStore appends a store of it under key, an add if add is set,
 	// else a set, asking for the new item's cas.
-	appendStore(dst []byte, key []byte, it *item, add bool, rep reply) []byte
+	appendStore(dst []byte, key []byte, it *item, add bool, rep reply) ([]byte, error)
 	// stored reports whether rep, the reply to appendStore, says the item
 	// was stored, and its cas.
 	stored(rep reply) (cas uint64, ok bool)
 	// appendDelete appends a delete of key, only if its cas is cas (any if
 	// zero).
-	appendDelete(dst []byte, key []byte, cas uint64, rep reply) []byte
+	appendDelete(dst []byte, key []byte, cas uint64, rep reply) ([]byte, error)
 	// deleted reports whether rep, the reply to appendDelete, says the key
 	// was deleted.
 	deleted(rep reply) bool
@@ -123,7 +126,7 @@ type planRequest interface {
 	// appendWarmRead appends the read of key i from its previous server:
 	// what readItem needs for a copy, and what adopt needs to answer the
 	// client.
-	appendWarmRead(dst []byte, i int, rep reply) []byte
+	appendWarmRead(dst []byte, i int, rep reply) ([]byte, error)
 	// adopt makes rep, a reply to appendWarmRead of key i that found it,
 	// what a server holding the key would have answered the request for key
 	// i, and sets it.exptime to the expiration time the request gives, if
@@ -493,7 +496,9 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 		}
 	}
 	for _, w := range r.calls[first:r.ncalls] {
-		w.srv.send(w)
+		if w.err == nil {
+			w.srv.send(w)
+		}
 	}
 	if retry {
 		c.sendUnits(r, p, deadline)
@@ -526,7 +531,10 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 		}
 		p.warming[i], p.warmSrv[i] = true, prev
 		cl := c.planCall(r, deadline, prev)
-		cl.out = r.req.(planRequest).appendWarmRead(cl.out, unitIndex(p, i), cl.reply)
+		var err error
+		if cl.out, err = r.req.(planRequest).appendWarmRead(cl.out, unitIndex(p, i), cl.reply); err != nil {
+			cl.complete(err) // not sent: the read finds nothing
+		}
 		p.cur[i] = r.ncalls - 1
 		c.pool.stats.warmReads.Add(1)
 		return true
@@ -607,8 +615,7 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 				continue
 			}
 			cl := c.planCall(r, deadline, s)
-			cl.out = c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
-			cl.srv.send(cl)
+			sendBuilt(cl)(c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply))
 		}
 		p.staleCalls[1] = r.ncalls
 		if p.acc == accessDelete {
@@ -713,8 +720,7 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		// The decision changed the item: read it from the deciding replica.
 		p.stage = 2
 		cl := c.planCall(r, deadline, p.targets[p.primary])
-		cl.out = ic.appendItemRead(cl.out, key, cl.reply)
-		cl.srv.send(cl)
+		sendBuilt(cl)(ic.appendItemRead(cl.out, key, cl.reply))
 		return true
 	case 2:
 		// Set the decided item on the other replicas, or delete it there.
@@ -731,11 +737,10 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 			default:
 				w := c.planCall(r, deadline, s)
 				if found {
-					w.out = ic.appendStore(w.out, key, &p.it, false, w.reply)
+					sendBuilt(w)(ic.appendStore(w.out, key, &p.it, false, w.reply))
 				} else {
-					w.out = ic.appendDelete(w.out, key, 0, w.reply)
+					sendBuilt(w)(ic.appendDelete(w.out, key, 0, w.reply))
 				}
-				w.srv.send(w)
 			}
 		}
 		p.first = first
@@ -749,6 +754,20 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 	}
 	return false
+}
+
+// sendBuilt returns a func that sends cl with out, the request the proxy
+// built for it, or fails cl with err, the reason it could not be built; it
+// takes an itemCodec append's results as they are.
+func sendBuilt(cl *call) func(out []byte, err error) {
+	return func(out []byte, err error) {
+		cl.out = out
+		if err != nil {
+			cl.complete(err)
+			return
+		}
+		cl.srv.send(cl)
+	}
 }
 
 // respondPlan appends the reply to a planned request.

@@ -14,7 +14,7 @@ import (
 // smuggleVectors returns requests that would make memcached read something
 // else than the proxy parsed, if the proxy forwarded them: a data block run as
 // a command (its flush_all), a line cut short, a connection closed under
-// other clients. Each one is refused by the proxy. They are the vectors of
+// other clients, a reply out of step. Each one is refused by the proxy. They are the vectors of
 // issue 15 and their family: every command, every key that memcached reads
 // differently (a NUL ends its line, CR, tab, DEL, a key over 250 bytes as
 // sent, base64 or not), meta flags with such bytes, and lines too long for a
@@ -48,6 +48,10 @@ func smuggleVectors() []string {
 		"mg k v O\x00 k\r\n",
 		"md k q O"+long+"\r\n", "ma k O"+long+"\r\n", "ms k 9 O"+long+"\r\nflush_all\r\n",
 		"mg k"+strings.Repeat(" v", 1100)+"\r\n",
+		// Base64 keys that decode to a space or CR ("a\r\nb c"): mg and ma with
+		// N make an item memcached does not mark as base64, whose key mg's k
+		// and me then write into their replies decoded, out of step.
+		"ma YQ0KYiBj b N0\r\n", "mg YQ0KYiBj b N0 v\r\n", "mg YQ0KYiBj b k v\r\n", "me YQ0KYiBj b\r\n",
 		// A gat line too long for a shared connection.
 		"gat 0"+strings.Repeat(" key", 600)+"\r\n",
 		// Lengths that are no lengths: the proxy reads the data block as a
@@ -57,6 +61,13 @@ func smuggleVectors() []string {
 		"get "+strings.Repeat("k", 70000)+"\r\n",
 	)
 	return vs
+}
+
+// closes reports whether the proxy closes the connection of a client that
+// sends v: a line over its limit, or a storage command whose data block it
+// cannot find, as its length is no length (its bytes are not a command).
+func closes(v string) bool {
+	return len(v) > 65536 || strings.Contains(v, " -1\r\n") || strings.Contains(v, " 9x\r\n")
 }
 
 // refusal reports whether out, the proxy's reply to a refused request, holds
@@ -121,7 +132,7 @@ func TestSmuggling(t *testing.T) {
 		if n := p.serverRequests("alpha") - before; n != 0 {
 			t.Errorf("%.60q: %d requests reached a server", v, n)
 		}
-		if err != nil && !strings.Contains(v, strings.Repeat("k", 70000)) {
+		if err != nil && !closes(v) {
 			t.Errorf("%.60q: %v; the client's connection should stay open", v, err)
 		}
 	}

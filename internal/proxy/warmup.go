@@ -302,11 +302,11 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		cas bool // a delete conditioned on the previous copy's cas
 	}
 	var step []sent
-	send := func(j *copyJob, s *server, build func(cl *call) []byte) {
+	send := func(j *copyJob, s *server, build func(cl *call) ([]byte, error)) {
 		cl := w.call(len(step), st)
-		cl.out = build(cl)
+		cl.srv = s
 		step = append(step, sent{cl: cl, j: j, srv: s})
-		s.send(cl)
+		sendBuilt(cl)(build(cl))
 	}
 	wait := func(f func(x sent)) {
 		for _, x := range step {
@@ -326,7 +326,7 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	var adds []copied
 	for _, j := range batch {
 		for _, s := range j.to {
-			send(j, s, func(cl *call) []byte { return ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply) })
+			send(j, s, func(cl *call) ([]byte, error) { return ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply) })
 		}
 	}
 	wait(func(x sent) {
@@ -342,11 +342,11 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	// whatever they hold.
 	for _, j := range batch {
 		if j.del {
-			send(j, j.from, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply) })
+			send(j, j.from, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply) })
 			step[len(step)-1].cas = true
 		}
 		for _, s := range j.drop {
-			send(j, s, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], j.key, 0, cl.reply) })
+			send(j, s, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], j.key, 0, cl.reply) })
 		}
 	}
 	changed := map[*copyJob]bool{}
@@ -366,7 +366,7 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	// may be stale; delete it unless written over since (its cas changed).
 	for _, a := range adds {
 		if changed[a.j] {
-			send(a.j, a.srv, func(cl *call) []byte { return ic.appendDelete(cl.out[:0], a.j.key, a.cas, cl.reply) })
+			send(a.j, a.srv, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], a.j.key, a.cas, cl.reply) })
 		}
 	}
 	wait(func(x sent) {
