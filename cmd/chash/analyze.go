@@ -53,7 +53,9 @@ chash route places the keys it reads; the others are measured by routing that
 many keys and counting. The output says which. Given --sample for an exact
 distribution, analyze also routes that many sample keys and prints the sampled
 shares next to the exact ones, as a cross-check. A pool whose distribution is
-random has no shares to measure: each request goes to a server at random.
+random has no shares to measure: each request goes to a server at random. A
+pool whose servers live in etcd or in a file (servers_from:) is measured over
+the servers listed there now, read once.
 
 With --keys, analyze also routes every key of FILE (one per line, as chash
 route reads them; "-" for standard input) and prints how many went to each
@@ -114,7 +116,7 @@ type analyzeOutput struct {
 	SimilarKeys *analyze.Clustering `json:"similar_keys"`
 }
 
-func (f *analyzeFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
+func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
 	if f.config == "" {
 		return cmd.UsageError(env.Stderr, "--config is required")
 	}
@@ -127,7 +129,7 @@ func (f *analyzeFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	if f.sample < 1 {
 		return cmd.UsageError(env.Stderr, "--sample %d: want at least 1", f.sample)
 	}
-	p, code := loadPool(cmd, env, f.config, f.pool)
+	p, code := loadPool(ctx, cmd, env, f.config, f.pool)
 	if code != 0 {
 		return code
 	}

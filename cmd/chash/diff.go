@@ -54,6 +54,9 @@ move.
 with an optional " alias"; --remove NAME removes the server of that name
 (its alias, else host:port). Both may be repeated, and apply to NEW when it is
 given. --pool names the pool in both files (--new-pool, if given, in NEW).
+A pool whose servers live in etcd or in a file (servers_from:) has the
+servers listed there now, read once: "chash diff --add ..." of it shows what
+registering one more server would move.
 
 Between two rings that hash keys alike (chash, seed, balanced and the rings of
 deployed programs, as chash analyze lists them) the figures are exact: the two
@@ -134,7 +137,7 @@ type diffOutput struct {
 	After      *analyze.Balance `json:"after"`
 }
 
-func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
+func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
 	switch {
 	case len(args) == 0:
 		return cmd.UsageError(env.Stderr, "no configuration given")
@@ -157,7 +160,7 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 		}
 		adds = append(adds, s)
 	}
-	oldPool, code := loadPool(cmd, env, args[0], f.pool)
+	oldPool, code := loadPool(ctx, cmd, env, args[0], f.pool)
 	if code != 0 {
 		return code
 	}
@@ -168,7 +171,7 @@ func (f *diffFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 		if name == "" {
 			name = f.pool
 		}
-		if newPool, code = loadPool(cmd, env, newFile, name); code != 0 {
+		if newPool, code = loadPool(ctx, cmd, env, newFile, name); code != 0 {
 			return code
 		}
 	}

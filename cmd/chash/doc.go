@@ -55,7 +55,9 @@
 // many keys and counting. The output says which. Given --sample for an exact
 // distribution, analyze also routes that many sample keys and prints the sampled
 // shares next to the exact ones, as a cross-check. A pool whose distribution is
-// random has no shares to measure: each request goes to a server at random.
+// random has no shares to measure: each request goes to a server at random. A
+// pool whose servers live in etcd or in a file (servers_from:) is measured over
+// the servers listed there now, read once.
 //
 // With --keys, analyze also routes every key of FILE (one per line, as chash
 // route reads them; "-" for standard input) and prints how many went to each
@@ -497,6 +499,23 @@
 //	Example:
 //		drain: [10.0.0.2:11211]
 //
+// servers_from (chash)
+//
+//	Where the pool's servers live, instead of a servers: list (a pool gives
+//	one of the two): "etcd://HOST:PORT[,HOST:PORT...]/PREFIX/", the keys
+//	under an etcd key prefix (the URL's path, slashes included), each
+//	holding one server line as in servers: ("host:port:weight [name]"; the
+//	key's own name does not matter, the list is in the keys' order); or
+//	"file:PATH", a file of server lines, one a line, '#' starting a comment.
+//	chash proxy reads the list at start, then follows it: each change is
+//	applied as a reload applies new servers, an invalid list is refused and
+//	the last good one keeps serving, and an unreachable etcd leaves the last
+//	list serving while the proxy retries. chash route, analyze and diff read
+//	the list once. chash register keeps a server's key alive under a lease.
+//	Default: none: the servers are listed under servers.
+//	Example:
+//		servers_from: etcd://10.0.0.1:2379,10.0.0.2:2379/chash/cache/
+//
 // servers (twemproxy)
 //
 //	The pool's servers, one "host:port:weight [name]" or
@@ -505,7 +524,7 @@
 //	chash route prints instead of host:port, so that a server can move to
 //	another address and keep its keys. No two servers may have the same
 //	name.
-//	Default: none: a pool needs at least one server.
+//	Default: none: a pool needs at least one server, or servers_from.
 //	Example:
 //		servers:
 //		 - 10.0.0.1:11211:1
@@ -564,6 +583,9 @@
 // with an optional " alias"; --remove NAME removes the server of that name
 // (its alias, else host:port). Both may be repeated, and apply to NEW when it is
 // given. --pool names the pool in both files (--new-pool, if given, in NEW).
+// A pool whose servers live in etcd or in a file (servers_from:) has the
+// servers listed there now, read once: "chash diff --add ..." of it shows what
+// registering one more server would move.
 //
 // Between two rings that hash keys alike (chash, seed, balanced and the rings of
 // deployed programs, as chash analyze lists them) the figures are exact: the two
@@ -634,7 +656,7 @@
 //
 // Usage:
 //
-//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
@@ -723,6 +745,82 @@
 // its last reply and the end of the stream; the proxy exits 0 once all are
 // done, cutting what is still in flight after 10s.
 //
+// A pool may take its servers from etcd or from a file instead of listing
+// them (servers_from:, see 'chash help config'):
+//
+//	servers_from: etcd://10.0.0.1:2379,10.0.0.2:2379/chash/cache/
+//	servers_from: file:/etc/chash/cache.servers
+//
+// Every key under the etcd prefix holds one server line ("host:port:weight
+// [name]"; the list is in the keys' order); the file has one server line a
+// line. The proxy reads the list at start, then follows it: it watches the
+// prefix, or reads the file again when it changes (a new file renamed over
+// it included). Each change is applied as a reload applies new servers:
+// checked, swapped at once, servers that stay keep their connections, and
+// the moved key space logged (in the background, changes less than a second
+// apart together). A list that is not valid (a bad line, a name twice, a
+// ring that does not build) is refused, logged and counted, and the last
+// good list keeps serving. An etcd that stops answering leaves the last list
+// serving while the proxy retries with backoff, logging the change of state
+// once; once etcd is back the proxy reads the whole prefix again. At start,
+// and at a reload that adds or changes a servers_from, the proxy waits at
+// most --source-timeout for the first list, then fails and names the
+// endpoints: a proxy without its servers could only answer errors, and the
+// old process, or the old configuration, keeps serving instead. An empty
+// prefix is a valid list: the pool answers "SERVER_ERROR no live servers"
+// until servers register. 'chash register' keeps a server's key alive under
+// a lease next to its memcached or Redis; if it dies with the server, the
+// lease lapses and every proxy drops the server.
+//
+// Every pool's ring has a fingerprint: 16 hex digits, a pure function of the
+// pool's routing settings (distribution, hash, hash_tag, points, label, each
+// default filled in) and of its servers' names, addresses and weights (in
+// name order where the distribution's order does not matter). Proxies that
+// show a pool the same fingerprint route each of its keys alike. GET /ring
+// on the admin listener shows it, as JSON:
+//
+//	{"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",
+//	  "servers": ["NAME", ...], "ejected": ["NAME", ...],
+//	  "source": "URL", "revision": N, "connected": true}}}
+//
+// servers are the ring's, named as 'chash route' names them (an ejected
+// server whose keys move to the others is out of the ring, and of the
+// fingerprint, while it is out); source is the servers_from URL, "" for
+// servers listed in the file; revision is etcd's revision of the list, the
+// same on every proxy (a file's count of changes, the proxy's own); connected
+// says whether the source answers. The metric
+// chash_proxy_ring_info{pool,fingerprint} is 1 for the fingerprint in use, so
+// a dashboard shows proxies that disagree:
+//
+//	count by (pool) (count by (pool, fingerprint) (chash_proxy_ring_info)) > 1
+//
+// and chash_proxy_source_connected, _revision, _updates_total,
+// _refused_total, _errors_total, _relists_total and _state_since_seconds
+// show each source's state.
+//
+// Hitless restart: every TCP listener, the pools' and the admin's, sets
+// SO_REUSEPORT, so a new process listens on the same addresses while the old
+// one runs, the kernel spreading new connections over both. To restart (a
+// new binary, new flags, a configuration that nutcracker would need a
+// restart for):
+//
+//  1. start the new process, with the configuration it is to serve;
+//  2. wait until it logs "admin listening" (it has opened every listener);
+//  3. send SIGTERM to the old process.
+//
+// The old process closes its listeners, so that new connections go to the
+// new one only, first serving the connections already waiting in its listen
+// queue; then it answers every request it has read and closes its clients,
+// which connect again, to the new process. No connection is refused, and no
+// request read is left unanswered; a client whose connection ends before a
+// reply sends the request again, as the proxy ran none it did not answer.
+// On Linux 5.14 and later, sysctl net.ipv4.tcp_migrate_req=1 hands over even
+// a connection whose handshake ends in the instant the old listener closes.
+// Pools on Unix sockets cannot be shared so: the new process fails to listen
+// while the old one runs. Only processes of one user share an address, and a
+// second proxy started by mistake on the same address serves alongside the
+// first rather than fail to start, as nutcracker would.
+//
 // --max-memory bounds the bytes of requests read and not yet answered and of
 // replies read from servers and not yet written, over all clients (1 GiB by
 // default): past it, clients are not read until replies are written, so a
@@ -739,8 +837,8 @@
 //
 // The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 // /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-// /reload, /drain and /healthz. POST /reload and POST and DELETE /drain must
-// carry the header Chash-Admin, with any value, and a Host that is the
+// /reload, /drain, /ring and /healthz. POST /reload and POST and DELETE /drain
+// must carry the header Chash-Admin, with any value, and a Host that is the
 // listener's, localhost or an IP address, so that no web page can make a
 // browser reload the proxy:
 //
@@ -755,7 +853,9 @@
 // one is refused as the server would refuse it.
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-// 2 otherwise.
+// 2 otherwise. It checks a servers_from URL but does not read the list, so
+// that a file can be checked where etcd cannot be reached; 'chash route
+// --config FILE' reads it once, and fails if it is not valid.
 //
 // Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 // in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
@@ -783,6 +883,8 @@
 //		largest value in bytes a client of a memcached pool may store (default 1048576)
 //	--procs int
 //		threads running Go code; 0 adapts between 1 and the CPUs to the load
+//	--source-timeout duration
+//		how long to wait for a servers_from's first list at start and reload (default 10s)
 //	--test-conf
 //		check the configuration and exit
 //	--tls-cert FILE
@@ -853,10 +955,13 @@
 // FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
 // distributions of its own (chash, seed), of other programs and of other
 // algorithms: 'chash help config' lists every key. --pool names the pool and
-// may be left out when the file has only one. Keys pass through the pool's hash_tag
-// before they are hashed, as in twemproxy. A pool whose distribution is
-// random cannot be routed offline: twemproxy sends each request to a server
-// chosen at random.
+// may be left out when the file has only one. A pool whose servers live in
+// etcd or in a file (servers_from:) is routed over the servers listed there
+// now, read once; the proxies that follow the list route alike as long as it
+// does not change, and their GET /ring shows the fingerprint of that list.
+// Keys pass through the pool's hash_tag before they are hashed, as in
+// twemproxy. A pool whose distribution is random cannot be routed offline:
+// twemproxy sends each request to a server chosen at random.
 //
 // With distribution: bounded, the keys read are the load: each key in turn goes
 // to the first server clockwise whose load is below the bound ceil(c*m/n), m

@@ -35,12 +35,13 @@ type proxyFlags struct {
 	logJSON     bool
 	verbose     bool
 	procs       int
+	srcTimeout  time.Duration
 }
 
 func newProxy() *Command {
 	f := new(proxyFlags)
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--procs N]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]",
 		Short:     "run a memcached and Redis sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -129,6 +130,82 @@ then each client's connection is closed for writing, so the client reads
 its last reply and the end of the stream; the proxy exits 0 once all are
 done, cutting what is still in flight after 10s.
 
+A pool may take its servers from etcd or from a file instead of listing
+them (servers_from:, see 'chash help config'):
+
+    servers_from: etcd://10.0.0.1:2379,10.0.0.2:2379/chash/cache/
+    servers_from: file:/etc/chash/cache.servers
+
+Every key under the etcd prefix holds one server line ("host:port:weight
+[name]"; the list is in the keys' order); the file has one server line a
+line. The proxy reads the list at start, then follows it: it watches the
+prefix, or reads the file again when it changes (a new file renamed over
+it included). Each change is applied as a reload applies new servers:
+checked, swapped at once, servers that stay keep their connections, and
+the moved key space logged (in the background, changes less than a second
+apart together). A list that is not valid (a bad line, a name twice, a
+ring that does not build) is refused, logged and counted, and the last
+good list keeps serving. An etcd that stops answering leaves the last list
+serving while the proxy retries with backoff, logging the change of state
+once; once etcd is back the proxy reads the whole prefix again. At start,
+and at a reload that adds or changes a servers_from, the proxy waits at
+most --source-timeout for the first list, then fails and names the
+endpoints: a proxy without its servers could only answer errors, and the
+old process, or the old configuration, keeps serving instead. An empty
+prefix is a valid list: the pool answers "SERVER_ERROR no live servers"
+until servers register. 'chash register' keeps a server's key alive under
+a lease next to its memcached or Redis; if it dies with the server, the
+lease lapses and every proxy drops the server.
+
+Every pool's ring has a fingerprint: 16 hex digits, a pure function of the
+pool's routing settings (distribution, hash, hash_tag, points, label, each
+default filled in) and of its servers' names, addresses and weights (in
+name order where the distribution's order does not matter). Proxies that
+show a pool the same fingerprint route each of its keys alike. GET /ring
+on the admin listener shows it, as JSON:
+
+    {"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",
+      "servers": ["NAME", ...], "ejected": ["NAME", ...],
+      "source": "URL", "revision": N, "connected": true}}}
+
+servers are the ring's, named as 'chash route' names them (an ejected
+server whose keys move to the others is out of the ring, and of the
+fingerprint, while it is out); source is the servers_from URL, "" for
+servers listed in the file; revision is etcd's revision of the list, the
+same on every proxy (a file's count of changes, the proxy's own); connected
+says whether the source answers. The metric
+chash_proxy_ring_info{pool,fingerprint} is 1 for the fingerprint in use, so
+a dashboard shows proxies that disagree:
+
+    count by (pool) (count by (pool, fingerprint) (chash_proxy_ring_info)) > 1
+
+and chash_proxy_source_connected, _revision, _updates_total,
+_refused_total, _errors_total, _relists_total and _state_since_seconds
+show each source's state.
+
+Hitless restart: every TCP listener, the pools' and the admin's, sets
+SO_REUSEPORT, so a new process listens on the same addresses while the old
+one runs, the kernel spreading new connections over both. To restart (a
+new binary, new flags, a configuration that nutcracker would need a
+restart for):
+
+    1. start the new process, with the configuration it is to serve;
+    2. wait until it logs "admin listening" (it has opened every listener);
+    3. send SIGTERM to the old process.
+
+The old process closes its listeners, so that new connections go to the
+new one only, first serving the connections already waiting in its listen
+queue; then it answers every request it has read and closes its clients,
+which connect again, to the new process. No connection is refused, and no
+request read is left unanswered; a client whose connection ends before a
+reply sends the request again, as the proxy ran none it did not answer.
+On Linux 5.14 and later, sysctl net.ipv4.tcp_migrate_req=1 hands over even
+a connection whose handshake ends in the instant the old listener closes.
+Pools on Unix sockets cannot be shared so: the new process fails to listen
+while the old one runs. Only processes of one user share an address, and a
+second proxy started by mistake on the same address serves alongside the
+first rather than fail to start, as nutcracker would.
+
 --max-memory bounds the bytes of requests read and not yet answered and of
 replies read from servers and not yet written, over all clients (1 GiB by
 default): past it, clients are not read until replies are written, so a
@@ -145,8 +222,8 @@ environment variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
 /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-/reload, /drain and /healthz. POST /reload and POST and DELETE /drain must
-carry the header Chash-Admin, with any value, and a Host that is the
+/reload, /drain, /ring and /healthz. POST /reload and POST and DELETE /drain
+must carry the header Chash-Admin, with any value, and a Host that is the
 listener's, localhost or an IP address, so that no web page can make a
 browser reload the proxy:
 
@@ -161,7 +238,9 @@ Redis pools send (512 MiB by default, Redis's proto-max-bulk-len). A larger
 one is refused as the server would refuse it.
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-2 otherwise.
+2 otherwise. It checks a servers_from URL but does not read the list, so
+that a file can be checked where etcd cannot be reached; 'chash route
+--config FILE' reads it once, and fails if it is not valid.
 
 Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
@@ -179,6 +258,7 @@ memcached servers for that.`,
 	c.Flag.Int64Var(&f.maxMemory, "max-memory", proxy.DefaultMaxMemory, "bytes of requests and replies in flight past which clients are not read")
 	c.Flag.StringVar(&f.tlsCert, "tls-cert", "", "serve clients over TLS with this certificate `FILE` (PEM); a pool's tls_cert_file overrides")
 	c.Flag.StringVar(&f.tlsKey, "tls-key", "", "the TLS certificate's key `FILE` (PEM); a pool's tls_key_file overrides")
+	c.Flag.DurationVar(&f.srcTimeout, "source-timeout", proxy.DefaultSourceTimeout, "how long to wait for a servers_from's first list at start and reload")
 	c.Flag.IntVar(&f.procs, "procs", 0, "threads running Go code; 0 adapts between 1 and the CPUs to the load")
 	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
 	c.Flag.BoolVar(&f.verbose, "v", false, "log debug messages")
@@ -203,6 +283,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	if f.procs < 0 {
 		return c.UsageError(env.Stderr, "--procs %d: want 0 (adapt to the load) or more", f.procs)
+	}
+	if f.srcTimeout <= 0 {
+		return c.UsageError(env.Stderr, "--source-timeout %v: want a positive duration", f.srcTimeout)
 	}
 	if f.config == "" && f.testConf {
 		return c.UsageError(env.Stderr, "--test-conf needs --config")
@@ -240,14 +323,15 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		h = slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level})
 	}
 	p := &proxy.Proxy{
-		Logger:      slog.New(h),
-		Limits:      memcache.Limits{MaxValue: f.maxValue},
-		RedisLimits: resp.Limits{MaxBulk: f.maxBulk},
-		EjectErrors: f.ejectErrors,
-		IdleTimeout: f.idle,
-		MaxMemory:   f.maxMemory,
-		ConfigPath:  f.config,
-		Admin:       f.admin,
+		Logger:        slog.New(h),
+		Limits:        memcache.Limits{MaxValue: f.maxValue},
+		RedisLimits:   resp.Limits{MaxBulk: f.maxBulk},
+		EjectErrors:   f.ejectErrors,
+		IdleTimeout:   f.idle,
+		MaxMemory:     f.maxMemory,
+		ConfigPath:    f.config,
+		Admin:         f.admin,
+		SourceTimeout: f.srcTimeout,
 	}
 	if f.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)

@@ -32,6 +32,10 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  tls_cert_file: /nonexistent/c.pem\n  tls_key_file: /nonexistent/k.pem\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": tls_cert_file "/nonexistent/c.pem", tls_key_file "/nonexistent/k.pem": open /nonexistent/c.pem: no such file`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  eject_errors: true\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": eject_errors: true needs auto_eject_hosts: true`},
+		// A servers_from URL is checked, its list not read (etcd may be out of reach).
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/nonexistent/cache.servers\n"), "--test-conf"}, 0, "syntax is ok", ""},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: etcd://127.0.0.1:1/chash\n"), "--test-conf"}, 2, "", `:3: pool "alpha": membership: servers_from "etcd://127.0.0.1:1/chash": key prefix "/chash" does not end in "/"`},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/x\n  servers: [127.0.0.1:11211:1]\n"), "--test-conf"}, 2, "", "servers_from and servers (line 4) both given"},
 		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},

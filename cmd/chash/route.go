@@ -32,10 +32,13 @@ stripped, so an empty line is the empty key. Lines may be of any length.
 FILE is in twemproxy's nutcracker.yml format, to which chash adds keys and
 distributions of its own (chash, seed), of other programs and of other
 algorithms: 'chash help config' lists every key. --pool names the pool and
-may be left out when the file has only one. Keys pass through the pool's hash_tag
-before they are hashed, as in twemproxy. A pool whose distribution is
-random cannot be routed offline: twemproxy sends each request to a server
-chosen at random.
+may be left out when the file has only one. A pool whose servers live in
+etcd or in a file (servers_from:) is routed over the servers listed there
+now, read once; the proxies that follow the list route alike as long as it
+does not change, and their GET /ring shows the fingerprint of that list.
+Keys pass through the pool's hash_tag before they are hashed, as in
+twemproxy. A pool whose distribution is random cannot be routed offline:
+twemproxy sends each request to a server chosen at random.
 
 With distribution: bounded, the keys read are the load: each key in turn goes
 to the first server clockwise whose load is below the bound ceil(c*m/n), m
@@ -53,7 +56,7 @@ flags.`,
 	return c
 }
 
-func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []string) int {
+func (f *routeFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
 	if f.config == "" {
 		return cmd.UsageError(env.Stderr, "--config is required")
 	}
@@ -74,6 +77,9 @@ func (f *routeFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 2
+	}
+	if code := readServers(ctx, cmd, env, pool); code != 0 {
+		return code
 	}
 	e, err := dist.EntryOf(pool)
 	if err == nil && e.Random {

@@ -36,6 +36,10 @@
 //
 //	config: nutcracker.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer
 //
+// A pool's servers may live elsewhere: "servers_from" (a chash addition)
+// names the keys under an etcd prefix or a file of server lines, which package
+// membership reads, instead of a servers list.
+//
 // A configuration can also be built in code: NewPool makes a pool with
 // twemproxy's defaults, and Marshal writes a File so that Parse reads it back.
 // Keys documents every key of a pool, its default and an example: the
@@ -214,8 +218,18 @@ type Pool struct {
 	Drain []string
 
 	// Servers are the pool's servers in file order ("servers:"). Parse accepts
-	// no pool without servers and no two servers with the same Name.
+	// no two servers with the same Name, and no pool without servers unless it
+	// sets ServersFrom instead.
 	Servers []Server
+	// ServersFrom names where the pool's servers live, instead of Servers
+	// ("servers_from:", a chash addition): the keys under an etcd prefix,
+	// "etcd://HOST:PORT[,HOST:PORT...]/PREFIX/", or a file of server lines,
+	// "file:PATH". A pool sets servers or servers_from, never both. Parse
+	// checks that the value names one of the two schemes; package membership
+	// parses the rest of it and reads the servers, which the proxy follows as
+	// they change and chash route reads once. Empty when absent: the servers
+	// are Servers.
+	ServersFrom string
 
 	file  string         // the Path of the pool's File, for errors
 	lines map[string]int // the line of each key's value

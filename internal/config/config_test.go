@@ -20,10 +20,10 @@ func TestParseFull(t *testing.T) {
 	if f.Path != "testdata/full.yml" {
 		t.Errorf("Path = %q; want %q", f.Path, "testdata/full.yml")
 	}
-	if len(f.Pools) != 2 {
-		t.Fatalf("%d pools; want 2", len(f.Pools))
+	if len(f.Pools) != 3 {
+		t.Fatalf("%d pools; want 3", len(f.Pools))
 	}
-	alpha, beta := f.Pools[0], f.Pools[1]
+	alpha, beta, gamma := f.Pools[0], f.Pools[1], f.Pools[2]
 	want := &Pool{
 		Name:               "alpha",
 		Line:               3,
@@ -80,6 +80,13 @@ func TestParseFull(t *testing.T) {
 	beta.lines, beta.file = nil, ""
 	if !reflect.DeepEqual(beta, wantBeta) {
 		t.Errorf("pool beta:\n got %+v\nwant %+v", beta, wantBeta)
+	}
+	wantGamma := NewPool("gamma")
+	wantGamma.Line, wantGamma.Listen = 42, "127.0.0.1:22123"
+	wantGamma.ServersFrom = "etcd://10.0.0.1:2379,10.0.0.2:2379/chash/gamma/"
+	gamma.lines, gamma.file = nil, ""
+	if !reflect.DeepEqual(gamma, wantGamma) {
+		t.Errorf("pool gamma:\n got %+v\nwant %+v", gamma, wantGamma)
 	}
 	names := []string{"127.0.0.1:6379", "server2", "cache-3.example.com:6381", "local", "[::1]:6382"}
 	for i, s := range alpha.Servers {
@@ -190,6 +197,13 @@ func TestParseErrors(t *testing.T) {
 		{"no servers key", "a:\n  distribution: chash\n", 1, "a", "no servers"},
 		{"servers null", "a:\n  distribution: chash\n  servers:\n", 3, "a", "no servers"},
 		{"servers empty", "a:\n  distribution: chash\n  servers: []\n", 3, "a", "no servers"},
+		{"servers and servers_from", "a:\n  servers: [a:1:1]\n  servers_from: file:/etc/servers\n", 3, "a", "servers_from and servers (line 2) both given; a pool takes its servers from one"},
+		{"servers_from and empty servers", "a:\n  servers_from: file:/etc/servers\n  servers: []\n", 2, "a", "servers_from and servers (line 3) both given"},
+		{"servers_from empty", "a:\n  servers_from: \"\"\n", 2, "a", `servers_from "": want "etcd://HOST:PORT/PREFIX/" or "file:PATH"`},
+		{"servers_from null", "a:\n  servers_from:\n", 2, "a", "servers_from has no value"},
+		{"servers_from list", "a:\n  servers_from: [file:a, file:b]\n", 2, "a", "servers_from: want a single value, not a list"},
+		{"servers_from http", "a:\n  servers_from: http://10.0.0.1:2379/chash/\n", 2, "a", `servers_from "http://10.0.0.1:2379/chash/": want "etcd://HOST:PORT/PREFIX/" or "file:PATH"`},
+		{"servers_from bare path", "a:\n  servers_from: /etc/servers\n", 2, "a", `servers_from "/etc/servers": want`},
 		{"servers scalar", "a:\n  distribution: chash\n  servers: a:1:1\n", 3, "a", "servers: want a list"},
 		{"server mapping", "a:\n  distribution: chash\n  servers:\n   - a: 1\n", 4, "a", "server: want a \"host:port:weight [name]\" line, not a mapping"},
 		{"server null", "a:\n  distribution: chash\n  servers:\n   -\n", 4, "a", "server: want a \"host:port:weight [name]\" line"},
@@ -243,6 +257,7 @@ func TestParseErrors(t *testing.T) {
 		{"drain of every server", "a:\n  servers: [a:1:1, c:1:1 cee]\n  drain: [a:1, cee]\n", 3, "a", "drain names every server; at least one must own the keys"},
 		{"drain twice", "a:\n  drain: [a:1, a:1]\n  servers: [a:1:1, c:1:1]\n", 2, "a", `drain: server "a:1" named twice`},
 		{"drain mapping", "a:\n  drain: {a: 1}\n  servers: [a:1:1, c:1:1]\n", 2, "a", "drain: want a single value, not a mapping"},
+		{"drain of servers_from", "a:\n  drain: [a:1]\n  servers_from: file:/x\n", 2, "a", "drain names servers of a servers list; a servers_from pool's server is drained with chash proxy's POST /drain, or leaves its source"},
 		{"client_idle_timeout text", "a:\n  client_idle_timeout: 30s\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "30s" is not a number in 0..2147483647`},
 		{"client_idle_timeout negative", "a:\n  client_idle_timeout: -1\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "-1" is not a number`},
 		{"client_idle_timeout twice", "a:\n  client_idle_timeout: 1\n  client_idle_timeout: 2\n  servers: [a:1:1]\n", 3, "a", "client_idle_timeout given twice (first on line 2)"},

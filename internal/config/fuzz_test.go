@@ -63,8 +63,8 @@ func checkPool(t *testing.T, p *Pool) {
 	if p.Name == "" || p.Line < 1 {
 		t.Fatalf("pool %q at line %d", p.Name, p.Line)
 	}
-	if len(p.Servers) == 0 {
-		t.Fatalf("pool %q has no servers", p.Name)
+	if (len(p.Servers) == 0) == (p.ServersFrom == "") {
+		t.Fatalf("pool %q has %d servers and servers_from %q; want one of them", p.Name, len(p.Servers), p.ServersFrom)
 	}
 	if p.Hash != "" {
 		if _, err := hashfn.Lookup(p.Hash); err != nil {
@@ -109,7 +109,7 @@ func checkPool(t *testing.T, p *Pool) {
 		}
 		names[s.Name()] = true
 	}
-	if len(p.Drain) >= len(p.Servers) {
+	if len(p.Drain) > 0 && (len(p.Drain) >= len(p.Servers) || p.ServersFrom != "") {
 		t.Fatalf("pool %q: drain %q leaves no server", p.Name, p.Drain)
 	}
 	for i, d := range p.Drain {

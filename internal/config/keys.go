@@ -398,8 +398,27 @@ var settings = []setting{
 	},
 	{
 		Key: Key{
+			Name: "servers_from", Origin: "chash",
+			Default: "none: the servers are listed under servers",
+			Doc: "Where the pool's servers live, instead of a servers: list (a pool gives one of " +
+				"the two): \"etcd://HOST:PORT[,HOST:PORT...]/PREFIX/\", the keys under an etcd key " +
+				"prefix (the URL's path, slashes included), each holding one server line as in " +
+				"servers: (\"host:port:weight [name]\"; the key's own name does not matter, the " +
+				"list is in the keys' order); or \"file:PATH\", a file of server lines, one a line, " +
+				"'#' starting a comment. chash proxy reads the list at start, then follows it: each " +
+				"change is applied as a reload applies new servers, an invalid list is refused and " +
+				"the last good one keeps serving, and an unreachable etcd leaves the last list " +
+				"serving while the proxy retries. chash route, analyze and diff read the list once. " +
+				"chash register keeps a server's key alive under a lease.",
+			Example: "servers_from: etcd://10.0.0.1:2379,10.0.0.2:2379/chash/cache/",
+		},
+		parse: setServersFrom,
+		value: func(p *Pool) any { return p.ServersFrom },
+	},
+	{
+		Key: Key{
 			Name: "servers", Origin: "twemproxy",
-			Default: "none: a pool needs at least one server",
+			Default: "none: a pool needs at least one server, or servers_from",
 			Doc: "The pool's servers, one \"host:port:weight [name]\" or \"/path/to/socket:weight " +
 				"[name]\" line each. The weight is a positive integer; the name, if given, is what " +
 				"the distribution hashes and what chash route prints instead of host:port, so " +

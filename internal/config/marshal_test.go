@@ -50,7 +50,10 @@ func fullPools() []*Pool {
 	beta.ListenPerm = 0o660
 	beta.Distribution = "seed"
 	beta.Servers = []Server{{Host: "/var/run/memcached.sock", Weight: 1}}
-	return []*Pool{alpha, beta}
+	gamma := NewPool("gamma")
+	gamma.Listen = "127.0.0.1:22123"
+	gamma.ServersFrom = "etcd://10.0.0.1:2379,10.0.0.2:2379/chash/gamma/"
+	return []*Pool{alpha, beta, gamma}
 }
 
 // TestMarshal writes pools built in code and checks the text against
@@ -193,7 +196,7 @@ func TestKeys(t *testing.T) {
 			continue
 		}
 		conf := "p:\n" + needs[k.Name] + indent(k.Example)
-		if k.Name != "servers" && k.Name != "drain" {
+		if k.Name != "servers" && k.Name != "servers_from" && k.Name != "drain" {
 			conf += "  servers:\n   - 10.0.0.1:11211:1\n"
 		}
 		f, err := Parse("example.yml", []byte(conf))

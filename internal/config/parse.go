@@ -175,8 +175,11 @@ func (p *Pool) parse(v *yaml.Node) error {
 			return err
 		}
 	}
-	if len(p.Servers) == 0 {
-		return &lineError{p.line("servers"), errors.New("no servers")}
+	switch _, listed := p.lines["servers"]; {
+	case p.ServersFrom != "" && listed:
+		return &lineError{p.line("servers_from"), fmt.Errorf("servers_from and servers (line %d) both given; a pool takes its servers from one", p.line("servers"))}
+	case p.ServersFrom == "" && len(p.Servers) == 0:
+		return &lineError{p.line("servers"), errors.New("no servers (give servers: or servers_from:)")}
 	}
 	if p.RedisAuth != "" && !p.Redis {
 		return &lineError{p.line("redis_auth"), errors.New("redis_auth is only valid in a pool with redis: true")}
@@ -308,6 +311,21 @@ func fileSetting(field func(*Pool) *string) parseFunc {
 		*field(p) = s
 		return nil
 	}
+}
+
+// setServersFrom takes a servers_from URL. Its scheme is checked here, so
+// that a typo fails as early as an unknown key; package membership parses
+// the rest, where the proxy and the commands read the servers.
+func setServersFrom(p *Pool, key string, v *yaml.Node) error {
+	s, err := scalar(key, v)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s, "etcd://") && !strings.HasPrefix(s, "file:") {
+		return atf(v, "%s %q: want \"etcd://HOST:PORT/PREFIX/\" or \"file:PATH\"", key, s)
+	}
+	p.ServersFrom = s
+	return nil
 }
 
 // positiveSetting makes a setting of a number that is at least 1; the error
@@ -472,6 +490,10 @@ func setDrain(p *Pool, key string, v *yaml.Node) error {
 func (p *Pool) checkDrain() error {
 	if len(p.Drain) == 0 {
 		return nil
+	}
+	if p.ServersFrom != "" {
+		// The servers are known only when the proxy reads them.
+		return &lineError{p.line("drain"), errors.New("drain names servers of a servers list; a servers_from pool's server is drained with chash proxy's POST /drain, or leaves its source")}
 	}
 	names := make([]string, len(p.Servers))
 	for i, s := range p.Servers {

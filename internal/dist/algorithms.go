@@ -51,8 +51,8 @@ func ringHash(p *config.Pool) (func([]byte) uint32, error) {
 // buildJump builds jump consistent hashing (back: JumpBackHash) over the servers
 // in list order: servers may only be appended or removed from the end without
 // moving more than the fair share, and weights must be 1.
-func buildJump(back bool) func(p *config.Pool, servers []config.Server) (Router, error) {
-	return func(p *config.Pool, servers []config.Server) (Router, error) {
+func buildJump(back bool) func(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
+	return func(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 		h, err := keyHash64(p)
 		if err != nil {
 			return nil, err
@@ -68,7 +68,7 @@ func buildJump(back bool) func(p *config.Pool, servers []config.Server) (Router,
 
 // buildRendezvous builds weighted rendezvous hashing; server order does not
 // matter.
-func buildRendezvous(p *config.Pool, servers []config.Server) (Router, error) {
+func buildRendezvous(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	h, err := keyHash64(p)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func buildRendezvous(p *config.Pool, servers []config.Server) (Router, error) {
 
 // buildMaglev builds a Maglev table of the default size, 65537 entries, which
 // must be at least the total weight; server order does not matter.
-func buildMaglev(p *config.Pool, servers []config.Server) (Router, error) {
+func buildMaglev(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	h, err := keyHash64(p)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func buildMaglev(p *config.Pool, servers []config.Server) (Router, error) {
 
 // buildMultiprobe builds a multi-probe ring with 21 probes and Points points per
 // unit of weight (1 if zero); server order does not matter.
-func buildMultiprobe(p *config.Pool, servers []config.Server) (Router, error) {
+func buildMultiprobe(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	if err := checkPoints(p, servers, max(p.Points, 1)); err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func buildMultiprobe(p *config.Pool, servers []config.Server) (Router, error) {
 // 1.25, over chash's ring with Points points per unit of weight (160 if zero).
 // Its Lookup places no load; Acquire places a key and counts it, as chash route
 // does with each key it reads.
-func buildBounded(p *config.Pool, servers []config.Server) (Router, error) {
+func buildBounded(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	per, err := perWeight(p, servers, chash.DefaultPoints)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func buildBounded(p *config.Pool, servers []config.Server) (Router, error) {
 // those not in servers (the ejected ones) removed, in list order: ejecting one
 // more server moves only its keys when it follows the others in the list, and
 // few more otherwise. Weights must be 1.
-func buildMemento(p *config.Pool, servers []config.Server) (Router, error) {
+func buildMemento(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	h, err := keyHash64(p)
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func buildMemento(p *config.Pool, servers []config.Server) (Router, error) {
 // (16 if zero), over the pool's servers joining in list order, then removes
 // those not in servers (the ejected ones), which keeps every other server's
 // tokens. Add servers at the end of the list.
-func buildBalanced(p *config.Pool, servers []config.Server) (Router, error) {
+func buildBalanced(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	all, gone := withRemoved(p, servers)
 	per, err := perWeight(p, all, balanced.DefaultPoints)
 	if err != nil {

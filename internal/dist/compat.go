@@ -17,17 +17,17 @@ import (
 // alias, else host when the port is 11211, else host:port; keys hashed with the
 // pool's Hash, fnv1a_64 by default; ties to the server whose name is shorter, then
 // sorts first, as twemproxy sorts its servers by name.
-func buildKetama(p *config.Pool, servers []config.Server) (Router, error) {
+func buildKetama(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	h, nodes, err := programNodes(p, servers, config.DefaultHash, twemproxyName, byNameLength)
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Ketama{KeyHash: h}, nodes)
+	return newRingRouter(p, compat.Ketama{KeyHash: h}, nodes, prev)
 }
 
 // buildModula builds twemproxy's modula table (compat.Modula): servers named as
 // for ketama, which orders the table.
-func buildModula(p *config.Pool, servers []config.Server) (Router, error) {
+func buildModula(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	h, nodes, err := programNodes(p, servers, config.DefaultHash, twemproxyName, byNameLength)
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ func buildModula(p *config.Pool, servers []config.Server) (Router, error) {
 // buildRandom checks the pool's hash like the other twemproxy distributions and
 // returns a router that picks a server at random for each lookup, as twemproxy
 // does for each request.
-func buildRandom(p *config.Pool, servers []config.Server) (Router, error) {
+func buildRandom(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
 	if _, err := keyHash(p, config.DefaultHash); err != nil {
 		return nil, err
 	}
@@ -53,12 +53,12 @@ func buildRandom(p *config.Pool, servers []config.Server) (Router, error) {
 // (compat.Libketama): servers named host:port as written, floor(w/total·40·n)
 // labels in float64, keys hashed with md5 unless the pool's Hash says otherwise,
 // ties to the server listed first.
-func buildLibketama(p *config.Pool, servers []config.Server) (Router, error) {
+func buildLibketama(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	h, nodes, err := programNodes(p, servers, "md5", addrName, firstWins)
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Libketama{KeyHash: h}, nodes)
+	return newRingRouter(p, compat.Libketama{KeyHash: h}, nodes, prev)
 }
 
 // buildSpymemcached builds spymemcached's KetamaNodeLocator (compat.Libketama):
@@ -66,7 +66,7 @@ func buildLibketama(p *config.Pool, servers []config.Server) (Router, error) {
 // weights), the float32 weighted count otherwise; servers named host:port (give
 // IP literals: spymemcached names a server given by host name "host/ip:port");
 // ties to the server listed last (TreeMap.put).
-func buildSpymemcached(p *config.Pool, servers []config.Server) (Router, error) {
+func buildSpymemcached(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	h, nodes, err := programNodes(p, servers, "md5", addrName, lastWins)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func buildSpymemcached(p *config.Pool, servers []config.Server) (Router, error) 
 			s.Count = compat.LibketamaFloat32
 		}
 	}
-	return newRingRouter(p, s, nodes)
+	return newRingRouter(p, s, nodes, prev)
 }
 
 // buildLibmemcached builds libmemcached's ketama continuum (compat.Libmemcached):
@@ -85,18 +85,18 @@ func buildSpymemcached(p *config.Pool, servers []config.Server) (Router, error) 
 // server hashed with the key hash (one_at_a_time by default) unless a weight is
 // above 1, which switches to the weighted MD5 ring as libmemcached does; ties to
 // the server listed first.
-func buildLibmemcached(p *config.Pool, servers []config.Server) (Router, error) {
+func buildLibmemcached(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	h, nodes, err := programNodes(p, servers, "one_at_a_time", libmemcachedName, firstWins)
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Libmemcached{KeyHash: h}.For(nodes), nodes)
+	return newRingRouter(p, compat.Libmemcached{KeyHash: h}.For(nodes), nodes, prev)
 }
 
 // buildNginx builds nginx's "hash $key consistent" ring (compat.Nginx): servers
 // named host:port, 160 points per unit of weight, keys hashed with crc32a (the
 // only hash nginx has), ties to the server listed first.
-func buildNginx(p *config.Pool, servers []config.Server) (Router, error) {
+func buildNginx(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	if err := checkPoints(p, servers, compat.NginxPoints); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func buildNginx(p *config.Pool, servers []config.Server) (Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Nginx{}, nodes)
+	return newRingRouter(p, compat.Nginx{}, nodes, prev)
 }
 
 // buildGroupcache builds groupcache's consistenthash ring (compat.Groupcache):
@@ -112,7 +112,7 @@ func buildNginx(p *config.Pool, servers []config.Server) (Router, error) {
 // server's Name (give the peer's URL as the alias), crc32a unless the pool's Hash
 // names another function, ties to the server listed last. groupcache has no
 // weights, so every weight must be 1.
-func buildGroupcache(p *config.Pool, servers []config.Server) (Router, error) {
+func buildGroupcache(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	if err := unweighted(p, servers); err != nil {
 		return nil, err
 	}
@@ -128,13 +128,13 @@ func buildGroupcache(p *config.Pool, servers []config.Server) (Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Groupcache{Replicas: per, HashFunc: h}, nodes)
+	return newRingRouter(p, compat.Groupcache{Replicas: per, HashFunc: h}, nodes, prev)
 }
 
 // buildStathat builds stathat.com/c/consistent's ring (compat.Stathat): Points
 // replicas per server (20, its default, if zero), labels itoa(i) + Name, crc32a
 // only, ties to the server listed last; every weight must be 1.
-func buildStathat(p *config.Pool, servers []config.Server) (Router, error) {
+func buildStathat(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	if err := unweighted(p, servers); err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func buildStathat(p *config.Pool, servers []config.Server) (Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newRingRouter(p, compat.Stathat{Replicas: per}, nodes)
+	return newRingRouter(p, compat.Stathat{Replicas: per}, nodes, prev)
 }
 
 // twemproxyName is the name twemproxy hashes for s (nc_conf.c, conf_add_server):

@@ -12,7 +12,7 @@ import (
 // buildChash builds chash's own ring, chash.Standard: Points (160 if zero) points
 // per unit of weight, keys hashed with the pool's Hash or, if it sets none, xxh64.
 // Routing does not depend on the order of the servers.
-func buildChash(p *config.Pool, servers []config.Server) (Router, error) {
+func buildChash(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	per, err := perWeight(p, servers, chash.DefaultPoints)
 	if err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func buildChash(p *config.Pool, servers []config.Server) (Router, error) {
 	for i, sv := range servers {
 		nodes[i] = chash.Node{Name: sv.Name(), Weight: sv.Weight}
 	}
-	r, err := newRingRouter(p, s, nodes)
+	r, err := newRingRouter(p, s, nodes, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func buildChash(p *config.Pool, servers []config.Server) (Router, error) {
 // Points is zero; labels and keys hashed with java_fnv1_32 unless the pool's Hash
 // names another function. compat.Seed.WithHash decides how the hash's values, as
 // Java ints, are ordered.
-func buildSeed(p *config.Pool, servers []config.Server) (Router, error) {
+func buildSeed(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
 	if err := checkPoints(p, servers, p.Points); err != nil {
 		return nil, err
 	}
@@ -59,12 +59,14 @@ func buildSeed(p *config.Pool, servers []config.Server) (Router, error) {
 	}
 	// The Java programs put servers into a TreeMap in list order, so when two
 	// points collide the server listed last keeps the position. Giving later
-	// servers lower Orders keeps that rule.
+	// servers lower Orders keeps that rule; -i rather than a count down to 1
+	// leaves the Orders of the servers listed first alone when one is
+	// appended, so that Update merges the ring.
 	nodes := make([]chash.Node, len(servers))
 	for i, sv := range servers {
-		nodes[i] = chash.Node{Name: sv.Name(), Weight: sv.Weight, Order: len(servers) - i}
+		nodes[i] = chash.Node{Name: sv.Name(), Weight: sv.Weight, Order: -i}
 	}
-	return newRingRouter(p, s, nodes)
+	return newRingRouter(p, s, nodes, prev)
 }
 
 // checkLabel reports what is wrong with a seed pool's Label, if anything: it

@@ -158,7 +158,10 @@ type Entry struct {
 	// build makes the router over servers, which Build has checked to be a
 	// non-empty list. It must return an error rather than panic on any pool,
 	// even one made in code, and make its errors with the pool's ErrorAt.
-	build func(p *config.Pool, servers []config.Server) (Router, error)
+	// prev, if not nil, is a router that build made for a pool with the same
+	// routing settings (see Update): a ring's builder merges the new ring from
+	// prev's, when it can, rather than build it afresh.
+	build func(p *config.Pool, servers []config.Server, prev Router) (Router, error)
 }
 
 // catalogue is the list of distributions: chash's own ring first, then the
@@ -257,17 +260,29 @@ func EntryOf(p *config.Pool) (Entry, error) {
 // list. It checks the pool against the distribution first. Its errors are
 // *config.Error values that name the file, the line and the pool.
 func Build(p *config.Pool, servers []config.Server) (Router, error) {
-	e, err := EntryOf(p)
+	e, err := buildable(p, servers)
 	if err != nil {
 		return nil, err
 	}
+	return e.build(p, servers, nil)
+}
+
+// buildable returns the entry of the pool's distribution if a router of it
+// can be built over servers, as far as the entry can tell before its builder
+// runs: the pool sets nothing the distribution does not take, and servers is
+// not empty.
+func buildable(p *config.Pool, servers []config.Server) (Entry, error) {
+	e, err := EntryOf(p)
+	if err != nil {
+		return Entry{}, err
+	}
 	if err := e.check(p); err != nil {
-		return nil, err
+		return Entry{}, err
 	}
 	if len(servers) == 0 {
-		return nil, p.ErrorAt("servers", errors.New("no servers"))
+		return Entry{}, p.ErrorAt("servers", errors.New("no servers"))
 	}
-	return e.build(p, servers)
+	return e, nil
 }
 
 // check reports what the pool sets that the distribution does not take.

@@ -24,7 +24,13 @@ type ringRouter struct {
 
 // newRingRouter builds a ring of nodes, nodes[i] being servers[i] under the
 // name the distribution hashes.
-func newRingRouter(p *config.Pool, s chash.Scheme, nodes []chash.Node) (*ringRouter, error) {
+//
+// If prev is a ring router whose ring has the scheme s, the new ring is merged
+// from prev's (see Update); otherwise it is built afresh.
+func newRingRouter(p *config.Pool, s chash.Scheme, nodes []chash.Node, prev Router) (*ringRouter, error) {
+	if r := mergeRing(prev, s, nodes); r != nil {
+		return ringOver(r, nodes), nil
+	}
 	r, err := chash.New(s, nodes)
 	if err != nil {
 		return nil, p.ErrorAt("servers", err)

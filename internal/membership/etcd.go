@@ -87,6 +87,7 @@ func (e *etcdKind) load(resp *clientv3.GetResponse) {
 
 func (e *etcdKind) first(ctx context.Context, s *Source) (List, error) {
 	b := newBackoff(e.cfg)
+	begin := time.Now()
 	for {
 		resp, err := e.get(ctx)
 		if err == nil {
@@ -97,7 +98,9 @@ func (e *etcdKind) first(ctx context.Context, s *Source) (List, error) {
 		}
 		s.unreachable(err)
 		if !b.wait(ctx) {
-			return List{}, err
+			// The last request was cut short by ctx: say how long etcd
+			// was waited for in all, not that request's share of it.
+			return List{}, etcdError(e.src, e.url.Endpoints, begin, errors.Unwrap(err))
 		}
 	}
 }

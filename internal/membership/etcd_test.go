@@ -313,8 +313,18 @@ func TestEtcdUnreachableAtStart(t *testing.T) {
 	if d := time.Since(start); d > wait {
 		t.Errorf("Open took %v", d)
 	}
+	// The error says how long Open waited in all, not the last request's
+	// share of it.
+	_, after, _ := strings.Cut(err.Error(), "does not answer within ")
+	within, _, _ := strings.Cut(after, ":")
+	if d, perr := time.ParseDuration(within); perr != nil || d < 1400*time.Millisecond {
+		t.Errorf("Open: %v; want it to say that etcd was waited for 1.5s", err)
+	}
 	if n := count(logs, "source unreachable"); n != 1 {
 		t.Errorf("logged %d times that etcd is unreachable; want once:\n%s", n, logs)
+	}
+	if n := count(logs, "last list keeps serving"); n != 0 {
+		t.Errorf("before any list was read, the log says a last list keeps serving:\n%s", logs)
 	}
 	if _, err := Read(ctxFor(t, time.Second), url); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Read: %v; want an error containing %q", err, want)

@@ -294,6 +294,11 @@ func (s *Source) unreachable(err error) {
 		return
 	}
 	s.status.Connected, s.status.Since = false, time.Now()
+	if s.status.Applied == 0 {
+		// Open is still waiting for the first list: none serves yet.
+		s.log.Warn("membership: source unreachable; retrying for the first list", "err", err)
+		return
+	}
 	s.log.Warn("membership: source unreachable; the last list keeps serving while retrying", "serving", s.list.Revision, "err", err)
 }
 

@@ -50,6 +50,7 @@ const reloadEvery = time.Second
 //	POST   /reload   reload ConfigPath; 200 on success, 400 with the error if refused
 //	POST   /drain?pool=P&server=S[&ms=N]  drain S (see Drain); 400 with the error if refused
 //	DELETE /drain?pool=P&server=S[&ms=N]  undrain S (see Undrain)
+//	GET    /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
 //	GET    /healthz  200 "ok"
 //
 // POST /reload and /drain, and DELETE /drain, must carry the header
@@ -82,6 +83,7 @@ func (p *Proxy) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /drain", p.handleDrain)
 	mux.HandleFunc("DELETE /drain", p.handleDrain)
+	mux.HandleFunc("GET /ring", p.serveRing)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -122,7 +124,7 @@ func (p *Proxy) reloadAllowed(now time.Time) bool {
 
 // startAdmin opens the admin listener; Close closes it.
 func (p *Proxy) startAdmin() error {
-	ln, err := net.Listen("tcp", p.Admin)
+	ln, err := listenTCP(p.ctx, p.Admin) // shared with a new process (listen.go)
 	if err != nil {
 		return fmt.Errorf("proxy: admin listener: %w", err)
 	}
@@ -130,7 +132,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /drain /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /drain /ring /healthz")
 	return nil
 }
 

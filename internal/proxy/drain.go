@@ -115,7 +115,7 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 	now := time.Now()
 	d := &drainState{since: now, until: now.Add(window)}
 	pl.drains[server] = d
-	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg))
+	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg), cur)
 	if err != nil {
 		delete(pl.drains, server)
 		return time.Time{}, err
@@ -123,7 +123,7 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 	pl.storeLocked(cur, st, "drain of "+server, nil, window)
 	locked = false
 	pl.mu.Unlock()
-	pl.logMoves(cur, st, "drain of "+server)
+	pl.noteMove(cur, st, "drain of "+server)
 	return d.until, nil
 }
 
@@ -142,14 +142,14 @@ func (p *Proxy) Undrain(pool, server string, window time.Duration) error {
 	}
 	delete(pl.drains, server)
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg))
+	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
 		return err
 	}
 	pl.storeLocked(cur, st, "undrain of "+server, nil, drainWindow(cur.cfg, window))
 	pl.mu.Unlock()
-	pl.logMoves(cur, st, "undrain of "+server)
+	pl.noteMove(cur, st, "undrain of "+server)
 	return nil
 }
 

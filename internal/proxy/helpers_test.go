@@ -16,6 +16,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // poolYAML returns a one-pool configuration over the servers.
@@ -131,4 +132,18 @@ func (c *conn) mustDo(req string) string {
 		c.t.Fatalf("%q: %v (read %q)", req, err, out)
 	}
 	return out
+}
+
+// logged waits up to 5s for logs to hold want, as the moved key space, which
+// the proxy measures in the background after a change, and reports whether
+// they do.
+func logged(logs *testprog.Buffer, want string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }

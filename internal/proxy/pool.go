@@ -22,6 +22,7 @@ type pool struct {
 	reqs  sync.Pool   // *clientReq, with requests of codec
 	cmds  []*counter  // by command
 	lat   []*observer // by command
+	moves moveLog     // the moved key space, measured off the path of changes
 
 	copier warmCopier // of warm-up copies (warmup.go)
 	// drains are the servers drained through the admin endpoint, by name;

@@ -75,7 +75,12 @@
 //
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
 // UpdateServers replaces one pool's servers, for sources other than the file.
-// Shutdown answers every request read, then closes each client gracefully.
+// A pool with servers_from takes its servers from the keys under an etcd
+// prefix or from a file, and follows them as they change (sources.go); every
+// pool's ring has a fingerprint that proxies with the same servers share,
+// which GET /ring and the metrics show. Shutdown answers every request read,
+// then closes each client gracefully; its listeners share their addresses
+// (SO_REUSEPORT) with a new process that takes over (listen.go).
 //
 // What is memcached's or Redis's in all this sits behind one interface, codec
 // (codec.go; codec_memcache.go, codec_redis.go):
@@ -106,6 +111,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/dist"
+	"github.com/chash-dev/chash/internal/membership"
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/resp"
 )
@@ -158,6 +164,17 @@ type Proxy struct {
 	// Listen overrides a pool's listen address, by pool name: tests listen on
 	// "127.0.0.1:0". Pools not named listen where the configuration says.
 	Listen map[string]string
+	// SourceTimeout bounds how long Start, and a Reload that adds or changes a
+	// pool's servers_from, wait for the source's first list. An etcd that
+	// does not answer within it fails them with an error that names its
+	// endpoints, and nothing changes: a proxy without its servers could only
+	// answer errors, and the old configuration, or the old process of a
+	// restart, keeps serving instead. If zero, it is DefaultSourceTimeout.
+	SourceTimeout time.Duration
+	// Sources tunes the pools' servers_from sources: etcd's request timeout
+	// and heartbeat, the backoff of retries, a file's polling. The zero value
+	// is membership's defaults; a nil Logger is the proxy's.
+	Sources membership.Config
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -170,6 +187,10 @@ type Proxy struct {
 	pools  map[string]*pool
 	admin  *http.Server
 	adminL net.Listener
+	// sources are the servers_from sources, by pool, guarded by mu.
+	sources map[string]*poolSource
+	// reloading serializes Reload, which opens sources before it takes mu.
+	reloading sync.Mutex
 	// reloadMu guards nextReload, before which the admin listener refuses
 	// reloads.
 	reloadMu   sync.Mutex
@@ -196,15 +217,24 @@ func (p *Proxy) Start(f *config.File) error {
 	p.metrics = newMetrics(p)
 	p.mem = newMemory(p.MaxMemory)
 	p.pools = make(map[string]*pool)
+	p.sources = make(map[string]*poolSource)
+	p.metrics.reg.MustRegister((*ringCollector)(p))
 	if err := Validate(f); err != nil {
 		return err
 	}
+	opened, err := p.openSources(f, nil)
+	if err != nil {
+		return err
+	}
+	f = p.withSources(f, opened)
 	for _, cfg := range f.Pools {
 		if _, err := p.startPool(f.Path, cfg, nil); err != nil {
+			closeSources(slices.Collect(maps.Values(opened)))
 			p.closeLocked()
 			return err
 		}
 	}
+	p.installSources(f, opened)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -212,7 +242,9 @@ func (p *Proxy) Start(f *config.File) error {
 	}()
 	if p.Admin != "" {
 		if err := p.startAdmin(); err != nil {
+			retired := p.takeSources()
 			p.closeLocked()
+			closeSources(retired)
 			return err
 		}
 	}
@@ -221,8 +253,9 @@ func (p *Proxy) Start(f *config.File) error {
 
 // Validate checks that f can be served: every pool has a listen address, its
 // servers are valid (as UpdateServers checks them: f may be built in code) and
-// its router builds over them, its redis_db is not negative, and its TLS
-// certificate and key, if it names them, load. A pool without servers is
+// its router builds over them, its servers_from, if it has one instead, is a
+// valid URL (Validate does not read it), its redis_db is not negative, and its
+// TLS certificate and key, if it names them, load. A pool without servers is
 // valid, if its distribution is known: its requests are answered "no live
 // servers" errors until UpdateServers gives it some.
 func Validate(f *config.File) error {
@@ -245,6 +278,9 @@ func Validate(f *config.File) error {
 		}
 		if err := checkServers(cfg.Servers); err != nil {
 			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.Line, cfg.Name, err)
+		}
+		if err := checkServersFrom(cfg); err != nil {
+			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.KeyLine("servers_from"), cfg.Name, err)
 		}
 		if len(cfg.Servers) == 0 {
 			if _, err := dist.EntryOf(cfg); err != nil {
@@ -346,7 +382,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
 	}
-	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg))
+	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg), nil)
 	if err != nil {
 		ln.Close()
 		for _, s := range servers {
@@ -370,8 +406,13 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 // listen opens the listener of cfg.
 func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 	network, addr := p.listenAddr(cfg)
-	lc := net.ListenConfig{}
-	ln, err := lc.Listen(p.ctx, network, addr)
+	var ln net.Listener
+	var err error
+	if network == "tcp" {
+		ln, err = listenTCP(p.ctx, addr) // shared with a new process (listen.go)
+	} else {
+		ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
 	}
@@ -392,7 +433,11 @@ func (p *Proxy) Addr(pool string) net.Addr {
 }
 
 // Reload makes f the proxy's configuration. It validates f first, reading every
-// pool's TLS files, and changes nothing if f is invalid. Pools are matched by
+// pool's TLS files, and changes nothing if f is invalid. A pool whose
+// servers_from is new or changed gets its first list from its new source
+// before anything changes (see SourceTimeout), and changes nothing if the
+// source has none to give; a pool that keeps its servers_from keeps its source
+// and the list it serves; a source that no pool names any more is stopped. Pools are matched by
 // name: a new pool starts listening, a removed pool stops and its clients are
 // closed, and a pool whose listen address, protocol (redis, and a Redis
 // pool's redis_auth and redis_db) or TLS files (tls_cert_file, tls_key_file,
@@ -409,15 +454,40 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // each client next waits for a request, and a pool's TLS files, read again,
 // for the next client to connect, so a renewed certificate needs no restart.
 // For each pool, Reload logs the fraction of the key space that moved, per
-// pair of servers.
+// pair of servers, measured in the background once the new state serves
+// (changes of a pool less than a second apart are measured together, from
+// the state before the first to the state after the last).
 func (p *Proxy) Reload(f *config.File) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.pools == nil {
-		return errors.New("proxy: not running")
-	}
+	p.reloading.Lock()
+	defer p.reloading.Unlock()
 	if err := Validate(f); err != nil {
 		return err
+	}
+	// Wait for new sources' first lists without holding mu, which requests'
+	// metrics and the running sources' updates take.
+	p.mu.Lock()
+	running := maps.Clone(p.sources)
+	p.mu.Unlock()
+	opened, err := p.openSources(f, running)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	err = p.reloadLocked(p.withSources(f, opened))
+	retired := slices.Collect(maps.Values(opened))
+	if err == nil {
+		retired = p.installSources(f, opened)
+	}
+	p.mu.Unlock()
+	closeSources(retired)
+	return err
+}
+
+// reloadLocked is Reload, f's servers_from pools given their servers, with mu
+// held.
+func (p *Proxy) reloadLocked(f *config.File) error {
+	if p.closed || p.pools == nil {
+		return errors.New("proxy: not running")
 	}
 	// Open the listeners of new pools and of those whose address changed
 	// first, so that one that cannot open leaves the running pools untouched.
@@ -496,10 +566,12 @@ func (p *Proxy) Reload(f *config.File) error {
 // swapped atomically as by Reload: servers that keep their name, address and
 // weight keep their connections and health, requests already routed finish
 // where they were sent, servers that left are closed once those requests are
-// done, and the fraction of the key space that moved is logged. An empty list
+// done, and the fraction of the key space that moved is logged, as Reload
+// logs it. An empty list
 // is valid: the pool's requests are then answered "SERVER_ERROR no live
 // servers". The pool keeps the list until the next UpdateServers, or a
-// Reload, which applies the servers of its file. servers is not retained.
+// Reload, which applies the servers of its file, or, for a pool with
+// servers_from, the next list of its source. servers is not retained.
 func (p *Proxy) UpdateServers(pool string, servers []config.Server) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -510,13 +582,18 @@ func (p *Proxy) UpdateServers(pool string, servers []config.Server) error {
 	if pl == nil {
 		return fmt.Errorf("proxy: no pool %q", pool)
 	}
+	return pl.setServers(servers, "servers updated")
+}
+
+// setServers is UpdateServers of the pool, saying why in its log.
+func (pl *pool) setServers(servers []config.Server, why string) error {
 	if err := checkServers(servers); err != nil {
-		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+		return fmt.Errorf("proxy: pool %q: %w", pl.name, err)
 	}
 	cfg := *pl.state.Load().cfg
 	cfg.Servers = slices.Clone(servers)
-	if err := pl.swap(&cfg, "servers updated"); err != nil {
-		return fmt.Errorf("proxy: pool %q: %w", pool, err)
+	if err := pl.swap(&cfg, why); err != nil {
+		return fmt.Errorf("proxy: pool %q: %w", pl.name, err)
 	}
 	return nil
 }
@@ -640,8 +717,11 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // for the proxy's goroutines to end. Requests in flight fail.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	retired := p.takeSources()
 	p.closeLocked()
+	p.mu.Unlock()
+	// Out of mu: a source's last update may wait for it.
+	closeSources(retired)
 	return nil
 }
 

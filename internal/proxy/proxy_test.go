@@ -642,7 +642,7 @@ func TestReload(t *testing.T) {
 	if st.servers[servers[1].Addr] != kept {
 		t.Error("a server in every configuration did not keep its connections")
 	}
-	if !strings.Contains(logs.String(), `msg="reload: key space moved" pool=alpha moved=0.`) {
+	if !logged(&logs, `msg="reload: key space moved" pool=alpha moved=0.`) {
 		t.Errorf("reload logs lack the moved fraction:\n%s", logs.String())
 	}
 }

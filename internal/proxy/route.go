@@ -47,6 +47,10 @@ type state struct {
 	planned bool
 	// drained names the servers that own no keys (drain.go).
 	drained map[string]bool
+	// fingerprint is dist.Fingerprint of the ring: the pool's routing
+	// settings and the servers of live. Proxies that agree on it route every
+	// key alike.
+	fingerprint string
 }
 
 func (st *state) timeout() time.Duration { return st.cfg.Timeout }
@@ -68,8 +72,11 @@ func (st *state) route(key []byte) (*server, error) {
 }
 
 // newState builds the routing state of cfg over servers; those named in
-// drained own no keys.
-func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map[string]bool) (*state, error) {
+// drained own no keys. prev, if not nil, is the state it replaces, whose
+// router the new one is merged from where the distribution allows
+// (dist.Update): a change of a few servers of a large pool then costs a
+// fraction of a build.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map[string]bool, prev *state) (*state, error) {
 	e, err := dist.EntryOf(cfg)
 	if err != nil {
 		return nil, err
@@ -96,10 +103,18 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map
 			ejected = true
 		}
 	}
+	if st.fingerprint, err = dist.Fingerprint(cfg, live); err != nil {
+		return nil, err
+	}
 	if len(live) == 0 {
 		return st, nil
 	}
-	r, err := dist.Build(cfg, live)
+	var from *config.Pool
+	var router dist.Router
+	if prev != nil && prev.router != nil {
+		from, router = prev.cfg, prev.router
+	}
+	r, err := dist.Update(from, router, cfg, live)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +147,7 @@ func (pl *pool) reroute(why string, readmitted *server) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg))
+	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg), cur)
 	if err != nil {
 		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
 		return
@@ -185,7 +200,8 @@ func samePool(a, b *config.Pool) bool {
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
 // name, address, weight and number of connections, with their connections and
-// health, and logs the fraction of the key space that moved, saying why.
+// health, and has the fraction of the key space that moved logged, saying why
+// (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
 func (pl *pool) swap(cfg *config.Pool, why string) error {
@@ -205,7 +221,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		added = append(added, ns)
 	}
 	pl.forgetDrains(cfg)
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), pl.drainedLocked(cfg))
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), pl.drainedLocked(cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {
@@ -222,7 +238,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 			gone = append(gone, s)
 		}
 	}
-	pl.logMoves(cur, st, why)
+	pl.noteMove(cur, st, why)
 	if len(gone) > 0 {
 		// Let requests already routed to the leaving servers finish, and
 		// the warm-up window read them.
@@ -258,16 +274,21 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 	}
 }
 
-// logMoves logs the fraction of the key space each server gained or lost, and
-// why it moved ("reload", ...).
-func (pl *pool) logMoves(old, cur *state, why string) {
+// logMoves logs the fraction of the key space each server gained or lost from
+// old to cur, why it moved ("reload", ...) and, if more than one, over how
+// many changes.
+func (pl *pool) logMoves(old, cur *state, why string, changes int) {
+	var over []any
+	if changes > 1 {
+		over = []any{"changes", changes}
+	}
 	switch {
 	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
 		return // nothing to measure, or keys routed at random
 	case old.router == nil || cur.router == nil:
 		// To or from no live server: every key moves.
-		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000",
-			"servers_before", len(old.live), "servers_after", len(cur.live))
+		pl.proxy.log.Info(why+": key space moved", append([]any{"pool", pl.name, "moved", "1.000000",
+			"servers_before", len(old.live), "servers_after", len(cur.live)}, over...)...)
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
@@ -275,8 +296,8 @@ func (pl *pool) logMoves(old, cur *state, why string) {
 		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
 	}
-	attrs := []any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
-		"added", d.Added, "removed", d.Removed}
+	attrs := append([]any{"pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64), "method", d.Method,
+		"added", d.Added, "removed", d.Removed}, over...)
 	for _, fl := range d.Flows {
 		attrs = append(attrs, fl.From+"->"+fl.To, strconv.FormatFloat(fl.Share, 'f', 6, 64))
 	}

@@ -50,7 +50,7 @@ func TestUpdateServers(t *testing.T) {
 	if got := p.pools["alpha"].state.Load().servers[servers[0].Addr]; got != kept {
 		t.Error("a server in both lists did not keep its connections")
 	}
-	if !strings.Contains(logs.String(), `msg="servers updated: key space moved" pool=alpha moved=0.`) {
+	if !logged(&logs, `msg="servers updated: key space moved" pool=alpha moved=0.`) {
 		t.Errorf("the update does not log the moved fraction:\n%s", logs.String())
 	}
 	// Each key is stored where a router over the new list puts it.

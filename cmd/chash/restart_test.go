@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
+)
+
+// TestHitlessRestartBinary restarts "chash proxy" as chash help proxy tells
+// an operator to: a second process starts on the same pool address while
+// the first serves, and once it listens the first gets SIGTERM and exits
+// 0. A steady load of persistent and short connections runs throughout: no
+// connection is refused or reset and every request is answered (a request
+// on a connection closed before its reply is sent again, as the proxy
+// answers every request it reads). The pool takes its servers from a file
+// (servers_from), and both processes show one fingerprint in GET /ring.
+func TestHitlessRestartBinary(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	bin := buildChash(t)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "cache.servers")
+	writeFile(t, list, servers[0].Addr+":1 a\n"+servers[1].Addr+":1 b\n")
+	listen := testprog.FreeAddr(t)
+	conf := filepath.Join(dir, "nutcracker.yml")
+	writeFile(t, conf, fmt.Sprintf("alpha:\n  listen: %s\n  hash: fnv1a_64\n  distribution: ketama\n  timeout: 2000\n  servers_from: file:%s\n", listen, list))
+	start := func() (*testprog.Proc, string) {
+		t.Helper()
+		admin := testprog.FreeAddr(t)
+		return testprog.Start(t, testprog.Program{
+			Name: bin,
+			Args: []string{"proxy", "--config", conf, "--admin", admin},
+			Env:  chashEnv(),
+			// The admin listener opens after every pool's: once it accepts,
+			// the process listens on the pool address too.
+			Ready: testprog.Listening(admin),
+		}), admin
+	}
+
+	old, oldAdmin := start()
+	load := memcachedtest.StartLoad(t, listen, 6)
+	time.Sleep(300 * time.Millisecond)
+	next, nextAdmin := start() // on the same pool address, while the old one serves
+	if a, b := ringFingerprint(t, oldAdmin), ringFingerprint(t, nextAdmin); a != b || a == "" {
+		t.Errorf("GET /ring: the old proxy shows fingerprint %q, the new one %q; want one", a, b)
+	}
+	time.Sleep(300 * time.Millisecond)
+	sendSignal(t, old, syscall.SIGTERM)
+	waitExit(t, old, "SIGTERM")
+	served := load.Requests()
+	time.Sleep(500 * time.Millisecond)
+	load.Stop()
+	if load.Requests() <= served {
+		t.Errorf("no request answered after the old proxy exited\n%s", next.Output())
+	}
+	if n := load.Failures(); n != 0 {
+		t.Errorf("%d requests failed across the restart\nold proxy:\n%s\nnew proxy:\n%s", n, old.Output(), next.Output())
+	}
+	if !strings.Contains(old.Output(), `msg="admin listening"`) || !strings.Contains(next.Output(), `msg="admin listening"`) {
+		t.Errorf("a proxy's log lacks \"admin listening\", the line the restart procedure waits for:\n%s\n%s", old.Output(), next.Output())
+	}
+}
+
+// ringFingerprint returns the fingerprint GET /ring on admin shows for pool
+// alpha.
+func ringFingerprint(t *testing.T, admin string) string {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + admin + "/ring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ring struct {
+		Pools map[string]struct {
+			Fingerprint string
+			Servers     []string
+			Source      string
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ring); err != nil {
+		t.Fatalf("GET /ring: %v", err)
+	}
+	p := ring.Pools["alpha"]
+	if want := []string{"a", "b"}; strings.Join(p.Servers, ",") != strings.Join(want, ",") || !strings.HasPrefix(p.Source, "file:") {
+		t.Errorf("GET /ring of %s: pool alpha has servers %q from %q; want %q from the file", admin, p.Servers, p.Source, want)
+	}
+	return p.Fingerprint
+}

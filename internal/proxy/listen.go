@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Hitless restarts. Every TCP listener of the proxy, the pools' and the
+// admin's, sets SO_REUSEPORT, so that a new proxy process can listen on the
+// same addresses while the old one still runs: the kernel then spreads new
+// connections over both. The old process, told to stop (Shutdown, SIGTERM),
+// closes its listeners, which takes it out of the kernel's spreading, and
+// answers what its clients sent; their next connections reach the new
+// process.
+//
+// A listener's close resets the connections that completed their handshake
+// and wait in its accept queue. A reuseListener therefore takes every
+// connection already queued when it closes, and closes its socket right
+// after, microseconds later: only a connection that completes its handshake
+// in that instant is lost. Linux 5.14 and later hand even those to another
+// listener of the address with net.ipv4.tcp_migrate_req = 1; the BPF
+// programs that could steer connections away first (SO_ATTACH_REUSEPORT_CBPF)
+// are not available to TCP on every kernel, this one's included.
+//
+// Only processes of the same user share a port this way, as the kernel
+// requires; a second proxy started by mistake on the same address serves
+// alongside the first rather than fail to start, as nutcracker would.
+
+// listenConfig is the ListenConfig of every TCP listener: SO_REUSEPORT where
+// the system has it (reusePort).
+var listenConfig = net.ListenConfig{Control: reusePort}
+
+// listenTCP opens a TCP listener on addr that shares it with other processes
+// (see listenConfig) and that takes its queued connections when it closes.
+func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
+	ln, err := listenConfig.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &reuseListener{TCPListener: ln.(*net.TCPListener), swept: make(chan struct{})}, nil
+}
+
+// aLongTimeAgo is a deadline that has passed: a call waiting on it returns.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// A reuseListener is a TCP listener whose Close first accepts the
+// connections waiting in its queue, which its Accept then returns before
+// net.ErrClosed, so that a close resets none of them.
+type reuseListener struct {
+	*net.TCPListener
+	closing   atomic.Bool
+	accepted  atomic.Bool // Accept was called: someone takes what Close takes
+	closeOnce sync.Once
+	closeErr  error
+	swept     chan struct{} // closed once Close has taken the queue and closed the socket
+
+	mu      sync.Mutex
+	pending []net.Conn // accepted by Close, for Accept to return
+}
+
+// Accept returns the next connection: from the socket, or, once the
+// listener is closed, the connections Close took from its queue, then
+// net.ErrClosed.
+func (l *reuseListener) Accept() (net.Conn, error) {
+	l.accepted.Store(true)
+	c, err := l.TCPListener.Accept()
+	if err == nil || !l.closing.Load() {
+		return c, err
+	}
+	// Close interrupted the wait (or closed the socket): return what it took.
+	<-l.swept
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) > 0 {
+		c = l.pending[0]
+		l.pending = l.pending[1:]
+		return c, nil
+	}
+	return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: net.ErrClosed}
+}
+
+// Close wakes an Accept that waits, takes every connection waiting in the
+// socket's queue, and closes the socket. It returns at once if called again.
+func (l *reuseListener) Close() error {
+	l.closeOnce.Do(func() {
+		l.closing.Store(true)
+		// An Accept that waits returns at this deadline, to wait for what
+		// the sweep takes.
+		l.TCPListener.SetDeadline(aLongTimeAgo)
+		taken := takeQueue(l.TCPListener)
+		l.closeErr = l.TCPListener.Close()
+		if !l.accepted.Load() {
+			// A listener that never served, such as one a failed reload
+			// opened: nothing would take the connections.
+			for _, c := range taken {
+				c.Close()
+			}
+			taken = nil
+		}
+		l.mu.Lock()
+		l.pending = append(l.pending, taken...)
+		l.mu.Unlock()
+		close(l.swept)
+	})
+	return l.closeErr
+}
