@@ -57,7 +57,7 @@ func TestComplete(t *testing.T) {
 		{[]string{"diff", "testdata/seed5.yml", "testdata/two.yml", "--new-pool", ""}, []string{"a", "b"}},
 		{[]string{"diff", "old.yml", "new.yml", ""}, nil},
 		{[]string{"demo", "--image", ""}, []string{"png", "svg"}},
-		{[]string{"proxy", "--test-conf", "--con"}, []string{"--config"}}, // a bool flag takes no value
+		{[]string{"proxy", "--test-conf", "--con"}, []string{"--conf-file", "--config"}}, // a bool flag takes no value
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"completion", "z"}, []string{"zsh"}},
 		{[]string{"help", "ro"}, []string{"route"}},

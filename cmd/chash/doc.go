@@ -656,7 +656,7 @@
 //
 // Usage:
 //
-//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]
+//	chash proxy [--config FILE] [--test-conf] [--admin ADDR] [--stats-port N] [--stats-addr IP] [--output FILE] [--pid-file FILE] [--verbose N] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]
 //
 // Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 // nutcracker.yml: each pool listens on its listen address and sends each
@@ -835,17 +835,49 @@
 // waking other threads, and every CPU once one thread is busy; the GOMAXPROCS
 // environment variable, if set, fixes it instead.
 //
-// The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
-// /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-// /reload, /drain, /ring and /healthz. POST /reload and POST and DELETE /drain
-// must carry the header Chash-Admin, with any value, and a Host that is the
-// listener's, localhost or an IP address, so that no web page can make a
-// browser reload the proxy:
+// The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
+// serves a status page at / (each pool's ring drawn as a circle, each
+// server's arcs in its colour; its servers with health, ejection, share of the
+// key space, request and error rates; plain HTML with inline SVG that reloads
+// itself every 5 seconds, readable without JavaScript and in a terminal
+// browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
+// port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
+// the server that gets the key now, ejections included; 400 or 404 with
+// {"error":...} for a missing key or an unknown pool), /ring (each pool's ring
+// fingerprint, servers and source), /reload, /drain and /healthz. POST
+// /reload and POST and DELETE /drain must carry the header Chash-Admin, with
+// any value, and a Host that is the listener's, localhost or an IP address, so
+// that no web page can make a browser reload the proxy:
 //
-//	curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+//	curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22223/reload
 //
 // Reloads through it are at least a second apart (429 Too Many Requests
 // otherwise).
+//
+// The stats port (--stats-port, 22222 by default, on --stats-addr, 0.0.0.0 by
+// default, as nutcracker's; 0 for none) is nutcracker's: a client that connects
+// reads one JSON document, the stats of every pool and server in nutcracker
+// 0.5.0's shape and order, and the connection closes, so that 'nc HOST 22222',
+// nutcracker-web and the collectd and telegraf plugins written for nutcracker
+// read it. Its counters mean what nutcracker's do (response_bytes counts the
+// replies' bytes as they came from the server, values included) and are always
+// current. A server object ends with server_protocol_errors, chash's own;
+// --describe-stats lists them all.
+//
+// Nutcracker's command line works as it is, so that its init scripts and unit
+// files run chash unchanged, as 'chash proxy' or through a link named
+// nutcracker to the chash binary (which then runs proxy): -c/--conf-file is
+// --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
+// (append the log to a file; rotate it with logrotate's copytruncate),
+// -p/--pid-file (written once serving, removed at exit), -v/--verbose N
+// (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
+// log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
+// -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE).
+// -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
+// (chash's stats are always current, and it has no mbufs): the log says so
+// once. -d/--daemonize is refused: a Go program cannot fork safely, and a
+// supervisor (systemd with Type=simple, runit, s6) restarts, logs and limits
+// a foreground process better than a daemon does for itself.
 //
 // --max-value bounds the values clients of memcached pools store (1 MiB by
 // default, memcached's -I); --max-bulk bounds the bulk strings clients of
@@ -865,34 +897,78 @@
 //
 // The flags are:
 //
+//	--D
+//		print what each counter of the stats port counts and exit
+//	--V
+//		print the version and exit
+//	--a IP
+//		the stats port's IP (default 0.0.0.0)
 //	--admin ADDR
-//		admin HTTP listener ADDR; empty for none (default 127.0.0.1:22222)
+//		admin HTTP listener ADDR (status page, /metrics, /stats, /route, /reload); empty for none (default 127.0.0.1:22223)
+//	--c FILE
+//		the twemproxy configuration FILE
+//	--conf-file FILE
+//		the twemproxy configuration FILE
 //	--config FILE
 //		the twemproxy configuration FILE
+//	--d
+//		refused: run in the foreground under a supervisor (systemd)
+//	--daemonize
+//		refused: run in the foreground under a supervisor (systemd)
+//	--describe-stats
+//		print what each counter of the stats port counts and exit
 //	--eject-errors
 //		answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides
+//	--i int
+//		accepted for nutcracker's scripts: chash's stats are always current (default 30000)
 //	--idle-timeout duration
 //		close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
 //	--log-json
 //		log in JSON
+//	--m int
+//		accepted for nutcracker's scripts: chash has no mbufs
 //	--max-bulk int
 //		largest bulk string in bytes a client of a Redis pool may send (default 536870912)
 //	--max-memory int
 //		bytes of requests and replies in flight past which clients are not read (default 1073741824)
 //	--max-value int
 //		largest value in bytes a client of a memcached pool may store (default 1048576)
+//	--mbuf-size int
+//		accepted for nutcracker's scripts: chash has no mbufs
+//	--o FILE
+//		append the log to FILE instead of standard error
+//	--output FILE
+//		append the log to FILE instead of standard error
+//	--p FILE
+//		write the process id to FILE, removed at exit
+//	--pid-file FILE
+//		write the process id to FILE, removed at exit
 //	--procs int
 //		threads running Go code; 0 adapts between 1 and the CPUs to the load
+//	--s PORT
+//		nutcracker's raw TCP stats PORT; 0 for none (default 22222)
 //	--source-timeout duration
 //		how long to wait for a servers_from's first list at start and reload (default 10s)
+//	--stats-addr IP
+//		the stats port's IP (default 0.0.0.0)
+//	--stats-interval int
+//		accepted for nutcracker's scripts: chash's stats are always current (default 30000)
+//	--stats-port PORT
+//		nutcracker's raw TCP stats PORT; 0 for none (default 22222)
+//	--t
+//		check the configuration and exit
 //	--test-conf
 //		check the configuration and exit
 //	--tls-cert FILE
 //		serve clients over TLS with this certificate FILE (PEM); a pool's tls_cert_file overrides
 //	--tls-key FILE
 //		the TLS certificate's key FILE (PEM); a pool's tls_key_file overrides
-//	--v
-//		log debug messages
+//	--v LEVEL
+//		log LEVEL, nutcracker's 0 to 11; 7 or more, or -v alone, adds debug messages (default 5)
+//	--verbose LEVEL
+//		log LEVEL, nutcracker's 0 to 11; 7 or more, or -v alone, adds debug messages (default 5)
+//	--version
+//		print the version and exit
 //
 // # Keep a server in the lists of the proxies that watch an etcd prefix
 //

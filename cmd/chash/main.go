@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -36,6 +37,10 @@ type Command struct {
 	// completeFiles for file names. If nil, such arguments complete to
 	// nothing. Flags and their values complete without it (completion.go).
 	Complete func(args []string) []string
+	// Getopt, if not nil, rewrites the command's arguments before its flags
+	// are parsed: proxy reads nutcracker's getopt forms ("-v6", "-dt"),
+	// which the flag package does not.
+	Getopt func(fs *flag.FlagSet, args []string) []string
 }
 
 // Env is where a command reads and writes.
@@ -102,7 +107,14 @@ func all() []*Command {
 func (c *Command) Runnable() bool { return c.Run != nil }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == "nutcracker" {
+		// Installed as (or linked to) nutcracker, chash is chash proxy, so
+		// that init scripts and unit files written for nutcracker run it
+		// unchanged.
+		args = append([]string{"proxy"}, args...)
+	}
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run runs the chash command line args (without the program name) and returns
@@ -131,7 +143,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c.Flag.Init(c.Name(), flag.ContinueOnError)
 	c.Flag.SetOutput(io.Discard) // errors are printed below, help on stdout
 	c.Flag.Usage = func() {}
-	pos, err := parseFlags(&c.Flag, args[1:])
+	args = args[1:]
+	if c.Getopt != nil {
+		args = c.Getopt(&c.Flag, args)
+	}
+	pos, err := parseFlags(&c.Flag, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		printHelp(stdout, c)

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,15 +37,133 @@ type proxyFlags struct {
 	tlsCert     string
 	tlsKey      string
 	logJSON     bool
-	verbose     bool
+	verbose     verbosity
 	procs       int
 	srcTimeout  time.Duration
+	// nutcracker's own flags.
+	statsPort     int
+	statsAddr     string
+	statsInterval int
+	output        string
+	pidFile       string
+	daemonize     bool
+	mbufSize      int
+	describeStats bool
+	version       bool
+}
+
+// verbosity is --verbose: nutcracker's log level, 0 to 11 (5 by default),
+// or, as -v alone, chash's debug messages.
+type verbosity int
+
+const defaultVerbosity = 5 // nutcracker's LOG_NOTICE
+
+func (v *verbosity) String() string {
+	if v == nil {
+		return strconv.Itoa(defaultVerbosity)
+	}
+	return strconv.Itoa(int(*v))
+}
+
+func (v *verbosity) Set(s string) error {
+	if s == "true" { // -v alone
+		*v = 7
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 11 {
+		return fmt.Errorf("verbosity %q: want a level from 0 to 11, as nutcracker's", s)
+	}
+	*v = verbosity(n)
+	return nil
+}
+
+func (v *verbosity) IsBoolFlag() bool { return true }
+
+// level returns the slog level of a nutcracker log level: up to 3 (LOG_ERR)
+// errors only, 4 (LOG_WARN) warnings, 5 and 6 (LOG_NOTICE, LOG_INFO) what
+// chash logs by default, 7 (LOG_DEBUG) and more its debug messages too.
+func (v verbosity) level() slog.Level {
+	switch {
+	case v <= 3:
+		return slog.LevelError
+	case v == 4:
+		return slog.LevelWarn
+	case v <= 6:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// nutcrackerGetopt rewrites the getopt forms of nutcracker's short options
+// that the flag package does not read: a value glued to its option
+// ("-v6", "-c/etc/nutcracker.yml"), options bundled ("-dt", "-tc FILE"), and
+// -v with a level as the next argument ("-v 6"; -v alone is chash's debug
+// switch). Arguments the flag package reads as they are (-procs,
+// --config=F) stay as they are.
+func nutcrackerGetopt(fs *flag.FlagSet, args []string) []string {
+	const withValue, without = "csaiopm", "hVtdD"
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "-v" || a == "--verbose":
+			if i+1 < len(args) && isDigits(args[i+1]) {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		case len(a) > 2 && a[0] == '-' && a[1] != '-' && !strings.Contains(a, "=") && fs.Lookup(a[1:]) == nil:
+			if bundle, ok := getoptBundle(a[1:], withValue, without); ok {
+				if last := len(bundle) - 1; bundle[last] == "-v" && i+1 < len(args) && isDigits(args[i+1]) {
+					bundle[last] = "-v=" + args[i+1] // "-Dv 6"
+					i++
+				}
+				out = append(out, bundle...)
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// getoptBundle returns the flags of a bundle of short options, as getopt
+// reads it: options without a value, then perhaps one with its value, glued
+// ("-tcFILE") or the next argument ("-tc FILE", left to the flag package);
+// -v takes a level only glued. It reports false if the bundle is not made of
+// nutcracker's options.
+func getoptBundle(b, withValue, without string) ([]string, bool) {
+	var out []string
+	for k := 0; k < len(b); k++ {
+		c := b[k]
+		switch {
+		case c == 'v' && isDigits(b[k+1:]):
+			return append(out, "-v="+b[k+1:]), true
+		case strings.IndexByte(withValue, c) >= 0:
+			if k+1 < len(b) {
+				return append(out, "-"+string(c)+"="+b[k+1:]), true
+			}
+			return append(out, "-"+string(c)), true
+		case strings.IndexByte(without, c) >= 0 || c == 'v':
+			out = append(out, "-"+string(c))
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func newProxy() *Command {
-	f := new(proxyFlags)
+	f := &proxyFlags{verbose: defaultVerbosity}
 	c := &Command{
-		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]",
+		UsageLine: "proxy [--config FILE] [--test-conf] [--admin ADDR] [--stats-port N] [--stats-addr IP] [--output FILE] [--pid-file FILE] [--verbose N] [--eject-errors] [--idle-timeout D] [--max-value N] [--max-bulk N] [--max-memory N] [--tls-cert F --tls-key F] [--source-timeout D] [--procs N]",
 		Short:     "run a memcached and Redis sharding proxy, a drop-in for twemproxy",
 		Long: `Proxy serves the pools of the configuration FILE, an unchanged twemproxy
 nutcracker.yml: each pool listens on its listen address and sends each
@@ -220,17 +342,49 @@ handing requests between goroutines on one thread costs far less CPU than
 waking other threads, and every CPU once one thread is busy; the GOMAXPROCS
 environment variable, if set, fixes it instead.
 
-The admin listener (--admin, 127.0.0.1:22222 by default, "" for none) serves
-/metrics (Prometheus), /stats (JSON shaped like nutcracker's stats port),
-/reload, /drain, /ring and /healthz. POST /reload and POST and DELETE /drain
-must carry the header Chash-Admin, with any value, and a Host that is the
-listener's, localhost or an IP address, so that no web page can make a
-browser reload the proxy:
+The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
+serves a status page at / (each pool's ring drawn as a circle, each
+server's arcs in its colour; its servers with health, ejection, share of the
+key space, request and error rates; plain HTML with inline SVG that reloads
+itself every 5 seconds, readable without JavaScript and in a terminal
+browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
+port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
+the server that gets the key now, ejections included; 400 or 404 with
+{"error":...} for a missing key or an unknown pool), /ring (each pool's ring
+fingerprint, servers and source), /reload, /drain and /healthz. POST
+/reload and POST and DELETE /drain must carry the header Chash-Admin, with
+any value, and a Host that is the listener's, localhost or an IP address, so
+that no web page can make a browser reload the proxy:
 
-    curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22222/reload
+    curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22223/reload
 
 Reloads through it are at least a second apart (429 Too Many Requests
 otherwise).
+
+The stats port (--stats-port, 22222 by default, on --stats-addr, 0.0.0.0 by
+default, as nutcracker's; 0 for none) is nutcracker's: a client that connects
+reads one JSON document, the stats of every pool and server in nutcracker
+0.5.0's shape and order, and the connection closes, so that 'nc HOST 22222',
+nutcracker-web and the collectd and telegraf plugins written for nutcracker
+read it. Its counters mean what nutcracker's do (response_bytes counts the
+replies' bytes as they came from the server, values included) and are always
+current. A server object ends with server_protocol_errors, chash's own;
+--describe-stats lists them all.
+
+Nutcracker's command line works as it is, so that its init scripts and unit
+files run chash unchanged, as 'chash proxy' or through a link named
+nutcracker to the chash binary (which then runs proxy): -c/--conf-file is
+--config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
+(append the log to a file; rotate it with logrotate's copytruncate),
+-p/--pid-file (written once serving, removed at exit), -v/--verbose N
+(nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
+log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
+-V/--version and -h/--help; getopt's forms too (-v6, -tc FILE).
+-i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
+(chash's stats are always current, and it has no mbufs): the log says so
+once. -d/--daemonize is refused: a Go program cannot fork safely, and a
+supervisor (systemd with Type=simple, runit, s6) restarts, logs and limits
+a foreground process better than a daemon does for itself.
 
 --max-value bounds the values clients of memcached pools store (1 MiB by
 default, memcached's -I); --max-bulk bounds the bulk strings clients of
@@ -248,9 +402,43 @@ cas), and says so in its log: a way to try it with nc on a machine without
 memcached. It is not for production; point a configuration file at real
 memcached servers for that.`,
 	}
-	c.Flag.StringVar(&f.config, "config", "", "the twemproxy configuration `FILE`")
-	c.Flag.BoolVar(&f.testConf, "test-conf", false, "check the configuration and exit")
-	c.Flag.StringVar(&f.admin, "admin", "127.0.0.1:22222", "admin HTTP listener `ADDR`; empty for none")
+	for _, name := range []string{"config", "conf-file", "c"} {
+		c.Flag.StringVar(&f.config, name, "", "the twemproxy configuration `FILE`")
+	}
+	for _, name := range []string{"test-conf", "t"} {
+		c.Flag.BoolVar(&f.testConf, name, false, "check the configuration and exit")
+	}
+	c.Flag.StringVar(&f.admin, "admin", "127.0.0.1:22223", "admin HTTP listener `ADDR` (status page, /metrics, /stats, /route, /reload); empty for none")
+	for _, name := range []string{"stats-port", "s"} {
+		c.Flag.IntVar(&f.statsPort, name, 22222, "nutcracker's raw TCP stats `PORT`; 0 for none")
+	}
+	for _, name := range []string{"stats-addr", "a"} {
+		c.Flag.StringVar(&f.statsAddr, name, "0.0.0.0", "the stats port's `IP`")
+	}
+	for _, name := range []string{"stats-interval", "i"} {
+		c.Flag.IntVar(&f.statsInterval, name, 30000, "accepted for nutcracker's scripts: chash's stats are always current")
+	}
+	for _, name := range []string{"output", "o"} {
+		c.Flag.StringVar(&f.output, name, "", "append the log to `FILE` instead of standard error")
+	}
+	for _, name := range []string{"pid-file", "p"} {
+		c.Flag.StringVar(&f.pidFile, name, "", "write the process id to `FILE`, removed at exit")
+	}
+	for _, name := range []string{"daemonize", "d"} {
+		c.Flag.BoolVar(&f.daemonize, name, false, "refused: run in the foreground under a supervisor (systemd)")
+	}
+	for _, name := range []string{"mbuf-size", "m"} {
+		c.Flag.IntVar(&f.mbufSize, name, 0, "accepted for nutcracker's scripts: chash has no mbufs")
+	}
+	for _, name := range []string{"describe-stats", "D"} {
+		c.Flag.BoolVar(&f.describeStats, name, false, "print what each counter of the stats port counts and exit")
+	}
+	for _, name := range []string{"version", "V"} {
+		c.Flag.BoolVar(&f.version, name, false, "print the version and exit")
+	}
+	for _, name := range []string{"verbose", "v"} {
+		c.Flag.Var(&f.verbose, name, "log `LEVEL`, nutcracker's 0 to 11; 7 or more, or -v alone, adds debug messages")
+	}
 	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
 	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client of a memcached pool may store")
@@ -261,7 +449,7 @@ memcached servers for that.`,
 	c.Flag.DurationVar(&f.srcTimeout, "source-timeout", proxy.DefaultSourceTimeout, "how long to wait for a servers_from's first list at start and reload")
 	c.Flag.IntVar(&f.procs, "procs", 0, "threads running Go code; 0 adapts between 1 and the CPUs to the load")
 	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
-	c.Flag.BoolVar(&f.verbose, "v", false, "log debug messages")
+	c.Getopt = nutcrackerGetopt
 	c.Run = func(ctx context.Context, c *Command, env *Env, args []string) int {
 		return runProxy(ctx, c, env, f, args)
 	}
@@ -271,6 +459,23 @@ memcached servers for that.`,
 func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []string) int {
 	if len(args) > 0 {
 		return c.UsageError(env.Stderr, "unexpected arguments %q", args)
+	}
+	switch {
+	case f.version:
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(env.Stdout, versionLine(info))
+		return 0
+	case f.describeStats:
+		proxy.DescribeStats(env.Stdout)
+		return 0
+	case f.daemonize:
+		// A Go program cannot fork and go on safely: its runtime's threads
+		// do not survive a fork, and re-executing itself detached is what
+		// a supervisor does better (restarts, logs, limits).
+		c.Errorf(env.Stderr, "--daemonize is not supported: run chash proxy in the foreground under a supervisor, such as a systemd unit with Type=simple (it logs to standard error, or to --output FILE)")
+		return 2
+	case f.statsPort < 0 || f.statsPort > 65535:
+		return c.UsageError(env.Stderr, "--stats-port %d: want a port from 1 to 65535, or 0 for none", f.statsPort)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
@@ -314,13 +519,21 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
 	}
-	level := slog.LevelInfo
-	if f.verbose {
-		level = slog.LevelDebug
+	level := f.verbose.level()
+	logTo := env.Stderr
+	if f.output != "" {
+		// Appended to, so that logrotate's copytruncate rotates it.
+		out, err := os.OpenFile(f.output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			c.Errorf(env.Stderr, "--output: %v", err)
+			return 1
+		}
+		defer out.Close()
+		logTo = out
 	}
-	var h slog.Handler = slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})
+	var h slog.Handler = slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})
 	if f.logJSON {
-		h = slog.NewJSONHandler(env.Stderr, &slog.HandlerOptions{Level: level})
+		h = slog.NewJSONHandler(logTo, &slog.HandlerOptions{Level: level})
 	}
 	p := &proxy.Proxy{
 		Logger:        slog.New(h),
@@ -332,6 +545,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		ConfigPath:    f.config,
 		Admin:         f.admin,
 		SourceTimeout: f.srcTimeout,
+	}
+	if f.statsPort != 0 {
+		p.StatsAddr = net.JoinHostPort(f.statsAddr, strconv.Itoa(f.statsPort))
 	}
 	if f.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
@@ -349,6 +565,20 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if err := p.Start(file); err != nil {
 		c.Errorf(env.Stderr, "%v", err)
 		return 1
+	}
+	if f.pidFile != "" {
+		if err := os.WriteFile(f.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			p.Close()
+			c.Errorf(env.Stderr, "--pid-file: %v", err)
+			return 1
+		}
+		defer os.Remove(f.pidFile)
+	}
+	if f.mbufSize != 0 {
+		p.Logger.Info("--mbuf-size is accepted for nutcracker's command line and means nothing here: chash proxy sizes its buffers itself", "mbuf_size", f.mbufSize)
+	}
+	if f.statsInterval != 30000 {
+		p.Logger.Info("--stats-interval is accepted for nutcracker's command line and means nothing here: the stats port's counters are always current", "stats_interval_ms", f.statsInterval)
 	}
 	switch _, set := os.LookupEnv("GOMAXPROCS"); {
 	case f.procs > 0:

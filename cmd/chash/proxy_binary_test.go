@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -285,7 +286,7 @@ func startChashProxy(t *testing.T, bin, conf, listen string) *testprog.Proc {
 	t.Helper()
 	return testprog.Start(t, testprog.Program{
 		Name:  bin,
-		Args:  []string{"proxy", "--config", conf, "--admin", testprog.FreeAddr(t)},
+		Args:  []string{"proxy", "--config", conf, "--admin", testprog.FreeAddr(t), "--stats-port", "0"},
 		Env:   chashEnv(),
 		Ready: testprog.Listening(listen),
 	})
@@ -346,7 +347,7 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 	admin := testprog.FreeAddr(t)
 	p := testprog.Start(t, testprog.Program{
 		Name:  bin,
-		Args:  []string{"proxy", "--admin", admin},
+		Args:  []string{"proxy", "--admin", admin, "--stats-port", "0"},
 		Env:   chashEnv(),
 		Ready: testprog.Listening(listen),
 	})
@@ -374,7 +375,7 @@ func TestProxyEmbeddedDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		prefix := fmt.Sprintf(`chash_proxy_server_request_duration_seconds_count{command="set",pool="embedded",server="embedded-%d"} `, i)
+		prefix := fmt.Sprintf(`chash_proxy_server_requests_total{pool="embedded",server="embedded-%d"} `, i)
 		n := 0
 		for _, line := range strings.Split(string(metrics), "\n") {
 			if rest, ok := strings.CutPrefix(line, prefix); ok {
@@ -395,5 +396,78 @@ func waitExit(t *testing.T, p *testprog.Proc, after string) {
 	t.Helper()
 	if err := p.Wait(5 * time.Second); err != nil {
 		t.Errorf("after %s, chash proxy: %v\n%s", after, err, p.Output())
+	}
+}
+
+// TestProxyAsNutcracker runs chash through a link named nutcracker with the
+// command line of nutcracker's init scripts: it serves the pool, writes its
+// pid file, logs to the --output file (saying that -m and -i mean nothing),
+// serves nutcracker's stats document on the stats port, and removes the pid
+// file at SIGTERM.
+func TestProxyAsNutcracker(t *testing.T) {
+	s := memcachedtest.Start(t)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "nutcracker")
+	if err := os.Symlink(buildChash(t), link); err != nil {
+		t.Fatal(err)
+	}
+	listen, stats := testprog.FreeAddr(t), testprog.FreeAddr(t)
+	_, statsPort, _ := net.SplitHostPort(stats)
+	conf := filepath.Join(dir, "nutcracker.yml")
+	yaml := fmt.Sprintf("alpha:\n  listen: %s\n  servers:\n   - %s:1 one\n", listen, s.Addr)
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile, pidFile := filepath.Join(dir, "nutcracker.log"), filepath.Join(dir, "nutcracker.pid")
+	p := testprog.Start(t, testprog.Program{
+		Name: link,
+		Args: []string{"-c", conf, "-s", statsPort, "-a", "127.0.0.1", "-o", logFile, "-p", pidFile,
+			"-v", "6", "-i", "100", "-m", "512", "--admin", testprog.FreeAddr(t)},
+		Env:   chashEnv(),
+		Ready: testprog.Listening(listen, stats),
+	})
+	c := dialText(t, listen)
+	if got := c.roundTrip("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set = %q", got)
+	}
+	var pid []byte
+	if !poll(5*time.Second, func() bool { pid, _ = os.ReadFile(pidFile); return len(pid) > 0 }) {
+		t.Fatalf("no pid file %s", pidFile)
+	}
+	if got, want := strings.TrimSpace(string(pid)), strconv.Itoa(p.Pid()); got != want {
+		t.Errorf("pid file holds %q; want %q", got, want)
+	}
+
+	sc, err := net.DialTimeout("tcp", stats, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.SetDeadline(time.Now().Add(5 * time.Second))
+	doc, err := io.ReadAll(sc)
+	sc.Close()
+	var st struct {
+		Service string
+		Alpha   map[string]json.RawMessage
+	}
+	if err != nil || json.Unmarshal(doc, &st) != nil || st.Service != "nutcracker" || st.Alpha["one"] == nil {
+		t.Errorf("stats port: %s, %v; want nutcracker's document with pool alpha and server one", doc, err)
+	}
+
+	sendSignal(t, p, syscall.SIGTERM)
+	waitExit(t, p, "SIGTERM")
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Errorf("pid file after exit: %v; want it removed", err)
+	}
+	logs, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"stats port listening", "--mbuf-size is accepted", "--stats-interval is accepted", "shutting down"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("the log file has no %q:\n%s", want, logs)
+		}
+	}
+	if out := p.Output(); strings.Contains(out, "level=") {
+		t.Errorf("with --output, standard error has log lines:\n%s", out)
 	}
 }

@@ -47,7 +47,7 @@ func TestProxyBinaryRedis(t *testing.T) {
 	writeFile(t, conf, string(y))
 	p := testprog.Start(t, testprog.Program{
 		Name:  bin,
-		Args:  []string{"proxy", "--config", conf, "--admin", "", "--max-bulk", "1000"},
+		Args:  []string{"proxy", "--config", conf, "--admin", "", "--stats-port", "0", "--max-bulk", "1000"},
 		Env:   chashEnv(),
 		Ready: testprog.Listening(redisListen, mcListen),
 	})

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,7 +17,9 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
-// TestProxyTestConf checks --test-conf, which validates like nutcracker -t.
+// TestProxyTestConf checks --test-conf, which validates like nutcracker -t,
+// and the other flags that end the command before it serves, nutcracker's
+// as its init scripts write them.
 func TestProxyTestConf(t *testing.T) {
 	good := writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\n")
 	tests := []struct {
@@ -41,6 +45,19 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
 		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
 		{[]string{"--config", good, "--max-bulk", "0"}, 2, "", "--max-bulk 0: want positive numbers of bytes"},
+		// nutcracker's flags, as its init scripts use them
+		{[]string{"-t", "-c", good}, 0, "syntax is ok", ""},
+		{[]string{"-tc", good}, 0, "syntax is ok", ""},
+		{[]string{"--test-conf", "--conf-file=" + good}, 0, "syntax is ok", ""},
+		{[]string{"-t", "-c", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  bogus: 1\n  servers:\n   - 127.0.0.1:11211:1\n"), "-v", "6"}, 2, "", `unknown key "bogus"`},
+		{[]string{"-D"}, 0, `server_ejected_at       "timestamp when server was ejected in usec since epoch"`, ""},
+		{[]string{"--describe-stats"}, 0, `client_eof              "# eof on client connections"`, ""},
+		{[]string{"-V"}, 0, "chash ", ""},
+		{[]string{"-h"}, 0, "-stats-port PORT", ""},
+		{[]string{"-d", "-c", good}, 2, "", "--daemonize is not supported: run chash proxy in the foreground under a supervisor"},
+		{[]string{"-c", good, "-v", "12"}, 2, "", `verbosity "12": want a level from 0 to 11`},
+		{[]string{"-c", good, "-s", "70000"}, 2, "", "--stats-port 70000: want a port from 1 to 65535, or 0 for none"},
+		{[]string{"-c", good, "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "log")}, 1, "", "--output: open "},
 	}
 	for _, tt := range tests {
 		args := append([]string{"proxy"}, tt.args...)
@@ -49,4 +66,75 @@ func TestProxyTestConf(t *testing.T) {
 			t.Errorf("chash %q = %d\n%s%s\nwant %d, output with %q and %q", args, code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
 		}
 	}
+}
+
+// TestNutcrackerGetopt checks the getopt forms of nutcracker's command line
+// that proxy rewrites for the flag package, and that chash's own flags stay
+// as they are.
+func TestNutcrackerGetopt(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"-c /etc/n.yml -v 6", "-c /etc/n.yml -v=6"},
+		{"-v6 -c/etc/n.yml -s22222 -a127.0.0.1", "-v=6 -c=/etc/n.yml -s=22222 -a=127.0.0.1"},
+		{"-dt", "-d -t"},
+		{"-tc /etc/n.yml", "-t -c /etc/n.yml"},
+		{"-tc/etc/n.yml", "-t -c=/etc/n.yml"},
+		{"-Dv11", "-D -v=11"},
+		{"-Dv 0", "-D -v=0"},
+		{"-v", "-v"},
+		{"-v --test-conf", "-v --test-conf"},
+		{"--verbose 7", "--verbose=7"},
+		{"--verbose=7 -m 512", "--verbose=7 -m 512"},
+		{"-procs 2 -admin :1 -log-json", "-procs 2 -admin :1 -log-json"},
+		{"-x", "-x"},
+		{"-cx -- -v6", "-c=x -- -v6"},
+		{"-zq", "-zq"},
+	}
+	c := newProxy()
+	for _, tt := range tests {
+		if got := strings.Join(nutcrackerGetopt(&c.Flag, strings.Fields(tt.in)), " "); got != tt.want {
+			t.Errorf("nutcrackerGetopt(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestVerbosityLevels checks the slog level of each of nutcracker's levels.
+func TestVerbosityLevels(t *testing.T) {
+	for _, tt := range []struct {
+		v    verbosity
+		want slog.Level
+	}{{0, slog.LevelError}, {3, slog.LevelError}, {4, slog.LevelWarn}, {5, slog.LevelInfo}, {6, slog.LevelInfo}, {7, slog.LevelDebug}, {11, slog.LevelDebug}} {
+		if got := tt.v.level(); got != tt.want {
+			t.Errorf("verbosity(%d).level() = %v; want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
+// FuzzNutcrackerGetopt checks the rewriting of nutcracker's command line on
+// any arguments: it never panics, keeps every argument after "--" as it is,
+// loses no character of an argument it does not split, and rewriting its own
+// output changes nothing.
+func FuzzNutcrackerGetopt(f *testing.F) {
+	for _, seed := range []string{"-c /etc/n.yml -v 6", "-v6 -dt -s22222", "-tc/x -- -v6", "-procs 2 -v", "--verbose 7 -Dv11", "-", "-v -5", "-cv"} {
+		f.Add(seed)
+	}
+	fs := &newProxy().Flag
+	f.Fuzz(func(t *testing.T, line string) {
+		args := strings.Split(line, " ")
+		out := nutcrackerGetopt(fs, args)
+		if again := nutcrackerGetopt(fs, out); !slices.Equal(again, out) {
+			t.Errorf("nutcrackerGetopt(%q) = %q, and again %q", args, out, again)
+		}
+		if i := slices.Index(args, "--"); i >= 0 {
+			j := slices.Index(out, "--")
+			if j < 0 || !slices.Equal(out[j:], args[i:]) {
+				t.Errorf("nutcrackerGetopt(%q) = %q: what follows -- changed", args, out)
+			}
+		}
+		strip := func(s []string) string {
+			return strings.NewReplacer("-", "", "=", "").Replace(strings.Join(s, ""))
+		}
+		if strip(out) != strip(args) {
+			t.Errorf("nutcrackerGetopt(%q) = %q: characters changed", args, out)
+		}
+	})
 }

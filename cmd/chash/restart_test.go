@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,8 @@ func TestHitlessRestartBinary(t *testing.T) {
 	list := filepath.Join(dir, "cache.servers")
 	writeFile(t, list, servers[0].Addr+":1 a\n"+servers[1].Addr+":1 b\n")
 	listen := testprog.FreeAddr(t)
+	// Both processes on one stats port too, as on nutcracker's 22222.
+	_, statsPort, _ := net.SplitHostPort(testprog.FreeAddr(t))
 	conf := filepath.Join(dir, "nutcracker.yml")
 	writeFile(t, conf, fmt.Sprintf("alpha:\n  listen: %s\n  hash: fnv1a_64\n  distribution: ketama\n  timeout: 2000\n  servers_from: file:%s\n", listen, list))
 	start := func() (*testprog.Proc, string) {
@@ -36,7 +39,7 @@ func TestHitlessRestartBinary(t *testing.T) {
 		admin := testprog.FreeAddr(t)
 		return testprog.Start(t, testprog.Program{
 			Name: bin,
-			Args: []string{"proxy", "--config", conf, "--admin", admin},
+			Args: []string{"proxy", "--config", conf, "--admin", admin, "--stats-port", statsPort},
 			Env:  chashEnv(),
 			// The admin listener opens after every pool's: once it accepts,
 			// the process listens on the pool address too.

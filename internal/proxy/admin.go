@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -45,11 +44,14 @@ const reloadEvery = time.Second
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
+//	GET    /         the status page: each pool's ring, servers, health, rates
+//	GET    /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
+//	                 server of the key now; 400 or 404 with {"error":...}
 //	GET    /metrics  Prometheus metrics
-//	GET    /stats    counters as JSON, shaped like nutcracker's stats port
+//	GET    /stats    counters as JSON, nutcracker's stats document
 //	POST   /reload   reload ConfigPath; 200 on success, 400 with the error if refused
-//	POST   /drain?pool=P&server=S[&ms=N]  drain S (see Drain); 400 with the error if refused
-//	DELETE /drain?pool=P&server=S[&ms=N]  undrain S (see Undrain)
+//	POST   /drain    ?pool=P&server=S[&ms=N]: drain S (see Drain); 400 with the error if refused
+//	DELETE /drain    ?pool=P&server=S[&ms=N]: undrain S (see Undrain)
 //	GET    /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
 //	GET    /healthz  200 "ok"
 //
@@ -60,10 +62,12 @@ const reloadEvery = time.Second
 // otherwise); and /reload answers 429 within a second of the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveStatus)
+	mux.HandleFunc("GET /route", p.serveRoute)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(p.Stats())
+		w.Write(p.StatsJSON())
 	})
 	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, r *http.Request) {
 		if err := p.adminRequest(r); err != nil {
@@ -132,7 +136,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/metrics /stats /reload /drain /ring /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /ring /reload /drain /healthz")
 	return nil
 }
 

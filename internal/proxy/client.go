@@ -53,6 +53,8 @@ type clientSource struct {
 	// removes or restarts the pool): the connection is read no further, so
 	// that the requests read are answered and no other begins.
 	stopping *atomic.Bool
+	// read counts the bytes read from the connection: the pool's.
+	read *atomic.Uint64
 }
 
 func (s *clientSource) Read(p []byte) (int, error) {
@@ -64,13 +66,16 @@ func (s *clientSource) Read(p []byte) (int, error) {
 	if s.stopping.Load() {
 		return 0, io.EOF
 	}
-	return s.rw.Read(p)
+	n, err := s.rw.Read(p)
+	s.read.Add(uint64(n))
+	return n, err
 }
 
 // wait waits for the client's next bytes and reads them into buf, so that
 // waiting takes no larger buffer; it returns an error only if it read nothing.
 func (s *clientSource) wait() error {
 	n, err := s.rw.Read(s.buf[:])
+	s.read.Add(uint64(n))
 	s.head = s.buf[:n]
 	if n > 0 {
 		return nil // a failure shows again at the next read
@@ -139,7 +144,7 @@ func (c *client) serve() {
 		pl.clients.Done()
 	}()
 	c.rw = socketIO(c.conn)
-	c.src.rw, c.src.stopping = c.rw, &pl.stopping
+	c.src.rw, c.src.stopping, c.src.read = c.rw, &pl.stopping, &pl.stats.bytesIn
 	c.cc = pl.codec.newClient(&c.src)
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
@@ -288,7 +293,9 @@ func (c *client) flush() {
 
 // write writes replies to the client, unless a write failed before.
 func (c *client) write(b []byte) {
-	if _, err := c.rw.Write(b); err != nil {
+	n, err := c.rw.Write(b)
+	c.pool.stats.bytesOut.Add(uint64(n))
+	if err != nil {
 		c.werr = err
 	}
 }

@@ -306,6 +306,25 @@ type mcReply struct {
 
 var _ reply = (*mcReply)(nil)
 
+func (r *mcReply) lookups() (hits, misses int) {
+	switch {
+	case r.req == nil:
+		return 0, 0
+	case r.req.Command.IsRetrieval():
+		return len(r.resp.Items), len(r.req.Keys) - len(r.resp.Items)
+	case r.req.Command == memcache.CmdMetaGet:
+		// EN is a miss, which quiet mode hides; any other line (VA, HD)
+		// found the item, or an error did not look.
+		switch {
+		case r.resp.Quiet || string(r.resp.Line) == "EN":
+			return 0, 1
+		case len(r.resp.Line) >= 2 && (r.resp.Line[0] == 'V' && r.resp.Line[1] == 'A' || r.resp.Line[0] == 'H' && r.resp.Line[1] == 'D'):
+			return 1, 0
+		}
+	}
+	return 0, 0
+}
+
 func (r *mcReply) size() int {
 	n := len(r.resp.Line) + len(r.resp.Value)
 	for i := range r.resp.Items {

@@ -459,6 +459,7 @@ func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp rep
 	if len(rep.rp.Bytes()) > maxKeptRequest {
 		rep.rp = resp.Reply{}
 	}
+	rep.get = r.cmd != nil && r.cmd.Name == "get"
 	if keyCall == nil {
 		return resp.AppendRequest(dst, &r.q)
 	}
@@ -512,11 +513,25 @@ func (r *redisRequest) appendLocal(dst []byte) []byte { return append(dst, r.loc
 // redisReply is a Redis server's reply to one call.
 type redisReply struct {
 	rp resp.Reply
+	// get says that the reply answers a GET, whose nil is a miss.
+	get bool
 }
 
 var _ reply = (*redisReply)(nil)
 
 func (r *redisReply) size() int { return len(r.rp.Bytes()) }
+
+func (r *redisReply) lookups() (hits, misses int) {
+	switch b := r.rp.Bytes(); {
+	case !r.get || len(b) == 0:
+		return 0, 0
+	case b[0] == '$' && len(b) > 1 && b[1] == '-', b[0] == '_':
+		return 0, 1 // RESP2's $-1, RESP3's _
+	case b[0] == '$':
+		return 1, 0
+	}
+	return 0, 0 // an error
+}
 
 // redisServer reads the replies of one server connection.
 type redisServer struct {

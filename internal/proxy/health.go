@@ -25,6 +25,7 @@ func (s *server) fail() {
 	if s.ejected.CompareAndSwap(false, true) {
 		s.ejectedAt.Store(time.Now().Unix())
 		s.pool.stats.ejects.Add(1)
+		s.stats.ejects.Add(1)
 		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)
 		s.pool.reroute("ejection", nil)
 		if s.probeRunning.CompareAndSwap(false, true) && !s.spawn(s.probeLoop) {

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Hitless restarts. Every TCP listener of the proxy, the pools' and the
-// admin's, sets SO_REUSEPORT, so that a new proxy process can listen on the
+// Hitless restarts. Every TCP listener of the proxy, the pools', the admin's
+// and the stats port's, sets SO_REUSEPORT, so that a new proxy process can listen on the
 // same addresses while the old one still runs: the kernel then spreads new
 // connections over both. The old process, told to stop (Shutdown, SIGTERM),
 // closes its listeners, which takes it out of the kernel's spreading, and

@@ -1,7 +1,8 @@
 package proxy
 
 import (
-	"os"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,8 @@ type poolStats struct {
 	warmDropped atomic.Uint64 // copies not made: too many waited
 	warmUndone  atomic.Uint64 // copies taken back: the previous copy changed meanwhile
 	failovers   atomic.Uint64 // reads and decisions that went to another replica
+	bytesIn     atomic.Uint64 // read from clients
+	bytesOut    atomic.Uint64 // written to clients
 }
 
 // serverStats are a server's counters, named as in nutcracker's stats.
@@ -41,6 +44,9 @@ type serverStats struct {
 	responses     atomic.Uint64
 	responseBytes atomic.Uint64
 	badReplies    atomic.Uint64 // replies out of the protocol, each resetting its connection
+	ejects        atomic.Uint64 // times the server was ejected
+	hits          atomic.Uint64 // keys a read found (reply.lookups)
+	misses        atomic.Uint64 // keys a read did not find
 }
 
 // counter is the counter of one label set of a vector, made at its first
@@ -79,12 +85,19 @@ func (o *observer) observe(d time.Duration) {
 	o.o.Observe(d.Seconds())
 }
 
-// latencyBuckets span 50µs to about 1.6s.
-var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 16)
+// latencyBuckets, of the pools' histograms by command, span 100µs to about
+// 0.8s, doubling: 14 buckets, 17 lines a series.
+var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 14)
+
+// serverBuckets, of the servers' histograms of all commands, are coarse: a
+// server's latency is one series of 9 lines, enough to see it go slow, where
+// by command it was 22 series of 19 lines for each server.
+var serverBuckets = []float64{250e-6, 1e-3, 5e-3, 25e-3, 100e-3, 500e-3}
 
 // metrics holds the proxy's Prometheus metrics: histograms and counters updated
 // on the request path, and a collector that reads the pools' counters and states
-// when scraped.
+// when scraped. Series are made at their first use, so that a scrape shows
+// the commands clients send, not every command of every protocol at zero.
 type metrics struct {
 	p        *Proxy
 	reg      *prometheus.Registry
@@ -112,13 +125,13 @@ func newMetrics(p *Proxy) *metrics {
 		}, []string{"pool", "command"}),
 		server: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chash_proxy_server_request_duration_seconds",
-			Help:    "Time from reading a client request to reading the server's reply, by pool, server and command.",
-			Buckets: latencyBuckets,
-		}, []string{"pool", "server", "command"}),
+			Help:    "Time from reading a client request to reading the server's reply, by pool and server, all commands together.",
+			Buckets: serverBuckets,
+		}, []string{"pool", "server"}),
 		start:  time.Now(),
 		shares: map[*state]map[string]float64{},
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.server, (*collector)(m),
+	m.reg.MustRegister(m.requests, m.latency, m.server, (*collector)(m), buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -136,17 +149,11 @@ func (m *metrics) poolMetrics(pool string, commands []string) (cmds []*counter, 
 	return cmds, lat
 }
 
-// serverObservers returns a server's latency histogram of each command, made
-// at its first use. A server's reader goroutines, the only ones to observe,
-// end before forgetServer drops its series, which so stay dropped.
-func (m *metrics) serverObservers(pool, server string, commands []string) []*observer {
-	obs := make([]*observer, len(commands))
-	for i, c := range commands {
-		if c != "" {
-			obs[i] = &observer{vec: m.server, labels: []string{pool, server, c}}
-		}
-	}
-	return obs
+// serverObserver returns a server's latency histogram, made at its first
+// use. A server's reader goroutines, the only ones to observe, end before
+// forgetServer drops its series, which so stays dropped.
+func (m *metrics) serverObserver(pool, server string) *observer {
+	return &observer{vec: m.server, labels: []string{pool, server}}
 }
 
 // forgetServer drops the metrics of a server that left.
@@ -154,9 +161,10 @@ func (m *metrics) forgetServer(pool, server string) {
 	m.server.DeletePartialMatch(prometheus.Labels{"pool": pool, "server": server})
 }
 
-// observeRequest records a finished client request.
+// observeRequest records a finished client request: the latency of those
+// sent to a server (quit, mn and bad input are answered at once).
 func (pl *pool) observeRequest(r *clientReq) {
-	if cmd := r.req.command(); cmd > 0 {
+	if cmd := r.req.command(); cmd > 0 && r.ncalls > 0 {
 		pl.lat[cmd].observe(time.Since(r.start))
 	}
 }
@@ -204,6 +212,13 @@ var (
 	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
 	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
+	descSrvEjects   = prometheus.NewDesc("chash_proxy_server_ejections_total", "Times the server was ejected.", []string{"pool", "server"}, nil)
+	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET) the server found.", []string{"pool", "server"}, nil)
+	descSrvMisses   = prometheus.NewDesc("chash_proxy_get_misses_total", "Keys of reads the server did not find.", []string{"pool", "server"}, nil)
+	descSrvSent     = prometheus.NewDesc("chash_proxy_server_sent_bytes_total", "Bytes of requests written to the server (nutcracker's request_bytes).", []string{"pool", "server"}, nil)
+	descSrvRecv     = prometheus.NewDesc("chash_proxy_server_received_bytes_total", "Bytes of replies read from the server, values included (nutcracker's response_bytes).", []string{"pool", "server"}, nil)
+	descClientIn    = prometheus.NewDesc("chash_proxy_client_received_bytes_total", "Bytes read from clients.", []string{"pool"}, nil)
+	descClientOut   = prometheus.NewDesc("chash_proxy_client_sent_bytes_total", "Bytes written to clients.", []string{"pool"}, nil)
 
 	descWindows     = prometheus.NewDesc("chash_proxy_warmup_windows_total", "Warm-up windows opened by ring changes.", []string{"pool"}, nil)
 	descWarmOpen    = prometheus.NewDesc("chash_proxy_warmup_window_open", "1 while a warm-up window is open.", []string{"pool"}, nil)
@@ -220,11 +235,28 @@ var (
 	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 
+// buildInfo returns chash_build_info, 1 with the version of the binary's main
+// module and of Go as labels, for dashboards that show what runs where.
+func buildInfo() prometheus.Collector {
+	version, goVersion := "(devel)", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "chash_build_info",
+		Help:        "1, with the version of chash and of Go it was built with as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": goVersion},
+	})
+	g.Set(1)
+	return g
+}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
 		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
-		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained} {
+		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained,
+		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
 	}
 }
@@ -259,6 +291,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
 		count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
 		count(descFailovers, pl.stats.failovers.Load(), pl.name)
+		count(descClientIn, pl.stats.bytesIn.Load(), pl.name)
+		count(descClientOut, pl.stats.bytesOut.Load(), pl.name)
 		shares := m.ringShares(st)
 		for _, s := range st.list {
 			gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
@@ -274,6 +308,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
 			count(descSrvBadReply, s.stats.badReplies.Load(), pl.name, s.name)
+			count(descSrvEjects, s.stats.ejects.Load(), pl.name, s.name)
+			count(descSrvHits, s.stats.hits.Load(), pl.name, s.name)
+			count(descSrvMisses, s.stats.misses.Load(), pl.name, s.name)
+			count(descSrvSent, s.stats.requestBytes.Load(), pl.name, s.name)
+			count(descSrvRecv, s.stats.responseBytes.Load(), pl.name, s.name)
 			gauge(descSrvConns, float64(s.stats.connections.Load()), pl.name, s.name)
 			ej := 0.0
 			if s.ejected.Load() {
@@ -293,71 +332,5 @@ func (p *Proxy) poolList() []*pool {
 	for _, pl := range p.pools {
 		out = append(out, pl)
 	}
-	return out
-}
-
-// Stats returns the proxy's counters in the shape of nutcracker's stats port, so
-// that dashboards made for twemproxy read them.
-func (p *Proxy) Stats() map[string]any {
-	host, _ := os.Hostname()
-	now := time.Now()
-	out := map[string]any{
-		"service":   "nutcracker",
-		"source":    host,
-		"version":   "0.5.0-chash",
-		"uptime":    int64(now.Sub(p.metrics.start).Seconds()),
-		"timestamp": now.Unix(),
-	}
-	var total uint64
-	var curr int64
-	for _, pl := range p.poolList() {
-		st := pl.state.Load()
-		ps := map[string]any{
-			"client_eof":         pl.stats.clientEOF.Load(),
-			"client_err":         pl.stats.clientErr.Load(),
-			"client_connections": pl.nconns.Load(),
-			"server_ejects":      pl.stats.ejects.Load(),
-			"forward_error":      pl.stats.forwardErr.Load(),
-			"fragments":          pl.stats.fragments.Load(),
-			"warmup_reads":       pl.stats.warmReads.Load(),
-			"warmup_hits":        pl.stats.warmHits.Load(),
-			"warmup_copies":      pl.stats.warmCopies.Load(),
-			"replica_failovers":  pl.stats.failovers.Load(),
-		}
-		total += pl.stats.clientTotal.Load()
-		curr += pl.nconns.Load()
-		for _, s := range st.list {
-			var ejectedAt int64
-			if s.ejected.Load() {
-				ejectedAt = s.ejectedAt.Load() * 1e6 // nutcracker reports microseconds
-			}
-			var in, inBytes, out, outBytes int
-			for _, c := range s.conns {
-				i, ib, o, ob := c.queues()
-				in, inBytes, out, outBytes = in+i, inBytes+ib, out+o, outBytes+ob
-			}
-			ps[s.name] = map[string]any{
-				"server_eof":             s.stats.eof.Load(),
-				"server_err":             s.stats.errors.Load(),
-				"server_timedout":        s.stats.timedout.Load(),
-				"server_protocol_errors": s.stats.badReplies.Load(),
-				"server_connections":     s.stats.connections.Load(),
-				"server_ejected_at":      ejectedAt,
-				"requests":               s.stats.requests.Load(),
-				"request_bytes":          s.stats.requestBytes.Load(),
-				"responses":              s.stats.responses.Load(),
-				"response_bytes":         s.stats.responseBytes.Load(),
-				"in_queue":               in,
-				"in_queue_bytes":         inBytes,
-				"out_queue":              out,
-				"out_queue_bytes":        outBytes,
-				"owed_deletes":           s.owed.n.Load(),
-				"drained":                st.drained[s.name],
-			}
-		}
-		out[pl.name] = ps
-	}
-	out["total_connections"] = total
-	out["curr_connections"] = curr
 	return out
 }

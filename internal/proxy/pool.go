@@ -59,6 +59,7 @@ func (pl *pool) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		pl.proxy.stats.opened.Add(1)
 		st := pl.state.Load()
 		if max := st.cfg.ClientConnections; max > 0 && pl.nconns.Load() >= int64(max) {
 			pl.stats.clientErr.Add(1)

@@ -157,10 +157,22 @@ type Proxy struct {
 	// ConfigPath is the file ReloadFile reads: the admin endpoint and SIGHUP
 	// reload from it.
 	ConfigPath string
-	// Admin is the address of the admin HTTP listener (metrics, stats, reload).
-	// If empty, there is none; chash proxy listens on 127.0.0.1:22222, the port
-	// of nutcracker's stats.
+	// Admin is the address of the admin HTTP listener (status page, metrics,
+	// stats, reload). If empty, there is none; chash proxy listens on
+	// 127.0.0.1:22223, beside its stats port.
 	Admin string
+	// StatsAddr is the address of the stats port, nutcracker's: a TCP
+	// listener that writes the stats document (StatsJSON) to each client as it
+	// connects, then closes the connection, so that scripts and dashboards
+	// made for nutcracker ("nc HOST 22222") read it. Its counters are those of
+	// the moment the client connects: nutcracker's are as old as its
+	// --stats-interval, which chash needs not. If empty, there is none; chash
+	// proxy listens on 0.0.0.0:22222, as nutcracker does.
+	StatsAddr string
+	// Version is the proxy's version as the status page shows it. If empty,
+	// it is the version of the main module in the binary's build
+	// information.
+	Version string
 	// Listen overrides a pool's listen address, by pool name: tests listen on
 	// "127.0.0.1:0". Pools not named listen where the configuration says.
 	Listen map[string]string
@@ -182,11 +194,13 @@ type Proxy struct {
 	metrics *metrics
 	mem     *memory
 
-	wg     sync.WaitGroup // goroutines retiring servers and pools, trimming memory
-	mu     sync.Mutex     // serializes Start, Reload and Close
-	pools  map[string]*pool
-	admin  *http.Server
-	adminL net.Listener
+	wg          sync.WaitGroup // goroutines retiring servers and pools, trimming memory
+	mu          sync.Mutex     // serializes Start, Reload and Close
+	pools       map[string]*pool
+	admin       *http.Server
+	adminL      net.Listener
+	stats       statsPort   // the stats port and the counters it serves (statsport.go)
+	statusRates statusRates // the status page's samples and drawings (status.go)
 	// sources are the servers_from sources, by pool, guarded by mu.
 	sources map[string]*poolSource
 	// reloading serializes Reload, which opens sources before it takes mu.
@@ -245,6 +259,12 @@ func (p *Proxy) Start(f *config.File) error {
 			retired := p.takeSources()
 			p.closeLocked()
 			closeSources(retired)
+			return err
+		}
+	}
+	if p.StatsAddr != "" {
+		if err := p.startStats(); err != nil {
+			p.closeLocked()
 			return err
 		}
 	}
@@ -377,6 +397,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 		ln = tls.NewListener(ln, tc)
 	}
 	pl.ln = ln
+	p.stats.opened.Add(1) // nutcracker counts a pool's listener as a connection
 	pl.cmds, pl.lat = p.metrics.poolMetrics(cfg.Name, pl.codec.commands())
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {

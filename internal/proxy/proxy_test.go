@@ -332,7 +332,7 @@ func TestAdmin(t *testing.T) {
 	for _, want := range []string{
 		`chash_proxy_requests_total{command="set",pool="alpha"} 1`,
 		`chash_proxy_request_duration_seconds_count{command="get",pool="alpha"} 1`,
-		`chash_proxy_server_request_duration_seconds_bucket{command="set",pool="alpha",server="` + s.Addr + `"`,
+		`chash_proxy_server_request_duration_seconds_bucket{pool="alpha",server="` + s.Addr + `"`,
 		`chash_proxy_server_ring_share{pool="alpha",server="` + s.Addr + `"} 1`,
 		`chash_proxy_client_connections{pool="alpha"} 1`,
 	} {

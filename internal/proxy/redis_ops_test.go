@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
@@ -314,6 +318,24 @@ func TestRedisAdmin(t *testing.T) {
 	if sent != 3 { // SET, and MGET in two parts
 		t.Errorf("/stats: %d requests to servers; want 3", sent)
 	}
+	// GET's hits and misses (a nil reply), summed over the servers.
+	c.Do("GET", "a")
+	c.Do("GET", "zz")
+	c.Do("GET", "zz")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(scrape(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{"chash_proxy_get_hits_total": 1, "chash_proxy_get_misses_total": 2} {
+		var got float64
+		for _, m := range families[name].GetMetric() {
+			got += value(m)
+		}
+		if got != want {
+			t.Errorf("%s = %v; want %v", name, got, want)
+		}
+	}
 	res, err := http.Get("http://" + p.AdminAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +347,7 @@ func TestRedisAdmin(t *testing.T) {
 		`chash_proxy_requests_total{command="mget",pool="alpha"} 1`,
 		`chash_proxy_requests_total{command="keys",pool="alpha"} 1`,
 		`chash_proxy_request_duration_seconds_count{command="mget",pool="alpha"} 1`,
-		`chash_proxy_server_request_duration_seconds_count{command="set",pool="alpha",server=`,
+		`chash_proxy_server_request_duration_seconds_count{pool="alpha",server=`,
 		`chash_proxy_fragments_total{pool="alpha"} 2`,
 	} {
 		if !strings.Contains(string(body), want) {

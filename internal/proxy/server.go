@@ -41,7 +41,7 @@ type server struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	stats        serverStats
-	latency      []*observer // by command
+	latency      *observer // of all commands
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
@@ -88,7 +88,7 @@ func (s *server) spawn(f func()) bool {
 func newServer(pl *pool, s config.Server, nconns int) *server {
 	ctx, cancel := context.WithCancel(pl.proxy.ctx)
 	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
-	srv.latency = pl.proxy.metrics.serverObservers(pl.name, srv.name, pl.codec.commands())
+	srv.latency = pl.proxy.metrics.serverObserver(pl.name, srv.name)
 	srv.conns = make([]*serverConn, max(nconns, 1))
 	for i := range srv.conns {
 		srv.conns[i] = &serverConn{srv: srv}

@@ -407,7 +407,8 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		tc.SetNoDelay(true)
 	}
 	rw := socketIO(conn)
-	sc := c.srv.pool.codec.newServer(rw)
+	cr := &countingReader{r: rw}
+	sc := c.srv.pool.codec.newServer(cr)
 	conn.SetDeadline(deadline)
 	if err := sc.handshake(rw); err != nil {
 		conn.Close()
@@ -423,7 +424,9 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		}
 	}
 	conn.SetDeadline(time.Time{})
+	cr.n = &c.srv.stats.responseBytes // replies from now on, not the handshake's
 	c.srv.stats.connections.Add(1)
+	c.srv.pool.proxy.stats.opened.Add(1)
 	ss := &session{
 		conn:  conn,
 		rw:    rw,
@@ -477,8 +480,11 @@ func (c *serverConn) read(ss *session) {
 		cl.held = int64(n)
 		c.srv.pool.proxy.mem.add(cl.held)
 		c.srv.stats.responses.Add(1)
-		c.srv.stats.responseBytes.Add(uint64(n))
-		c.srv.latency[cl.cmd].observe(time.Since(cl.start))
+		if hits, misses := cl.reply.lookups(); hits+misses > 0 {
+			c.srv.stats.hits.Add(uint64(hits))
+			c.srv.stats.misses.Add(uint64(misses))
+		}
+		c.srv.latency.observe(time.Since(cl.start))
 		cl.complete(nil)
 	}
 }
@@ -549,4 +555,20 @@ func dialError(err error) error {
 		return errBadReply
 	}
 	return errClosed
+}
+
+// countingReader adds the bytes read from r to n, if not nil: a server's
+// response_bytes are the bytes of its replies as they came on the wire, values
+// of get replies included, as nutcracker counts them.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Uint64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.n != nil && n > 0 {
+		c.n.Add(uint64(n))
+	}
+	return n, err
 }

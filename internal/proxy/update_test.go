@@ -153,7 +153,7 @@ func TestUpdateKeepsLatencySeries(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, s := range servers {
-		series := `chash_proxy_server_request_duration_seconds_count{command="set",pool="alpha",server="` + s.Addr + `"}`
+		series := `chash_proxy_server_request_duration_seconds_count{pool="alpha",server="` + s.Addr + `"}`
 		if !strings.Contains(string(body), series) {
 			t.Errorf("/metrics lacks %s", series)
 		}

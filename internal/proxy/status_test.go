@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+)
+
+// adminResponse returns the status and body of GET path on the proxy's admin listener.
+func adminResponse(t testing.TB, p *Proxy, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.AdminAddr().String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// TestRoute checks GET /route against where keys land: each key set through
+// the proxy is found on the server /route names and on no other; after that
+// server is ejected, /route names the server its keys move to; bad queries
+// get a JSON error.
+func TestRoute(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := fmt.Sprintf(`alpha:
+  listen: 127.0.0.1:22121
+  hash: fnv1a_64
+  distribution: ketama
+  auto_eject_hosts: true
+  server_failure_limit: 1
+  server_retry_timeout: 60000
+  timeout: 500
+  servers:
+   - %s:1 one
+   - %s:1 two
+   - %s:1 three
+`, servers[0].Addr, servers[1].Addr, servers[2].Addr)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	byName := map[string]*memcachedtest.Server{"one": servers[0], "two": servers[1], "three": servers[2]}
+	route := func(key string) routeReply {
+		t.Helper()
+		code, body := adminResponse(t, p, "/route?pool=alpha&key="+url.QueryEscape(key))
+		var r routeReply
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil {
+			t.Fatalf("/route of %q: %d %s", key, code, body)
+		}
+		return r
+	}
+	c := dial(t, p.Addr("alpha").String())
+	seen := map[string]int{}
+	for i := range 30 {
+		k := fmt.Sprintf("user:%08x", uint32(i)*0x9e3779b9)
+		if got := c.mustDo("set " + k + " 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+			t.Fatalf("set %s: %q", k, got)
+		}
+		r := route(k)
+		if r.Pool != "alpha" || r.Key != k {
+			t.Errorf("/route of %q = %+v; want pool alpha, key %q", k, r, k)
+		}
+		seen[r.Server]++
+		for name, s := range byName {
+			got := dial(t, s.Addr).mustDo("get " + k + "\r\n")
+			if has := got != "END\r\n"; has != (name == r.Server) {
+				t.Errorf("/route(%q) = %q; but server %s has it: %v", k, r.Server, name, has)
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("30 keys went to %v; want all three servers", seen)
+	}
+
+	// Eject the server of a key: /route names the key's new server, where
+	// the proxy now sends it.
+	k := "user:00000000"
+	first := route(k).Server
+	byName[first].Stop()
+	c.do("get " + k + "\r\n") // fails, and the server is ejected
+	var moved routeReply
+	if !waitFor(5*time.Second, func() bool { moved = route(k); return moved.Server != first }) {
+		t.Fatalf("after %s was ejected, /route(%q) = %+v; want another server", first, k, moved)
+	}
+	if got := c.mustDo("set " + k + " 0 0 1\r\ny\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set %s after the ejection: %q", k, got)
+	}
+	if got := dial(t, byName[moved.Server].Addr).mustDo("get " + k + "\r\n"); got != "VALUE "+k+" 0 1\r\ny\r\nEND\r\n" {
+		t.Errorf("after the ejection, %s has %q for %s; /route said it gets it", moved.Server, got, k)
+	}
+
+	// The ejection is counted for that server alone.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(scrape(t, p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ejections := families["chash_proxy_server_ejections_total"].GetMetric()
+	if len(ejections) != 3 {
+		t.Errorf("chash_proxy_server_ejections_total: %d series; want one a server, 3", len(ejections))
+	}
+	for _, m := range ejections {
+		var server string
+		for _, l := range m.Label {
+			if l.GetName() == "server" {
+				server = l.GetValue()
+			}
+		}
+		if want := map[bool]float64{true: 1, false: 0}[server == first]; value(m) != want {
+			t.Errorf("chash_proxy_server_ejections_total{server=%q} = %v; want %v", server, value(m), want)
+		}
+	}
+
+	for _, tt := range []struct {
+		query string
+		code  int
+		err   string
+	}{
+		{"/route?key=k", http.StatusBadRequest, "no pool"},
+		{"/route?pool=alpha", http.StatusBadRequest, "no key"},
+		{"/route?pool=alpha&key=", http.StatusBadRequest, "no key"},
+		{"/route?pool=nope&key=k", http.StatusNotFound, `no pool \"nope\"`},
+	} {
+		code, body := adminResponse(t, p, tt.query)
+		var e struct{ Error string }
+		if code != tt.code || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(body, tt.err) {
+			t.Errorf("GET %s = %d %s; want %d and a JSON error with %q", tt.query, code, body, tt.code, tt.err)
+		}
+	}
+}
+
+// TestStatusPage checks the status page without a browser: every pool and
+// server is named, each pool's ring is inline SVG with the server names in
+// it, names are escaped, and nothing is loaded from elsewhere.
+func TestStatusPage(t *testing.T) {
+	s := memcachedtest.Start(t)
+	yaml := fmt.Sprintf(`alpha:
+  listen: 127.0.0.1:22121
+  distribution: ketama
+  servers:
+   - %s:1 cache-a
+   - 127.0.0.1:1:1 <b>x</b>
+beta:
+  listen: 127.0.0.1:22122
+  distribution: modula
+  servers:
+   - %s:1 m1
+   - 127.0.0.1:2:1 m2
+`, s.Addr, s.Addr)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	code, page := adminResponse(t, p, "/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d\n%s", code, page)
+	}
+	for _, want := range []string{"pool alpha", "pool beta", "cache-a", "m1", "m2", "&lt;b&gt;x&lt;/b&gt;", `<meta http-equiv="refresh"`, "<svg"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page has no %q", want)
+		}
+	}
+	for pool, r := range p.Rings() {
+		if !strings.Contains(page, "ring fingerprint <code>"+r.Fingerprint+"</code>") {
+			t.Errorf("the status page has no fingerprint %s of pool %s", r.Fingerprint, pool)
+		}
+	}
+	if strings.Contains(page, "<b>x</b>") {
+		t.Error("the status page has a server name unescaped")
+	}
+	if n := strings.Count(page, "<svg"); n != 2 {
+		t.Errorf("%d rings drawn; want one a pool, 2", n)
+	}
+	// The names in the SVG's own text, so that a terminal browser and a
+	// screen reader read them.
+	svgs := regexp.MustCompile(`(?s)<svg.*?</svg>`).FindAllString(page, -1)
+	for i, names := range [][]string{{"cache-a", "&lt;b&gt;x&lt;/b&gt;"}, {"m1", "m2"}} {
+		if i >= len(svgs) {
+			break
+		}
+		for _, n := range names {
+			if !strings.Contains(svgs[i], ">"+n+"<") {
+				t.Errorf("ring %d has no text %q", i, html.UnescapeString(n))
+			}
+		}
+	}
+	for _, bad := range []string{"http://", "https://", "<script"} {
+		if strings.Contains(page, bad) && !strings.Contains(page, "http://www.w3.org/") {
+			t.Errorf("the status page has %q", bad)
+		}
+	}
+	if code, _ := adminResponse(t, p, "/nothing"); code != http.StatusNotFound {
+		t.Errorf("GET /nothing = %d; want 404", code)
+	}
+}
