@@ -1,11 +1,14 @@
 # Shell functions of the load scripts (proxyload/run.sh, proxyload/memory.sh,
-# redisload/run.sh), which source this file from their own directory: a work
-# directory ($work) removed at exit, processes ($pids) killed at exit, and
+# proxyload/replicas.sh, redisload/run.sh), which source this file from their
+# own directory: a work directory ($work) removed at exit, processes ($pids)
+# killed at exit, and
 #
 #   free_port       a TCP port of 127.0.0.1 that nothing listens on
 #   wait_port PORT  waits until something listens on PORT (10 s at most)
 #   cpu_ticks PID   the user+system clock ticks of process PID so far
 #   tick            clock ticks per second
+#   start_memcached N   starts N memcached servers (256 MiB, one thread each)
+#                   on free ports, their addresses in $servers
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -38,3 +41,15 @@ wait_port() {
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 tick=$(getconf CLK_TCK)
+servers=()
+start_memcached() {
+	local user=() p
+	[ "$(id -u)" = 0 ] && user=(-u nobody)
+	for _ in $(seq "$1"); do
+		p=$(free_port)
+		memcached -l 127.0.0.1 -p "$p" -U 0 -m 256 -t 1 "${user[@]}" &
+		pids+=($!)
+		servers+=("127.0.0.1:$p")
+		wait_port "$p"
+	done
+}

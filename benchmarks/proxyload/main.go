@@ -8,8 +8,10 @@
 //	proxyload -addr 127.0.0.1:22121 -conns 8 -workload mix -pid 1234
 //
 // Workloads: "mix" is 90% get and 10% set of one key, drawn uniformly from
-// -keys keys of -value bytes; "get10" is gets of 10 such keys. Run load fills
-// the keys first. run.sh drives it over a matrix of targets and prints a table.
+// -keys keys of -value bytes; "get10" is gets of 10 such keys; "get" and
+// "set" are only gets and only sets of one key. Run load fills the keys
+// first. run.sh drives it over a matrix of targets and prints a table;
+// replicas.sh compares pools with one and two replicas.
 //
 // Two workloads measure the memory (resident set) of the process -pid instead:
 // "idle" opens -conns connections, each sends a set of -value bytes, and holds
@@ -38,7 +40,7 @@ func main() {
 	conns := flag.Int("conns", 1, "client connections")
 	pipeline := flag.Int("pipeline", 1, "requests in flight per connection")
 	duration := flag.Duration("duration", 3*time.Second, "how long to run")
-	workload := flag.String("workload", "mix", "mix (90/10 get/set), get10 (10-key gets), idle or burst (memory)")
+	workload := flag.String("workload", "mix", "mix (90/10 get/set), get10 (10-key gets), get, set, idle or burst (memory)")
 	keys := flag.Int("keys", 10000, "number of keys")
 	valueSize := flag.Int("value", 100, "value size in bytes")
 	pid := flag.Int("pid", 0, "PID whose CPU time per request to report")
@@ -55,6 +57,9 @@ func main() {
 	case "burst":
 		runBurst(*label, *addr, *conns, *concurrency, *valueSize, *pid, *settle)
 		return
+	case "mix", "get10", "get", "set":
+	default:
+		fatal(fmt.Errorf("unknown workload %q (mix, get10, get, set, idle, burst)", *workload))
 	}
 
 	value := bytes.Repeat([]byte("v"), *valueSize)
@@ -147,7 +152,7 @@ func appendRequest(dst []byte, rng *rand.Rand, workload string, keys int, value 
 			dst = strconv.AppendInt(dst, int64(rng.IntN(keys)), 10)
 		}
 		return append(dst, "\r\n"...)
-	case rng.IntN(10) == 0:
+	case workload == "set" || workload != "get" && rng.IntN(10) == 0:
 		dst = append(dst, "set key:"...)
 		dst = strconv.AppendInt(dst, int64(rng.IntN(keys)), 10)
 		dst = append(dst, " 0 0 "...)

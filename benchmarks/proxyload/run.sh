@@ -13,21 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 dur=${DURATION:-3s}
 out=${OUT:-results.txt}
-. ../load.sh # $work, $pids, free_port, wait_port, cpu_ticks
+. ../load.sh # $work, $pids, free_port, wait_port, cpu_ticks, start_memcached
 
 (cd ../.. && go build -o "$work/chash" ./cmd/chash)
 go build -o "$work/proxyload" .
-user=()
-[ "$(id -u)" = 0 ] && user=(-u nobody)
-
-servers=()
-for i in 1 2 3 4; do
-	p=$(free_port)
-	memcached -l 127.0.0.1 -p "$p" -U 0 -m 256 -t 1 "${user[@]}" &
-	pids+=($!)
-	servers+=("127.0.0.1:$p")
-	wait_port "$p"
-done
+start_memcached 4
 
 {
 	echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"

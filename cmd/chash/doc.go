@@ -442,6 +442,65 @@
 //	Example:
 //		tls_key_file: /etc/chash/key.pem
 //
+// warmup (chash)
+//
+//	How long, in milliseconds, the proxy warms the new servers of keys after
+//	the pool's ring changes (a reload, a membership change, an ejection, a
+//	readmission, a drain). While the window is open, a get, gets, gat, gats
+//	or mg that misses at a key's new server, for a key whose server changed,
+//	reads the key from its previous server; a hit answers the client and is
+//	copied to the new server with its flags and remaining time to live, and
+//	removed from the previous one. Keys that did not move never pay a second
+//	read. Writes and deletes in the window go to the new server and delete
+//	the previous server's copy, so no stale value comes back. memcached
+//	pools only.
+//	Default: 0: no warm-up.
+//	Example:
+//		warmup: 60000
+//
+// replicas (chash)
+//
+//	The number of distinct servers each key is stored on: the first replicas
+//	servers of the key's replica set, the first being the server chash route
+//	names. Writes (set, add, replace, append, prepend, cas, incr, decr,
+//	touch, delete and the meta commands) go to all of them; reads go to the
+//	first that is up and fail over to the next on a server's failure
+//	(SERVER_ERROR, a connection error, a timeout, an ejection; ERROR and
+//	CLIENT_ERROR, about the request, are the answer). Commands whose outcome
+//	depends on the stored item (add, replace, append, prepend, cas, incr,
+//	decr, ma, ms with a mode or a cas, md with a cas) are decided by the
+//	first replica that is up (the next one if it fails), and the item it
+//	then holds is copied to the others. A write that cannot reach a replica
+//	is remembered and replayed, as a delete, before that replica serves
+//	reads again. Only the distributions with replica sets (chash,
+//	rendezvous, multiprobe, balanced) take more than 1; memcached pools
+//	only.
+//	Default: 1: each key on one server.
+//	Example:
+//		replicas: 2
+//
+// read_miss_failover (chash)
+//
+//	Whether a read that misses at a key's first replica tries the next
+//	replica, for pools whose replicas may lack keys (a replica added, or
+//	restarted empty). Needs replicas above 1.
+//	Default: false: reads fail over only when a replica fails.
+//	Example:
+//		read_miss_failover: true
+//
+// drain (chash)
+//
+//	Servers of the pool, by name, that own no keys but stay connected, so
+//	that a server can leave without a cold cache: a reload that adds a
+//	server here moves its keys to their new servers and, with warmup, opens
+//	a warm-up window in which the keys read are copied from it. Once the
+//	window has closed, remove the server from servers. chash proxy's admin
+//	endpoint POST /drain does the same without a file. At least one server
+//	must stay undrained.
+//	Default: none: every server owns keys.
+//	Example:
+//		drain: [10.0.0.2:11211]
+//
 // servers_from (chash)
 //
 //	Where the pool's servers live, instead of a servers: list (a pool gives
@@ -657,6 +716,22 @@
 // 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F. 'chash help
 // config' describes every key of a pool.
 //
+// A memcached pool may keep its cache warm when it is resized. With warmup: MS,
+// for MS milliseconds after a ring change (reload, membership update,
+// ejection, readmission, drain), a retrieval that misses at a key's new server,
+// for a key whose server changed, reads the key's previous server, answers
+// with its value and copies it to the new server with its flags and time to
+// live; writes in the window delete the previous server's copy. With
+// replicas: N (chash, rendezvous, multiprobe, balanced), each key is stored on
+// N servers: writes go to all, or to the first for commands whose outcome
+// depends on the stored item, whose result is then copied to the others;
+// reads go to the first replica that is up and fail over to the next (on a
+// miss too, with read_miss_failover: true). A write a server misses is
+// remembered as a delete and replayed before it serves reads again. A server
+// listed in drain:, or drained with POST /drain?pool=P&server=S[&ms=N] on the
+// admin listener (DELETE takes it back), owns no keys but stays connected, its
+// keys warmed from it, and may leave the pool once the window closes.
+//
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
 // serving; servers that stay keep their connections, and the fraction of the
@@ -771,10 +846,10 @@
 // port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
 // the server that gets the key now, ejections included; 400 or 404 with
 // {"error":...} for a missing key or an unknown pool), /ring (each pool's ring
-// fingerprint, servers and source), /reload and /healthz.
-// POST /reload must carry the header Chash-Admin, with any value, and a Host
-// that is the listener's, localhost or an IP address, so that no web page can
-// make a browser reload the proxy:
+// fingerprint, servers and source), /reload, /drain and /healthz. POST
+// /reload and POST and DELETE /drain must carry the header Chash-Admin, with
+// any value, and a Host that is the listener's, localhost or an IP address, so
+// that no web page can make a browser reload the proxy:
 //
 //	curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22223/reload
 //

@@ -221,6 +221,22 @@ auto_eject_hosts: true), client_idle_timeout: MS (milliseconds, as timeout;
 0 keeps idle clients) and tls_cert_file: F with tls_key_file: F. 'chash help
 config' describes every key of a pool.
 
+A memcached pool may keep its cache warm when it is resized. With warmup: MS,
+for MS milliseconds after a ring change (reload, membership update,
+ejection, readmission, drain), a retrieval that misses at a key's new server,
+for a key whose server changed, reads the key's previous server, answers
+with its value and copies it to the new server with its flags and time to
+live; writes in the window delete the previous server's copy. With
+replicas: N (chash, rendezvous, multiprobe, balanced), each key is stored on
+N servers: writes go to all, or to the first for commands whose outcome
+depends on the stored item, whose result is then copied to the others;
+reads go to the first replica that is up and fail over to the next (on a
+miss too, with read_miss_failover: true). A write a server misses is
+remembered as a delete and replayed before it serves reads again. A server
+listed in drain:, or drained with POST /drain?pool=P&server=S[&ms=N] on the
+admin listener (DELETE takes it back), owns no keys but stays connected, its
+keys warmed from it, and may leave the pool once the window closes.
+
 SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 or TLS files that do not load, is refused and the old configuration keeps
 serving; servers that stay keep their connections, and the fraction of the
@@ -335,10 +351,10 @@ browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
 port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
 the server that gets the key now, ejections included; 400 or 404 with
 {"error":...} for a missing key or an unknown pool), /ring (each pool's ring
-fingerprint, servers and source), /reload and /healthz.
-POST /reload must carry the header Chash-Admin, with any value, and a Host
-that is the listener's, localhost or an IP address, so that no web page can
-make a browser reload the proxy:
+fingerprint, servers and source), /reload, /drain and /healthz. POST
+/reload and POST and DELETE /drain must carry the header Chash-Admin, with
+any value, and a Host that is the listener's, localhost or an IP address, so
+that no web page can make a browser reload the proxy:
 
     curl -X POST -H 'Chash-Admin: 1' http://127.0.0.1:22223/reload
 

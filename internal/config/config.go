@@ -25,7 +25,12 @@
 // chash also adds keys for chash proxy that set, for one pool, what its flags set
 // for all: "eject_errors" (--eject-errors), "client_idle_timeout" in milliseconds
 // (--idle-timeout) and "tls_cert_file" with "tls_key_file" (--tls-cert, --tls-key).
-// A pool that leaves one out gets the flag's value.
+// A pool that leaves one out gets the flag's value. And keys for resizing
+// without a cold cache: "warmup" (a window, in milliseconds, after a ring
+// change, in which misses at a key's new server read its previous server),
+// "replicas" (the number of servers each key is stored on),
+// "read_miss_failover" and "drain" (servers that own no keys but stay
+// connected, to hand their keys over).
 //
 // Every error names the file, the line and the pool, as in
 //
@@ -187,6 +192,30 @@ type Pool struct {
 	// --tls-key, else no TLS).
 	TLSCertFile string
 	TLSKeyFile  string
+
+	// Warmup is how long a warm-up window stays open after the pool's ring
+	// changes (a reload, UpdateServers, an ejection, a readmission, a drain),
+	// as "warmup:" gives it in milliseconds, a chash addition: while it is
+	// open, a retrieval that misses at a key's new server, for a key whose
+	// server changed, reads the key's previous server, answers with its value
+	// and copies it to the new server. Zero when absent: no warm-up, misses
+	// are misses.
+	Warmup time.Duration
+	// Replicas is the number of distinct servers each key is stored on
+	// ("replicas:", a chash addition): writes go to all of them, reads to the
+	// first that is up. Only distributions with replica sets take more than
+	// one. Default: 1, every key on one server.
+	Replicas int
+	// ReadMissFailover says a read that misses at a key's first replica tries
+	// the next ("read_miss_failover:", a chash addition); it needs replicas
+	// above 1. Default: false, reads fail over only when a replica fails.
+	ReadMissFailover bool
+	// Drain names servers of the pool that own no keys but stay connected
+	// ("drain:", a chash addition), so that a server leaving the pool can hand
+	// its keys over: with warmup, the keys read while the window is open are
+	// copied from it to their new servers. Each name is a server's Name.
+	// Empty when absent: every server owns keys.
+	Drain []string
 
 	// Servers are the pool's servers in file order ("servers:"). Parse accepts
 	// no two servers with the same Name, and no pool without servers unless it

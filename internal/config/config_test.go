@@ -48,12 +48,16 @@ func TestParseFull(t *testing.T) {
 		ClientIdleTimeout:  ptr(30 * time.Second),
 		TLSCertFile:        "/etc/chash/cert.pem",
 		TLSKeyFile:         "/etc/chash/key.pem",
+		Warmup:             time.Minute,
+		Replicas:           2,
+		ReadMissFailover:   true,
+		Drain:              []string{"local"},
 		Servers: []Server{
-			{Host: "127.0.0.1", Port: 6379, Weight: 1, Line: 26},
-			{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2", Line: 27},
-			{Host: "cache-3.example.com", Port: 6381, Weight: 3, Line: 28},
-			{Host: "/var/run/redis.sock", Weight: 1, Alias: "local", Line: 29},
-			{Host: "[::1]", Port: 6382, Weight: 1, Line: 30},
+			{Host: "127.0.0.1", Port: 6379, Weight: 1, Line: 30},
+			{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2", Line: 31},
+			{Host: "cache-3.example.com", Port: 6381, Weight: 3, Line: 32},
+			{Host: "/var/run/redis.sock", Weight: 1, Alias: "local", Line: 33},
+			{Host: "[::1]", Port: 6382, Weight: 1, Line: 34},
 		},
 	}
 	alpha.lines, alpha.file = nil, ""
@@ -62,7 +66,7 @@ func TestParseFull(t *testing.T) {
 	}
 	wantBeta := &Pool{
 		Name:               "beta",
-		Line:               32,
+		Line:               36,
 		Listen:             "/tmp/beta.sock",
 		ListenPerm:         0o660,
 		Distribution:       "seed",
@@ -70,14 +74,15 @@ func TestParseFull(t *testing.T) {
 		ServerConnections:  1,
 		ServerRetryTimeout: 30 * time.Second,
 		ServerFailureLimit: 2,
-		Servers:            []Server{{Host: "/var/run/memcached.sock", Weight: 1, Line: 36}},
+		Replicas:           1,
+		Servers:            []Server{{Host: "/var/run/memcached.sock", Weight: 1, Line: 40}},
 	}
 	beta.lines, beta.file = nil, ""
 	if !reflect.DeepEqual(beta, wantBeta) {
 		t.Errorf("pool beta:\n got %+v\nwant %+v", beta, wantBeta)
 	}
 	wantGamma := NewPool("gamma")
-	wantGamma.Line, wantGamma.Listen = 38, "127.0.0.1:22123"
+	wantGamma.Line, wantGamma.Listen = 42, "127.0.0.1:22123"
 	wantGamma.ServersFrom = "etcd://10.0.0.1:2379,10.0.0.2:2379/chash/gamma/"
 	gamma.lines, gamma.file = nil, ""
 	if !reflect.DeepEqual(gamma, wantGamma) {
@@ -244,6 +249,15 @@ func TestParseErrors(t *testing.T) {
 		{"eject_errors null", "a:\n  auto_eject_hosts: true\n  eject_errors:\n  servers: [a:1:1]\n", 3, "a", "eject_errors has no value"},
 		{"eject_errors without auto_eject_hosts", "a:\n  eject_errors: true\n  servers: [a:1:1]\n", 2, "a", "eject_errors: true needs auto_eject_hosts: true"},
 		{"eject_errors with auto_eject_hosts false", "a:\n  auto_eject_hosts: false\n  servers: [a:1:1]\n  eject_errors: true\n", 4, "a", "eject_errors: true needs auto_eject_hosts: true"},
+		{"replicas 0", "a:\n  replicas: 0\n  servers: [a:1:1]\n", 2, "a", "replicas is 0; want at least 1"},
+		{"replicas text", "a:\n  replicas: two\n  servers: [a:1:1]\n", 2, "a", `replicas "two" is not a number`},
+		{"warmup negative", "a:\n  warmup: -5\n  servers: [a:1:1]\n", 2, "a", `warmup "-5" is not a number`},
+		{"read_miss_failover without replicas", "a:\n  read_miss_failover: true\n  servers: [a:1:1]\n", 2, "a", "read_miss_failover: true needs replicas: 2 or more"},
+		{"drain of no server", "a:\n  drain: [b:1]\n  servers: [a:1:1, c:1:1]\n", 2, "a", `drain: "b:1" is not the name of a server of the pool (servers: a:1, c:1)`},
+		{"drain of every server", "a:\n  servers: [a:1:1, c:1:1 cee]\n  drain: [a:1, cee]\n", 3, "a", "drain names every server; at least one must own the keys"},
+		{"drain twice", "a:\n  drain: [a:1, a:1]\n  servers: [a:1:1, c:1:1]\n", 2, "a", `drain: server "a:1" named twice`},
+		{"drain mapping", "a:\n  drain: {a: 1}\n  servers: [a:1:1, c:1:1]\n", 2, "a", "drain: want a single value, not a mapping"},
+		{"drain of servers_from", "a:\n  drain: [a:1]\n  servers_from: file:/x\n", 2, "a", "drain names servers of a servers list; a servers_from pool's server is drained with chash proxy's POST /drain, or leaves its source"},
 		{"client_idle_timeout text", "a:\n  client_idle_timeout: 30s\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "30s" is not a number in 0..2147483647`},
 		{"client_idle_timeout negative", "a:\n  client_idle_timeout: -1\n  servers: [a:1:1]\n", 2, "a", `client_idle_timeout "-1" is not a number`},
 		{"client_idle_timeout twice", "a:\n  client_idle_timeout: 1\n  client_idle_timeout: 2\n  servers: [a:1:1]\n", 3, "a", "client_idle_timeout given twice (first on line 2)"},

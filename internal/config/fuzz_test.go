@@ -93,6 +93,9 @@ func checkPool(t *testing.T, p *Pool) {
 	if (p.TLSCertFile == "") != (p.TLSKeyFile == "") {
 		t.Fatalf("pool %q: tls_cert_file %q, tls_key_file %q", p.Name, p.TLSCertFile, p.TLSKeyFile)
 	}
+	if p.Replicas < 1 || p.Warmup < 0 || p.ReadMissFailover && p.Replicas < 2 {
+		t.Fatalf("pool %q: replicas %d, warmup %v, read_miss_failover %v", p.Name, p.Replicas, p.Warmup, p.ReadMissFailover)
+	}
 	names := make(map[string]bool)
 	for _, s := range p.Servers {
 		if s.Weight < 1 || s.Host == "" || s.Line < 1 {
@@ -105,6 +108,14 @@ func checkPool(t *testing.T, p *Pool) {
 			t.Fatalf("pool %q: two servers named %q", p.Name, s.Name())
 		}
 		names[s.Name()] = true
+	}
+	if len(p.Drain) > 0 && (len(p.Drain) >= len(p.Servers) || p.ServersFrom != "") {
+		t.Fatalf("pool %q: drain %q leaves no server", p.Name, p.Drain)
+	}
+	for i, d := range p.Drain {
+		if !names[d] || slices.Contains(p.Drain[:i], d) {
+			t.Fatalf("pool %q: drain %q: %q is no server, or named twice", p.Name, p.Drain, d)
+		}
 	}
 }
 

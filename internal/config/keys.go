@@ -240,7 +240,7 @@ var settings = []setting{
 			Doc:     "The most connections the proxy opens to each server; at least 1.",
 			Example: "server_connections: 4",
 		},
-		parse: setServerConnections,
+		parse: positiveSetting(func(p *Pool) *int { return &p.ServerConnections }, ""),
 		value: func(p *Pool) any { return p.ServerConnections },
 	},
 	{
@@ -332,6 +332,72 @@ var settings = []setting{
 	},
 	{
 		Key: Key{
+			Name: "warmup", Origin: "chash",
+			Default: "0: no warm-up",
+			Doc: "How long, in milliseconds, the proxy warms the new servers of keys after the " +
+				"pool's ring changes (a reload, a membership change, an ejection, a readmission, " +
+				"a drain). While the window is open, a get, gets, gat, gats or mg that misses at a " +
+				"key's new server, for a key whose server changed, reads the key from its previous " +
+				"server; a hit answers the client and is copied to the new server with its flags " +
+				"and remaining time to live, and removed from the previous one. Keys that did not " +
+				"move never pay a second read. Writes and deletes in the window go to the new " +
+				"server and delete the previous server's copy, so no stale value comes back. " +
+				"memcached pools only.",
+			Example: "warmup: 60000",
+		},
+		parse: msSetting(func(p *Pool) *time.Duration { return &p.Warmup }),
+		value: func(p *Pool) any { return p.Warmup },
+	},
+	{
+		Key: Key{
+			Name: "replicas", Origin: "chash",
+			Default: "1: each key on one server",
+			Doc: "The number of distinct servers each key is stored on: the first replicas " +
+				"servers of the key's replica set, the first being the server chash route names. " +
+				"Writes (set, add, replace, append, prepend, cas, incr, decr, touch, delete and " +
+				"the meta commands) go to all of them; reads go to the first that is up and fail " +
+				"over to the next on a server's failure (SERVER_ERROR, a connection error, a timeout, " +
+				"an ejection; ERROR and CLIENT_ERROR, about the request, are the answer). Commands whose outcome " +
+				"depends on the stored item (add, replace, append, prepend, cas, incr, decr, ma, " +
+				"ms with a mode or a cas, md with a cas) are decided by the first replica that is " +
+				"up (the next one if it fails), and the item it then holds is copied to the others. A write that cannot reach " +
+				"a replica is remembered and replayed, as a delete, before that replica serves " +
+				"reads again. Only the distributions with replica sets (chash, rendezvous, " +
+				"multiprobe, balanced) take more than 1; memcached pools only.",
+			Example: "replicas: 2",
+		},
+		parse: positiveSetting(func(p *Pool) *int { return &p.Replicas }, " (1: each key on one server)"),
+		value: func(p *Pool) any { return p.Replicas },
+	},
+	{
+		Key: Key{
+			Name: "read_miss_failover", Origin: "chash",
+			Default: "false: reads fail over only when a replica fails",
+			Doc: "Whether a read that misses at a key's first replica tries the next replica, " +
+				"for pools whose replicas may lack keys (a replica added, or restarted empty). " +
+				"Needs replicas above 1.",
+			Example: "read_miss_failover: true",
+		},
+		parse: boolSetting(func(p *Pool) *bool { return &p.ReadMissFailover }),
+		value: func(p *Pool) any { return p.ReadMissFailover },
+	},
+	{
+		Key: Key{
+			Name: "drain", Origin: "chash",
+			Default: "none: every server owns keys",
+			Doc: "Servers of the pool, by name, that own no keys but stay connected, so that a " +
+				"server can leave without a cold cache: a reload that adds a server here moves its " +
+				"keys to their new servers and, with warmup, opens a warm-up window in which the " +
+				"keys read are copied from it. Once the window has closed, remove the server from " +
+				"servers. chash proxy's admin endpoint POST /drain does the same without a file. " +
+				"At least one server must stay undrained.",
+			Example: "drain: [10.0.0.2:11211]",
+		},
+		parse: setDrain,
+		value: func(p *Pool) any { return p.Drain },
+	},
+	{
+		Key: Key{
 			Name: "servers_from", Origin: "chash",
 			Default: "none: the servers are listed under servers",
 			Doc: "Where the pool's servers live, instead of a servers: list (a pool gives one of " +
@@ -417,5 +483,6 @@ func NewPool(name string) *Pool {
 		ServerConnections:  1,
 		ServerRetryTimeout: 30 * time.Second,
 		ServerFailureLimit: 2,
+		Replicas:           1,
 	}
 }

@@ -34,6 +34,10 @@ func fullPools() []*Pool {
 	alpha.ClientIdleTimeout = ptr(30 * time.Second)
 	alpha.TLSCertFile = "/etc/chash/cert.pem"
 	alpha.TLSKeyFile = "/etc/chash/key.pem"
+	alpha.Warmup = time.Minute
+	alpha.Replicas = 2
+	alpha.ReadMissFailover = true
+	alpha.Drain = []string{"local"}
 	alpha.Servers = []Server{
 		{Host: "127.0.0.1", Port: 6379, Weight: 1},
 		{Host: "127.0.0.1", Port: 6380, Weight: 2, Alias: "server2"},
@@ -172,12 +176,14 @@ func TestMarshalErrors(t *testing.T) {
 func TestKeys(t *testing.T) {
 	// Keys an example needs beside itself.
 	needs := map[string]string{
-		"redis_auth":    "  redis: true\n",
-		"eject_errors":  "  auto_eject_hosts: true\n",
-		"tls_cert_file": "  tls_key_file: key.pem\n",
-		"tls_key_file":  "  tls_cert_file: cert.pem\n",
-		"label":         "  distribution: seed\n  points: 4\n",
-		"points":        "  distribution: chash\n",
+		"redis_auth":         "  redis: true\n",
+		"eject_errors":       "  auto_eject_hosts: true\n",
+		"tls_cert_file":      "  tls_key_file: key.pem\n",
+		"tls_key_file":       "  tls_cert_file: cert.pem\n",
+		"label":              "  distribution: seed\n  points: 4\n",
+		"points":             "  distribution: chash\n",
+		"read_miss_failover": "  replicas: 2\n",
+		"drain":              "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:1\n",
 	}
 	seen := map[string]bool{}
 	for _, k := range Keys() {
@@ -190,7 +196,7 @@ func TestKeys(t *testing.T) {
 			continue
 		}
 		conf := "p:\n" + needs[k.Name] + indent(k.Example)
-		if k.Name != "servers" && k.Name != "servers_from" {
+		if k.Name != "servers" && k.Name != "servers_from" && k.Name != "drain" {
 			conf += "  servers:\n   - 10.0.0.1:11211:1\n"
 		}
 		f, err := Parse("example.yml", []byte(conf))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ func (p *Pool) parse(v *yaml.Node) error {
 		}
 		return &lineError{p.line(given), fmt.Errorf("%s without %s; set both or neither", given, missing)}
 	}
+	if p.ReadMissFailover && p.Replicas < 2 {
+		return &lineError{p.line("read_miss_failover"), errors.New("read_miss_failover: true needs replicas: 2 or more; with one replica there is nothing to fail over to")}
+	}
+	if err := p.checkDrain(); err != nil {
+		return err
+	}
 	if p.EjectErrors != nil && *p.EjectErrors && !p.AutoEjectHosts {
 		return &lineError{p.line("eject_errors"), errors.New("eject_errors: true needs auto_eject_hosts: true; without it no server is ejected")}
 	}
@@ -321,16 +328,20 @@ func setServersFrom(p *Pool, key string, v *yaml.Node) error {
 	return nil
 }
 
-func setServerConnections(p *Pool, key string, v *yaml.Node) error {
-	n, err := number(key, v)
-	if err != nil {
-		return err
+// positiveSetting makes a setting of a number that is at least 1; the error
+// for 0 ends with hint.
+func positiveSetting(field func(*Pool) *int, hint string) parseFunc {
+	return func(p *Pool, key string, v *yaml.Node) error {
+		n, err := number(key, v)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return atf(v, "%s is 0; want at least 1%s", key, hint)
+		}
+		*field(p) = n
+		return nil
 	}
-	if n == 0 {
-		return atf(v, "%s is 0; want at least 1", key)
-	}
-	p.ServerConnections = n
-	return nil
 }
 
 func setRedisAuth(p *Pool, key string, v *yaml.Node) error {
@@ -448,6 +459,53 @@ func setServers(p *Pool, key string, v *yaml.Node) error {
 		}
 		names[name] = s.Line
 		p.Servers = append(p.Servers, s)
+	}
+	return nil
+}
+
+// setDrain reads the names of the servers to drain: a list, or one name.
+func setDrain(p *Pool, key string, v *yaml.Node) error {
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		items = v.Content
+	}
+	for _, item := range items {
+		if err := checkAlias(item); err != nil {
+			return at(item, err)
+		}
+		s, err := scalar(key, item)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(p.Drain, s) {
+			return atf(item, "%s: server %q named twice", key, s)
+		}
+		p.Drain = append(p.Drain, s)
+	}
+	return nil
+}
+
+// checkDrain checks that the servers drain names are the pool's, and that
+// one at least is not drained.
+func (p *Pool) checkDrain() error {
+	if len(p.Drain) == 0 {
+		return nil
+	}
+	if p.ServersFrom != "" {
+		// The servers are known only when the proxy reads them.
+		return &lineError{p.line("drain"), errors.New("drain names servers of a servers list; a servers_from pool's server is drained with chash proxy's POST /drain, or leaves its source")}
+	}
+	names := make([]string, len(p.Servers))
+	for i, s := range p.Servers {
+		names[i] = s.Name()
+	}
+	for _, d := range p.Drain {
+		if !slices.Contains(names, d) {
+			return &lineError{p.line("drain"), fmt.Errorf("drain: %q is not the name of a server of the pool (servers: %s)", d, strings.Join(names, ", "))}
+		}
+	}
+	if len(p.Drain) == len(p.Servers) {
+		return &lineError{p.line("drain"), errors.New("drain names every server; at least one must own the keys")}
 	}
 	return nil
 }

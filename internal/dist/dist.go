@@ -294,6 +294,8 @@ func (e Entry) check(p *config.Pool) error {
 		return p.ErrorAt("points", fmt.Errorf("points is not used by distribution %s (only by %s)", e.Name, takers(func(e Entry) bool { return e.Points })))
 	case p.Label != "" && !e.Label:
 		return p.ErrorAt("label", fmt.Errorf("label is only used by distribution %s, not %s", takers(func(e Entry) bool { return e.Label }), e.Name))
+	case p.Replicas > 1 && !e.Replicas:
+		return p.ErrorAt("replicas", fmt.Errorf("replicas %d: distribution %s has no replica sets (those with: %s)", p.Replicas, e.Name, takers(func(e Entry) bool { return e.Replicas })))
 	case p.Hash != "" && e.Hashes != nil && !slices.Contains(e.Hashes, p.Hash):
 		return p.ErrorAt("hash", fmt.Errorf("distribution %s hashes keys with %s only, not %q", e.Name, strings.Join(e.Hashes, " or "), p.Hash))
 	}

@@ -357,6 +357,7 @@ func TestBuildErrors(t *testing.T) {
 		{"points overflow", &config.Pool{Name: "p", Distribution: "seed", Points: 1 << 40, Servers: []config.Server{{Host: "h", Port: 1, Weight: 1 << 40}}}, "more than 4194304 points"},
 		{"points not taken", &config.Pool{Name: "p", Distribution: "ketama", Points: 3, Servers: srv}, "points is not used by distribution ketama (only by chash, groupcache, stathat, seed, multiprobe, bounded and balanced)"},
 		{"label not taken", &config.Pool{Name: "p", Distribution: "chash", Label: "{name}{i}", Servers: srv}, "label is only used by distribution seed, not chash"},
+		{"replicas not taken", &config.Pool{Name: "p", Distribution: "ketama", Replicas: 2, Servers: srv}, "replicas 2: distribution ketama has no replica sets (those with: chash, rendezvous, multiprobe and balanced)"},
 		{"seed label without {i}", &config.Pool{Name: "p", Distribution: "seed", Points: 3, Label: "{name}", Servers: srv}, `label "{name}" has no {i}`},
 	}
 	for _, tt := range tests {
@@ -383,6 +384,8 @@ func TestBuildErrorLine(t *testing.T) {
 			`config: test.yml:2: pool "a": distribution "ring" is unknown (known: balanced, bounded, chash,`},
 		{"a:\n  servers: [h:1:1]\n  points: 3\n",
 			`config: test.yml:3: pool "a": points is not used by distribution ketama`},
+		{"a:\n  servers: [h:1:1]\n  replicas: 2\n",
+			`config: test.yml:3: pool "a": replicas 2: distribution ketama has no replica sets (those with: chash, rendezvous, multiprobe and balanced)`},
 		{"a:\n  distribution: nginx\n  hash: md5\n  servers: [h:1:1]\n",
 			`config: test.yml:3: pool "a": distribution nginx hashes keys with crc32a only, not "md5"`},
 	}

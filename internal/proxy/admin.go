@@ -44,20 +44,22 @@ const reloadEvery = time.Second
 // Handler returns the admin HTTP handler, on its own ServeMux; call it after
 // Start:
 //
-//	GET  /         the status page: each pool's ring, servers, health, rates
-//	GET  /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
-//	               server of the key now; 400 or 404 with {"error":...}
-//	GET  /metrics  Prometheus metrics
-//	GET  /stats    counters as JSON, nutcracker's stats document
-//	POST /reload   reload ConfigPath; 200 on success, 400 with the error if refused
-//	GET  /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
-//	GET  /healthz  200 "ok"
+//	GET    /         the status page: each pool's ring, servers, health, rates
+//	GET    /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
+//	                 server of the key now; 400 or 404 with {"error":...}
+//	GET    /metrics  Prometheus metrics
+//	GET    /stats    counters as JSON, nutcracker's stats document
+//	POST   /reload   reload ConfigPath; 200 on success, 400 with the error if refused
+//	POST   /drain    ?pool=P&server=S[&ms=N]: drain S (see Drain); 400 with the error if refused
+//	DELETE /drain    ?pool=P&server=S[&ms=N]: undrain S (see Undrain)
+//	GET    /ring     each pool's ring fingerprint, servers and source as JSON (Rings)
+//	GET    /healthz  200 "ok"
 //
-// POST /reload must carry the header AdminHeader (Chash-Admin: 1) and name in
-// its Host header the admin listener's host, localhost or an IP address, so
-// that neither a cross-site request nor a DNS name rebound to the listener's
-// address reaches it (403 otherwise); and it answers 429 within a second of
-// the last reload.
+// POST /reload and /drain, and DELETE /drain, must carry the header
+// AdminHeader (Chash-Admin: 1) and name in their Host header the admin
+// listener's host, localhost or an IP address, so that neither a cross-site
+// request nor a DNS name rebound to the listener's address reaches them (403
+// otherwise); and /reload answers 429 within a second of the last reload.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveStatus)
@@ -83,6 +85,8 @@ func (p *Proxy) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "reloaded")
 	})
+	mux.HandleFunc("POST /drain", p.handleDrain)
+	mux.HandleFunc("DELETE /drain", p.handleDrain)
 	mux.HandleFunc("GET /ring", p.serveRing)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -132,7 +136,7 @@ func (p *Proxy) startAdmin() error {
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)
 	go p.serveAdmin()
-	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /ring /reload /healthz")
+	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /ring /reload /drain /healthz")
 	return nil
 }
 

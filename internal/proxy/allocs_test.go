@@ -41,21 +41,28 @@ func TestAllocs(t *testing.T) {
 		{"incr n 0\r\n", "0\r\n", 0},
 		{"set q 0 0 1 noreply\r\nq\r\nmn\r\n", "MN\r\n", 0},
 	} {
-		req := []byte(tt.req)
-		buf := make([]byte, len(tt.reply))
-		do := func() {
-			if _, err := c.c.Write(req); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(c.br, buf); err != nil || string(buf) != tt.reply {
-				t.Fatalf("%q: %q, %v", tt.req, buf, err)
-			}
-		}
-		for range 100 {
-			do()
-		}
-		if n := testing.AllocsPerRun(1000, do); n > tt.max {
+		if n := allocsPerRequest(t, c, tt.req, tt.reply); n > tt.max {
 			t.Errorf("%q allocates %v times per request; want at most %v", tt.req, n, tt.max)
 		}
 	}
+}
+
+// allocsPerRequest sends req on c, which must be answered reply, many times,
+// and returns the allocations of the test's process per request.
+func allocsPerRequest(t *testing.T, c *conn, req, reply string) float64 {
+	t.Helper()
+	out := []byte(req)
+	buf := make([]byte, len(reply))
+	do := func() {
+		if _, err := c.c.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c.br, buf); err != nil || string(buf) != reply {
+			t.Fatalf("%q: %q; want %q (%v)", req, buf, reply, err)
+		}
+	}
+	for range 100 {
+		do()
+	}
+	return testing.AllocsPerRun(1000, do)
 }

@@ -40,6 +40,7 @@ type client struct {
 	werr    error // why a write failed: nothing more is written
 	broken  bool  // the connection failed or is closing: read no more
 	idle    bool  // a read deadline for the idle timeout is set
+	barrier bool  // a request must be answered before the next is read
 }
 
 // clientSource is what a client's codec reads: the bytes read while the client
@@ -103,6 +104,8 @@ type clientReq struct {
 	split   bool  // split over servers by key, or sent to every server
 	err     error // why no server could take the request
 	start   time.Time
+	plan    *plan // of a request planned over several servers (replica.go)
+	waited  int   // the calls whose completion flush has received
 }
 
 func (r *clientReq) reset() {
@@ -110,7 +113,14 @@ func (r *clientReq) reset() {
 	r.keyCall = r.keyCall[:0]
 	r.split = false
 	r.err = nil
+	r.waited = 0
+	if r.plan != nil {
+		r.plan.active = false
+	}
 }
+
+// planned reports whether r was sent by a plan.
+func (r *clientReq) planned() bool { return r.plan != nil && r.plan.active }
 
 // newCall returns the request's next call, made with a reply of cd.
 func (r *clientReq) newCall(cd codec) *call {
@@ -139,7 +149,7 @@ func (c *client) serve() {
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
 		mem := pl.proxy.mem
-		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() {
+		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() || c.barrier {
 			// Nothing more has arrived, or this client or the proxy holds
 			// much: answer what was read before reading more.
 			c.flush()
@@ -249,8 +259,12 @@ func (c *client) flush() {
 	}
 	out := outBufs.Get().(*[]byte)
 	held := int64(c.pbytes)
+	c.barrier = false
 	for _, r := range c.pending {
-		for _, cl := range r.calls[:r.ncalls] {
+		if r.planned() {
+			held += c.settle(r)
+		}
+		for _, cl := range r.calls[r.waited:r.ncalls] {
 			<-cl.done
 			held += cl.held
 		}
@@ -301,6 +315,9 @@ func (c *client) dispatch(r *clientReq) {
 	var deadline time.Time
 	if t := st.timeout(); t > 0 {
 		deadline = r.start.Add(t)
+	}
+	if st.planned && c.dispatchPlan(r, st, deadline) {
+		return
 	}
 	n := req.nkeys()
 	if req.broadcast() {
@@ -394,6 +411,8 @@ func (c *client) respond(dst []byte, r *clientReq) []byte {
 	switch {
 	case r.act != forward:
 		return req.appendLocal(dst)
+	case r.planned():
+		return c.respondPlan(dst, r)
 	case r.ncalls == 0:
 		return req.appendError(dst, r.err)
 	case r.split:

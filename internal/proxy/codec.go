@@ -42,13 +42,14 @@ import (
 //     a reply, or (memcached's meta commands in quiet mode) sent a no-op after
 //     the request, whose answer stands where a hidden reply would be.
 //
-// Later features plug in here without changing the rest of the proxy. Replicas
-// ask a request whether it reads or writes (a write goes to every replica, a
-// read fails over to the next) and a reply whether it is a miss; warm-up after a
-// ring change turns a miss at a key's new owner into a read from its previous
-// owner of the key with its flags and remaining time to live, then into a write
-// of that value to the new owner: both are requests a codec builds from a key
-// and a reply, sent and read like any other.
+// Replicas and warm-up (replica.go) plug in through two more interfaces that
+// a codec may implement, itemCodec and planRequest (codec_memcache_plan.go
+// for memcached): a request says how it uses its keys (a write goes to every
+// replica, a read fails over to the next) and a reply whether it is a miss;
+// warm-up after a ring change turns a miss at a key's new owner into a read
+// from its previous owner of the key with its flags and remaining time to
+// live, then into a write of that value to the new owner: requests a codec
+// builds from a key and a reply, sent and read like any other.
 //
 // A codec and its requests and replies are used from many goroutines, but each
 // request, reply, clientCodec and serverCodec by one at a time. Requests and

@@ -412,6 +412,10 @@ type mcReply struct {
 	// part is the request sent for the keys of one server, of a retrieval
 	// split over servers.
 	part memcache.Request
+	// line is a status line rewritten by a warm-up (adopt).
+	line []byte
+	// built holds the key and flags of a request the proxy built in part.
+	built []byte
 }
 
 var _ reply = (*mcReply)(nil)

@@ -27,7 +27,7 @@ func (s *server) fail() {
 		s.pool.stats.ejects.Add(1)
 		s.stats.ejects.Add(1)
 		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)
-		s.pool.reroute()
+		s.pool.reroute("ejection", nil)
 		if s.probeRunning.CompareAndSwap(false, true) && !s.spawn(s.probeLoop) {
 			s.probeRunning.Store(false)
 		}
@@ -58,7 +58,7 @@ func (s *server) probeLoop() {
 			s.failures.Store(0)
 			s.ejected.Store(false)
 			s.pool.proxy.log.Info("server readmitted after a successful probe", "pool", s.pool.name, "server", s.name)
-			s.pool.reroute()
+			s.pool.reroute("readmission", s)
 			return
 		}
 		// Logged when the server's state changes, not at each probe.
@@ -84,8 +84,21 @@ func (s *server) markUp() {
 	}
 }
 
-// probe connects to the server and asks the codec's probe whether it serves.
+// probe connects to the server, asks the codec's probe whether it serves and,
+// if it does, replays on the same connection the deletes the server owes: a
+// server is readmitted only once it has forgotten what it missed.
 func (s *server) probe(timeout time.Duration) error {
+	return s.withConn(timeout, func(conn net.Conn, timeout time.Duration) error {
+		if err := s.pool.codec.probe(conn); err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
+		return s.replay(conn, timeout)
+	})
+}
+
+// withConn runs f on a connection of its own to the server, with a deadline
+// of timeout (a second if zero) that f may extend by as much, and closes it.
+func (s *server) withConn(timeout time.Duration, f func(conn net.Conn, timeout time.Duration) error) error {
 	if timeout <= 0 {
 		timeout = time.Second
 	}
@@ -97,8 +110,5 @@ func (s *server) probe(timeout time.Duration) error {
 	s.markUp()
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	if err := s.pool.codec.probe(conn); err != nil {
-		return fmt.Errorf("probe: %w", err)
-	}
-	return nil
+	return f(conn, timeout)
 }

@@ -21,6 +21,14 @@ type poolStats struct {
 	ejects      atomic.Uint64
 	forwardErr  atomic.Uint64
 	fragments   atomic.Uint64
+
+	windows     atomic.Uint64 // warm-up windows opened
+	warmReads   atomic.Uint64 // reads of keys' previous servers
+	warmHits    atomic.Uint64 // of which found the key
+	warmCopies  atomic.Uint64 // values copied to their new servers
+	warmDropped atomic.Uint64 // copies not made: too many waited
+	warmUndone  atomic.Uint64 // copies taken back: the previous copy changed meanwhile
+	failovers   atomic.Uint64 // reads and decisions that went to another replica
 	bytesIn     atomic.Uint64 // read from clients
 	bytesOut    atomic.Uint64 // written to clients
 }
@@ -211,6 +219,20 @@ var (
 	descSrvRecv     = prometheus.NewDesc("chash_proxy_server_received_bytes_total", "Bytes of replies read from the server, values included (nutcracker's response_bytes).", []string{"pool", "server"}, nil)
 	descClientIn    = prometheus.NewDesc("chash_proxy_client_received_bytes_total", "Bytes read from clients.", []string{"pool"}, nil)
 	descClientOut   = prometheus.NewDesc("chash_proxy_client_sent_bytes_total", "Bytes written to clients.", []string{"pool"}, nil)
+
+	descWindows     = prometheus.NewDesc("chash_proxy_warmup_windows_total", "Warm-up windows opened by ring changes.", []string{"pool"}, nil)
+	descWarmOpen    = prometheus.NewDesc("chash_proxy_warmup_window_open", "1 while a warm-up window is open.", []string{"pool"}, nil)
+	descWarmReads   = prometheus.NewDesc("chash_proxy_warmup_reads_total", "Reads of keys' previous servers after misses at their new servers.", []string{"pool"}, nil)
+	descWarmHits    = prometheus.NewDesc("chash_proxy_warmup_hits_total", "Warm-up reads that found the key.", []string{"pool"}, nil)
+	descWarmCopies  = prometheus.NewDesc("chash_proxy_warmup_copies_total", "Values copied to their keys' new servers.", []string{"pool"}, nil)
+	descWarmDropped = prometheus.NewDesc("chash_proxy_warmup_copies_dropped_total", "Copies not made because too many waited.", []string{"pool"}, nil)
+	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies taken back because the previous server's copy changed meanwhile.", []string{"pool"}, nil)
+	descFailovers   = prometheus.NewDesc("chash_proxy_replica_failovers_total", "Reads and conditional writes sent to the next replica after one failed (or missed, with read_miss_failover).", []string{"pool"}, nil)
+	descOwed        = prometheus.NewDesc("chash_proxy_owed_deletes", "Deletes the server owes: writes it missed, replayed before it serves reads again.", []string{"pool", "server"}, nil)
+	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
+	descReplayed    = prometheus.NewDesc("chash_proxy_owed_deletes_replayed_total", "Owed deletes replayed to the server.", []string{"pool", "server"}, nil)
+	descFlushes     = prometheus.NewDesc("chash_proxy_owed_flushes_total", "Times the server owed too many deletes and was emptied instead.", []string{"pool", "server"}, nil)
+	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 
 // buildInfo returns chash_build_info, 1 with the version of the binary's main
@@ -232,6 +254,8 @@ func buildInfo() prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
+		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
+		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained,
 		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
 	}
@@ -255,10 +279,31 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		count(descForwardErr, pl.stats.forwardErr.Load(), pl.name)
 		count(descFragments, pl.stats.fragments.Load(), pl.name)
 		count(descEjects, pl.stats.ejects.Load(), pl.name)
+		count(descWindows, pl.stats.windows.Load(), pl.name)
+		open := 0.0
+		if st.warm != nil {
+			open = 1
+		}
+		gauge(descWarmOpen, open, pl.name)
+		count(descWarmReads, pl.stats.warmReads.Load(), pl.name)
+		count(descWarmHits, pl.stats.warmHits.Load(), pl.name)
+		count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
+		count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
+		count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
+		count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		count(descClientIn, pl.stats.bytesIn.Load(), pl.name)
 		count(descClientOut, pl.stats.bytesOut.Load(), pl.name)
 		shares := m.ringShares(st)
 		for _, s := range st.list {
+			gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
+			count(descOwedTotal, s.owed.total.Load(), pl.name, s.name)
+			count(descReplayed, s.owed.replayed.Load(), pl.name, s.name)
+			count(descFlushes, s.owed.flushes.Load(), pl.name, s.name)
+			dr := 0.0
+			if st.drained[s.name] {
+				dr = 1
+			}
+			gauge(descDrained, dr, pl.name, s.name)
 			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)

@@ -27,6 +27,11 @@ type pool struct {
 	lat     []*observer // by command
 	moves   moveLog     // the moved key space, measured off the path of changes
 
+	copier warmCopier // of warm-up copies (warmup.go)
+	// drains are the servers drained through the admin endpoint, by name;
+	// guarded by mu (drain.go).
+	drains map[string]*drainState
+
 	mu       sync.Mutex // serializes state changes
 	stopping atomic.Bool
 	stopped  chan struct{} // closed when the pool stops: clients read no further requests

@@ -75,6 +75,14 @@
 // for requests in flight is bounded (MaxMemory), and an idle client holds no
 // buffer.
 //
+// A memcached pool may keep its cache warm when it is resized (warmup.go,
+// replica.go, owed.go, drain.go): with warmup, for a while after each ring
+// change, a retrieval that misses at a key's new server reads the key's
+// previous server and copies the value over; with replicas, each key lives
+// on several servers, reads failing over between them; a write a server
+// misses is owed as a delete, replayed before it serves reads again; and a
+// drained server owns no keys but stays connected, its keys warmed from it.
+//
 // Reload swaps every pool's routing state atomically; see Proxy.Reload.
 // UpdateServers replaces one pool's servers, for sources other than the file.
 // A pool with servers_from takes its servers from the keys under an etcd
@@ -212,6 +220,8 @@ type Proxy struct {
 	reloadMu   sync.Mutex
 	nextReload time.Time
 	closed     bool
+
+	maxOwed int // deletes a server may owe before it is emptied; 0: defaultMaxOwed
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -288,6 +298,13 @@ func Validate(f *config.File) error {
 		}
 		if cfg.Listen == "" {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
+		}
+		if cfg.Redis {
+			for key, set := range map[string]bool{"replicas": cfg.Replicas > 1, "warmup": cfg.Warmup > 0} {
+				if set {
+					return fmt.Errorf("proxy: %s:%d: pool %q: %s is served in memcached pools only, not in Redis pools (redis: true)", f.Path, cfg.KeyLine(key), cfg.Name, key)
+				}
+			}
 		}
 		if err := checkServers(cfg.Servers); err != nil {
 			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.Line, cfg.Name, err)
@@ -374,6 +391,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{})}
 	pl.codec = p.newCodec(cfg, pl)
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
+	pl.copier.pl = pl
 	tc, err := p.tlsConfig(pl, path, cfg)
 	if err != nil {
 		if ln != nil {
@@ -397,7 +415,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
 	}
-	st, err := newState(cfg, servers, p.ejectErrors(cfg), nil)
+	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg), nil)
 	if err != nil {
 		ln.Close()
 		for _, s := range servers {

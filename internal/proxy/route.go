@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"reflect"
 	"strconv"
 	"time"
@@ -26,6 +27,28 @@ type state struct {
 	router dist.Router
 	live   []*server
 	eject  bool // ejected servers answer errors instead of moving their keys
+
+	// replicas is the number of servers each key is stored on, at least 1.
+	// Above 1, router is a dist.ReplicaRouter (rrouter) over every server
+	// that is not drained, the ejected included, and requests skip the
+	// ejected ones (replica.go).
+	replicas int
+	rrouter  dist.ReplicaRouter
+	// full routes over every server that is not drained, to its index in
+	// fullList, when some are ejected and their keys moved: a write of a key
+	// whose server is ejected is owed by that server (owed.go). nil when no
+	// server is ejected, or ejected servers keep their keys.
+	full     dist.Router
+	fullList []*server
+	// warm is the warm-up window open since the last ring change, or nil
+	// (warmup.go).
+	warm *window
+	// planned sends requests through dispatchPlan (replica.go): the pool has
+	// replicas, a window is open, or ejected servers owe writes. Otherwise a
+	// request goes where route says, at no cost beyond this test.
+	planned bool
+	// drained names the servers that own no keys (drain.go).
+	drained map[string]bool
 	// fingerprint is dist.Fingerprint of the ring: the pool's routing
 	// settings and the servers of live. Proxies that agree on it route every
 	// key alike.
@@ -50,22 +73,36 @@ func (st *state) route(key []byte) (*server, error) {
 	return srv, nil
 }
 
-// newState builds the routing state of cfg over servers. prev, if not nil, is
-// the state it replaces, whose router the new one is merged from where the
-// distribution allows (dist.Update): a change of a few servers of a large pool
-// then costs a fraction of a build.
-func newState(cfg *config.Pool, servers []*server, ejectErrors bool, prev *state) (*state, error) {
+// newState builds the routing state of cfg over servers; those named in
+// drained own no keys. prev, if not nil, is the state it replaces, whose
+// router the new one is merged from where the distribution allows
+// (dist.Update): a change of a few servers of a large pool then costs a
+// fraction of a build.
+func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map[string]bool, prev *state) (*state, error) {
 	e, err := dist.EntryOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)), eject: ejectErrors}
-	var live []config.Server
+	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)),
+		eject: ejectErrors, replicas: max(cfg.Replicas, 1), drained: drained}
+	// With replicas, ejected servers keep their place in the replica sets:
+	// their keys do not move, reads fail over past them and the writes they
+	// miss are owed.
+	keep := ejectErrors || st.replicas > 1
+	var live, all []config.Server
+	ejected := false
 	for _, s := range servers {
 		st.servers[s.name] = s
-		if ejectErrors || !s.ejected.Load() {
+		if drained[s.name] {
+			continue
+		}
+		all = append(all, s.cfg)
+		st.fullList = append(st.fullList, s)
+		if keep || !s.ejected.Load() {
 			live = append(live, s.cfg)
 			st.live = append(st.live, s)
+		} else {
+			ejected = true
 		}
 	}
 	if st.fingerprint, err = dist.Fingerprint(cfg, live); err != nil {
@@ -84,23 +121,40 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool, prev *state
 		return nil, err
 	}
 	st.router = r
+	if st.replicas > 1 {
+		rr, ok := r.(dist.ReplicaRouter)
+		if !ok { // dist.Build refuses replicas for distributions without replica sets
+			return nil, cfg.ErrorAt("replicas", fmt.Errorf("distribution %s has no replica sets", cfg.Distribution))
+		}
+		st.rrouter = rr
+	}
+	if ejected && !e.Random {
+		if st.full, err = dist.Build(cfg, all); err != nil {
+			return nil, err
+		}
+	} else {
+		st.fullList = nil
+	}
+	st.planned = st.replicas > 1 || st.full != nil
 	return st, nil
 }
 
-// reroute rebuilds the router after a server was ejected or readmitted. Keys of
-// an ejected server go where the distribution puts them without it, as in
-// twemproxy: for the chash distribution, and ketama with equal weights, that is
-// the next server clockwise, and no other key moves.
-func (pl *pool) reroute() {
+// reroute rebuilds the router after a server was ejected or readmitted
+// (readmitted is nil for an ejection). Keys of an ejected server go where the
+// distribution puts them without it, as in twemproxy: for the chash
+// distribution, and ketama with equal weights, that is the next server
+// clockwise, and no other key moves. In a pool with replicas the ring does not
+// change: requests skip the ejected server.
+func (pl *pool) reroute(why string, readmitted *server) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	cur := pl.state.Load()
-	st, err := newState(cur.cfg, cur.list, cur.eject, cur)
+	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg), cur)
 	if err != nil {
 		pl.proxy.log.Error("cannot rebuild the ring", "pool", pl.name, "err", err)
 		return
 	}
-	pl.state.Store(st)
+	pl.storeLocked(cur, st, why, readmitted, 0)
 }
 
 // update swaps in the routing state of cfg, the pool of the file at path,
@@ -171,7 +225,8 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
-	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), cur)
+	pl.forgetDrains(cfg)
+	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), pl.drainedLocked(cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
 		for _, s := range added {
@@ -179,7 +234,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		}
 		return err
 	}
-	pl.state.Store(st)
+	pl.storeLocked(cur, st, why, nil, 0)
 	pl.mu.Unlock()
 
 	var gone []*server
@@ -190,8 +245,9 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 	}
 	pl.noteMove(cur, st, why)
 	if len(gone) > 0 {
-		// Let requests already routed to the leaving servers finish.
-		grace := max(2*cfg.Timeout, time.Second)
+		// Let requests already routed to the leaving servers finish, and
+		// the warm-up window read them.
+		grace := max(2*cfg.Timeout, time.Second, cfg.Warmup+cfg.Timeout)
 		pl.proxy.wg.Add(1)
 		go pl.retire(gone, grace)
 	}

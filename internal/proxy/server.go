@@ -49,6 +49,8 @@ type server struct {
 
 	refusal atomic.Pointer[string] // why the last handshake was refused, nil if it was not
 	down    atomic.Bool            // the last connection to the server could not be made
+
+	owed owedSet // deletes the server missed (owed.go)
 }
 
 // refused logs why the server refused a new connection's handshake, err

@@ -71,6 +71,7 @@ type session struct {
 	sc   serverCodec   // reads the replies
 	dead chan struct{}
 	once sync.Once
+	gen  uint64 // the server's owed.gen when the session began
 
 	// The calls written, or about to be, whose replies are not yet read: a
 	// ring of maxInflight, with a token in slots for each.
@@ -346,7 +347,9 @@ func (c *serverConn) queue(cl *call) (*session, error) {
 	if c.closed {
 		return nil, errShutdown
 	}
-	if c.ss != nil && c.ss.isDead() {
+	if c.ss != nil && (c.ss.isDead() || c.ss.gen != c.srv.owed.gen.Load()) {
+		// Dead, or made before a write failed on the server: a new
+		// connection replays the deletes the server owes first (owed.go).
 		c.drop()
 	}
 	if !cl.deadline.IsZero() && time.Now().After(cl.deadline) {
@@ -414,6 +417,13 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		return nil, err
 	}
 	c.srv.refused(nil)
+	gen := c.srv.owed.gen.Load()
+	if c.srv.owes() {
+		if err := c.srv.replay(conn, c.srv.pool.state.Load().timeout()); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
 	c.srv.markUp()
 	conn.SetDeadline(time.Time{})
 	cr.n = &c.srv.stats.responseBytes // replies from now on, not the handshake's
@@ -428,6 +438,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		wbuf:  make([]byte, 0, 16<<10),
 		spare: make([]byte, 0, 16<<10),
 		kick:  make(chan struct{}, 1),
+		gen:   gen,
 	}
 	ss.room.L = &ss.wmu
 	c.srv.wg.Add(2)

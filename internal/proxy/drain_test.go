@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+)
+
+// TestDrainEndpoint drains a server through POST /drain: its keys move to
+// the other servers and are warmed from it, so that every key still hits;
+// the drain survives a reload of a file that lists the server, ends when its
+// window closes, and DELETE /drain gives the server its keys back. Requests
+// without the admin header, or naming what the pool lacks, are refused.
+func TestDrainEndpoint(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML("timeout: 1000", servers...)
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	admin := "http://" + p.AdminAddr().String()
+	do := func(method, query string, header bool) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, admin+"/drain?"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if header {
+			req.Header.Set(AdminHeader, "1")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	c := dial(t, p.Addr("alpha").String())
+	keys := testKeys("drain:", 600)
+	setMany(t, c, keys)
+	victim := servers[1].Addr
+	var theirs []string
+	for _, k := range keys {
+		if owner(k) == victim {
+			theirs = append(theirs, k)
+		}
+	}
+
+	for _, tt := range []struct {
+		name, method, query string
+		header              bool
+		code                int
+		body                string
+	}{
+		{"no header", "POST", "pool=alpha&server=" + victim, false, http.StatusForbidden, "needs the header"},
+		{"no server", "POST", "pool=alpha", true, http.StatusBadRequest, "needs pool and server"},
+		{"unknown pool", "POST", "pool=beta&server=" + victim, true, http.StatusBadRequest, `proxy: no pool "beta" (pools: ["alpha"])`},
+		{"unknown server", "POST", "pool=alpha&server=10.0.0.9:1", true, http.StatusBadRequest, `proxy: pool "alpha" has no server "10.0.0.9:1"`},
+		{"bad ms", "POST", "pool=alpha&server=" + victim + "&ms=soon", true, http.StatusBadRequest, `ms "soon" is not a positive number`},
+		{"undrain of a server not drained", "DELETE", "pool=alpha&server=" + victim, true, http.StatusBadRequest, "is not drained"},
+		{"drain", "POST", "pool=alpha&server=" + victim + "&ms=1500", true, http.StatusOK, "draining server " + victim},
+		{"again", "POST", "pool=alpha&server=" + victim, true, http.StatusBadRequest, "is drained already"},
+		{"another", "POST", "pool=alpha&server=" + servers[0].Addr + "&ms=1500", true, http.StatusOK, "draining"},
+		{"the last", "POST", "pool=alpha&server=" + servers[2].Addr, true, http.StatusBadRequest, "is the last one not drained"},
+		{"undrain", "DELETE", "pool=alpha&server=" + servers[0].Addr + "&ms=1500", true, http.StatusOK, "owns keys again"},
+	} {
+		code, body := do(tt.method, tt.query, tt.header)
+		if code != tt.code || !strings.Contains(body, tt.body) {
+			t.Errorf("%s: %s /drain?%s = %d %q; want %d with %q", tt.name, tt.method, tt.query, code, body, tt.code, tt.body)
+		}
+	}
+	// The undrain of the other server moved its keys back, with warm-up
+	// from the servers that had them a moment: every key still hits.
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("during the drain, %d of %d gets hit; want all", len(got), len(keys))
+	}
+	pl := p.pools["alpha"]
+	waitCount(5*time.Second, pl.stats.warmHits.Load(), pl.stats.warmCopies.Load)
+	if got := holds(t, dial(t, victim), theirs); len(got) != 0 {
+		t.Errorf("the drained server still holds %d of its %d keys read", len(got), len(theirs))
+	}
+	// A reload of the file, which lists the server, keeps the drain.
+	if err := p.Reload(parseConfig(t, poolYAML("timeout: 900", servers...))); err != nil {
+		t.Fatal(err)
+	}
+	if st := pl.state.Load(); !st.drained[victim] || len(st.live) != 2 {
+		t.Errorf("after a reload, drained %v, %d servers own keys; want %s drained", st.drained, len(st.live), victim)
+	}
+	if !waitFor(5*time.Second, func() bool { return pl.state.Load().warm == nil }) {
+		t.Error("the drain's window did not close")
+	}
+	if code, body := do("DELETE", "pool=alpha&server="+victim, true); code != http.StatusOK {
+		t.Fatalf("undrain: %d %q", code, body)
+	}
+	if st := pl.state.Load(); st.drained[victim] || len(st.live) != 3 {
+		t.Errorf("undrained: drained %v, %d servers own keys; want 3", st.drained, len(st.live))
+	}
+}
+
+// TestDrainConfig drains a server by reloading a file whose drain: names
+// it: its keys are warmed onto the other servers, and a file without it
+// takes it back.
+func TestDrainConfig(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	const opts = "timeout: 1000\nwarmup: 60000"
+	yaml := poolYAML(opts, servers...)
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml)
+	c := dial(t, p.Addr("alpha").String())
+	keys := testKeys("drainconf:", 600)
+	setMany(t, c, keys)
+	victim := servers[2].Addr
+	moved := 0
+	for _, k := range keys {
+		if owner(k) == victim {
+			moved++
+		}
+	}
+	if err := p.Reload(parseConfig(t, poolYAML(opts+"\ndrain: ["+victim+"]", servers...))); err != nil {
+		t.Fatal(err)
+	}
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("during the drain, %d of %d gets hit; want all", len(got), len(keys))
+	}
+	st := &p.pools["alpha"].stats
+	if got := st.warmReads.Load(); got != uint64(moved) {
+		t.Errorf("%d warm-up reads; want %d, the drained server's keys", got, moved)
+	}
+	waitCount(5*time.Second, st.warmHits.Load(), st.warmCopies.Load)
+	if got := holds(t, dial(t, victim), keys); len(got) != 0 {
+		t.Errorf("the drained server still holds %d keys", len(got))
+	}
+	// Undrained by the file: its keys come back, warmed from the others.
+	if err := p.Reload(parseConfig(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("after the undrain, %d of %d gets hit; want all", len(got), len(keys))
+	}
+}

@@ -1,0 +1,807 @@
+package proxy
+
+import (
+	"slices"
+	"time"
+)
+
+// Replicas, and requests planned over several servers.
+//
+// A pool with replicas: N stores each key on the first N distinct servers of
+// its replica set (dist.ReplicaRouter.AppendN over every server that is not
+// drained, the ejected included, so that an ejection moves no key):
+//
+//   - reads (get, gets, gat, gats, mg) go to the first replica that is not
+//     ejected and owes no deletes (owed.go), and fail over to the next one
+//     not tried when a replica fails (a connection error, a timeout, an
+//     ejection, a server's own error: memcached's SERVER_ERROR) and, with
+//     read_miss_failover, when it misses. An error about the request
+//     (ERROR, CLIENT_ERROR), which every replica would give, is the answer. gat, gats and mg's T touch the
+//     replica that answers only. A get of many keys is split by the server of
+//     each key, and only the keys of a failed call fail over.
+//   - writes that set or remove a key whatever it holds (set, delete, touch,
+//     ms in set mode without a cas, md without a cas) go to every replica at
+//     once; the client gets the first replica's reply, or the next one's if
+//     it failed.
+//   - writes whose outcome depends on the stored item (add, replace, append,
+//     prepend, cas, incr, decr, ma, ms with another mode or a cas, md with a
+//     cas) go to the first replica that is up, which decides: its reply is
+//     the client's. If it changed the item, the proxy then reads the item
+//     from it (mg) and sets it on the other replicas (ms, with its flags and
+//     remaining time to live), or deletes it from them if it is gone. So the
+//     replicas hold what the first holds; a cas token is the first replica's
+//     own, as reads go there.
+//   - a replica that is ejected, or fails a write (a connection error, a
+//     timeout, a SERVER_ERROR; not an error about the request), owes the
+//     key's delete, replayed before it serves reads again (owed.go). When
+//     the deciding replica fails, the next live one not tried decides,
+//     whatever its place in the replica set.
+//
+// Concurrent writes of one key through different connections may leave the
+// replicas apart until the key's next write; reads go to the first replica, so
+// clients see that one's value unless it fails.
+//
+// The same planner serves warm-up windows (warmup.go) and the writes of keys
+// whose server is ejected in pools without replicas. Each request's plan is
+// sent in stages: the first when the request is read (dispatchPlan), like any
+// request; the others (failovers, warm-up reads, the deletes after a previous
+// server's, the copies after a decision) when its client waits for its replies
+// (settle). A plan that must write after its first stage is a barrier: the
+// client's next requests are read only once it is done, so that they cannot
+// overtake it.
+
+// access is how a request uses its keys.
+type access uint8
+
+const (
+	// accessNone: the request stores nothing and reads no item (version, me):
+	// it goes to the first replica.
+	accessNone access = iota
+	// accessRead: a retrieval.
+	accessRead
+	// accessWrite: it sets or changes the item whatever it holds.
+	accessWrite
+	// accessDelete: it removes the item.
+	accessDelete
+	// accessCond: its outcome depends on the stored item.
+	accessCond
+)
+
+// item is a key's value as a server holds it.
+type item struct {
+	value []byte
+	flags uint32
+	// exptime is when it expires, as a store's expiration time gives it
+	// (memcached: 0 never, seconds from now, or a Unix time).
+	exptime int64
+	cas     uint64
+}
+
+// itemCodec is a codec whose requests can be planned over several servers:
+// it reads, stores and deletes items by key (the key as servers store it, a
+// meta key base64-decoded) for warm-up copies and replicas. Its append
+// methods return an error, and append nothing, if the request they build
+// would not reach the server as built (the codec's guard on every request);
+// the call is then failed with it, not sent (sendBuilt).
+type itemCodec interface {
+	forgetter
+	// appendItemRead appends a read of key's item with its flags, time to
+	// live and cas, and readies rep for its reply.
+	appendItemRead(dst []byte, key []byte, rep reply) ([]byte, error)
+	// readItem fills it from rep, a reply to appendItemRead or to a
+	// request's appendWarmRead, copying the value, and reports whether the
+	// key was found.
+	readItem(rep reply, it *item) bool
+	// appendStore appends a store of it under key, an add if add is set,
+	// else a set, asking for the new item's cas.
+	appendStore(dst []byte, key []byte, it *item, add bool, rep reply) ([]byte, error)
+	// stored reports whether rep, the reply to appendStore, says the item
+	// was stored, and its cas.
+	stored(rep reply) (cas uint64, ok bool)
+	// appendDelete appends a delete of key, only if its cas is cas (any if
+	// zero).
+	appendDelete(dst []byte, key []byte, cas uint64, rep reply) ([]byte, error)
+	// deleted reports whether rep, the reply to appendDelete, says the key
+	// was deleted.
+	deleted(rep reply) bool
+}
+
+// planRequest is a request of an itemCodec.
+type planRequest interface {
+	access() access
+	// hits marks hit[i] for each key i of the call of part (keyCall nil: of
+	// the whole request, whose "key" 0 stands for it) that rep holds.
+	hits(hit []bool, keyCall []int, part int, rep reply)
+	// failed reports whether rep is an error of the server's own (memcached's
+	// SERVER_ERROR): it could not do what another server may do. An error
+	// about the request itself, which every server would give, is not one.
+	failed(rep reply) bool
+	// refused reports whether rep is an error about the request itself
+	// (memcached's ERROR and CLIENT_ERROR): every server would give it, so
+	// it is the client's answer, and no reason to fail over, warm up or owe.
+	refused(rep reply) bool
+	// changed reports whether rep, the reply to a conditional write, says
+	// the item changed.
+	changed(rep reply) bool
+	// appendWarmRead appends the read of key i from its previous server:
+	// what readItem needs for a copy, and what adopt needs to answer the
+	// client.
+	appendWarmRead(dst []byte, i int, rep reply) ([]byte, error)
+	// adopt makes rep, a reply to appendWarmRead of key i that found it,
+	// what a server holding the key would have answered the request for key
+	// i, and sets it.exptime to the expiration time the request gives, if
+	// any (gat, mg's T).
+	adopt(rep reply, i int, it *item)
+}
+
+// codecOf returns the pool's codec as an itemCodec, or nil if its protocol
+// has no plans.
+func (pl *pool) codecOf() itemCodec {
+	ic, _ := pl.codec.(itemCodec)
+	return ic
+}
+
+// plan is the state of a request planned over several servers; a clientReq
+// keeps its plan for reuse.
+type plan struct {
+	active  bool
+	acc     access
+	whole   bool // sent whole (one unit), not split by key
+	units   int  // keys, or 1 for a whole request
+	barrier bool // later requests wait for this one's stages
+	err     error
+	answer  int // the call whose reply answers a write, -1 if none
+	first   int // the first call of the last stage sent
+
+	// Reads, per unit i: candidate servers cands[off[i]:off[i+1]] in the
+	// order to try, the number tried, the call in flight (cur) and the call
+	// holding the answer (src), -1 for none; kc[i] is unit i's call of the
+	// last stage's split calls, -1 if none.
+	cands   []*server
+	off     []int
+	next    []int
+	cur     []int
+	src     []int
+	kc      []int
+	hit     []bool
+	warming []bool    // cur is a warm-up read
+	depth   []int     // the windows of the chain consulted for a warm-up
+	warmSrv []*server // the server of the last warm-up read
+	idx     []int     // AppendN's scratch
+
+	// Writes: the key's replicas in order (its server, without replicas);
+	// in a warm-up window, its previous servers that are not among them
+	// (stale), whose copies the write deletes with the calls
+	// staleCalls[0]:staleCalls[1]; the replica deciding a conditional write
+	// (-1 for none).
+	targets    []*server
+	stale      []*server
+	staleCalls [2]int
+	primary    int
+	tried      uint64 // the targets that were asked to decide, by index
+	stage      int
+	it         item
+}
+
+// planOf returns r's plan, made on first use, reset for a request of units
+// units.
+func (r *clientReq) planOf(units int) *plan {
+	if r.plan == nil {
+		r.plan = new(plan)
+	}
+	p := r.plan
+	p.active, p.barrier, p.err, p.answer, p.first = true, false, nil, -1, r.ncalls
+	p.units, p.primary, p.tried, p.stage, p.staleCalls = units, -1, 0, 0, [2]int{}
+	p.cands, p.off, p.targets, p.stale = p.cands[:0], append(p.off[:0], 0), p.targets[:0], p.stale[:0]
+	p.next = resize(p.next, units)
+	p.cur = resize(p.cur, units)
+	p.src = resize(p.src, units)
+	p.kc = resize(p.kc, units)
+	p.hit = resize(p.hit, units)
+	p.warming = resize(p.warming, units)
+	p.depth = resize(p.depth, units)
+	p.warmSrv = resize(p.warmSrv, units)
+	for i := range units {
+		p.next[i], p.cur[i], p.src[i], p.kc[i] = 0, -1, -1, -1
+		p.hit[i], p.warming[i], p.depth[i], p.warmSrv[i] = false, false, 0, nil
+	}
+	return p
+}
+
+// resize returns s with length n, reusing its memory.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// unitKey returns the route key of key i of the request (nil for a request
+// without keys) and the key as its pool hashes it.
+func unitKey(st *state, req request, i int) (key, hashed []byte) {
+	if req.nkeys() > 0 {
+		key = req.routeKey(i)
+	}
+	return key, st.cfg.HashKey(key)
+}
+
+// replicasOf appends to dst the servers of the replica set of hashed, in
+// order, the ejected included (the key's server without replicas).
+func (p *plan) replicasOf(dst []*server, st *state, hashed []byte) ([]*server, error) {
+	if st.router == nil {
+		return dst, errNoServers
+	}
+	if st.replicas == 1 {
+		i, err := st.router.Lookup(hashed)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, st.live[i]), nil
+	}
+	var err error
+	p.idx, err = st.rrouter.AppendN(p.idx[:0], hashed, st.replicas)
+	if err != nil {
+		return dst, err
+	}
+	for _, i := range p.idx {
+		dst = append(dst, st.live[i])
+	}
+	return dst, nil
+}
+
+// dispatchPlan sends the first stage of r's plan, if r needs one, and reports
+// whether it did; if not, r goes where route says.
+func (c *client) dispatchPlan(r *clientReq, st *state, deadline time.Time) bool {
+	preq, ok := r.req.(planRequest)
+	if !ok {
+		return false
+	}
+	acc := preq.access()
+	n := r.req.nkeys()
+	if acc >= accessWrite && n != 1 {
+		acc = accessNone // no write names several keys; none is planned
+	}
+	if st.replicas == 1 {
+		if acc >= accessWrite && st.full != nil {
+			c.oweEjected(r, st)
+		}
+		if st.warm == nil || acc == accessNone {
+			return false
+		}
+	}
+	whole := !(n > 1 && r.req.splits())
+	units := 1
+	if !whole {
+		units = n
+	}
+	p := r.planOf(units)
+	p.acc, p.whole = acc, whole
+	r.split = !whole
+	if acc >= accessWrite {
+		c.planWrite(r, p, st, deadline)
+	} else {
+		c.planRead(r, p, st)
+		c.sendUnits(r, p, deadline)
+	}
+	if p.barrier {
+		c.barrier = true
+	}
+	return true
+}
+
+// oweEjected records a write of r's key, in a pool without replicas, as owed
+// by the key's server if it is ejected: its keys went to other servers, and
+// it must forget this one before it serves again.
+func (c *client) oweEjected(r *clientReq, st *state) {
+	if r.req.nkeys() != 1 {
+		return
+	}
+	key, hashed := unitKey(st, r.req, 0)
+	i, err := st.full.Lookup(hashed)
+	if err != nil {
+		return
+	}
+	if s := st.fullList[i]; s.ejected.Load() {
+		s.owe(key, false)
+	}
+}
+
+// planRead lists the candidates of each unit of a read: its replicas that
+// are live and owe nothing, in order, then the live ones that owe deletes;
+// never the ejected.
+func (c *client) planRead(r *clientReq, p *plan, st *state) {
+	for i := range p.units {
+		_, hashed := unitKey(st, r.req, unitIndex(p, i))
+		start := len(p.cands)
+		var err error
+		if p.cands, err = p.replicasOf(p.cands, st, hashed); err != nil {
+			p.err = err
+		}
+		var buf [8]*server
+		set := append(buf[:0], p.cands[start:]...)
+		k := start
+		for _, s := range set {
+			if !s.ejected.Load() && !s.owes() {
+				p.cands[k], k = s, k+1
+			}
+		}
+		for _, s := range set {
+			if !s.ejected.Load() && s.owes() {
+				p.cands[k], k = s, k+1
+			}
+		}
+		p.cands = p.cands[:k]
+		if k == start && p.err == nil {
+			p.err = errEjected
+		}
+		p.off = append(p.off, k)
+	}
+}
+
+// left returns the number of unit i's candidates not yet tried.
+func (p *plan) left(i int) int { return p.off[i+1] - p.off[i] - p.next[i] }
+
+// sendUnits sends each unit of a read that is neither in flight nor done
+// (done: no candidate left) to its next candidate, one call per server.
+func (c *client) sendUnits(r *clientReq, p *plan, deadline time.Time) {
+	first := r.ncalls
+	p.first = first
+	for i := range p.units {
+		p.kc[i] = -1
+		if p.cur[i] >= 0 {
+			continue
+		}
+		// A candidate ejected since the plan was made has failed already.
+		for p.left(i) > 0 && p.cands[p.off[i]+p.next[i]].ejected.Load() {
+			p.next[i]++
+		}
+		if p.left(i) == 0 {
+			continue
+		}
+		srv := p.cands[p.off[i]+p.next[i]]
+		p.next[i]++
+		j := first
+		for j < r.ncalls && r.calls[j].srv != srv {
+			j++
+		}
+		if j == r.ncalls {
+			c.planCall(r, deadline, srv)
+		}
+		p.kc[i], p.cur[i] = j, j
+	}
+	if !p.whole && r.ncalls > first {
+		c.pool.stats.fragments.Add(uint64(r.ncalls - first))
+	}
+	for j := first; j < r.ncalls; j++ {
+		cl := r.calls[j]
+		if p.whole {
+			cl.out = r.req.appendRequest(cl.out, nil, 0, cl.reply)
+		} else {
+			cl.out = r.req.appendRequest(cl.out, p.kc, j, cl.reply)
+		}
+		cl.srv.send(cl)
+	}
+}
+
+// unitIndex returns the request's key index of unit i (0 for a whole
+// request).
+func unitIndex(p *plan, i int) int {
+	if p.whole {
+		return 0
+	}
+	return i
+}
+
+// planCall returns a new call of r to srv with the request's deadline.
+func (c *client) planCall(r *clientReq, deadline time.Time, srv *server) *call {
+	cl := r.newCall(c.pool.codec)
+	cl.srv = srv
+	cl.cmd, cl.deadline, cl.start = r.req.command(), deadline, r.start
+	return cl
+}
+
+// settle waits for the calls of r's plan, sending its later stages, until the
+// plan is done, and returns the bytes their replies hold.
+func (c *client) settle(r *clientReq) int64 {
+	var held int64
+	p := r.plan
+	st := c.pool.state.Load()
+	for {
+		for _, cl := range r.calls[r.waited:r.ncalls] {
+			<-cl.done
+			held += cl.held
+		}
+		r.waited = r.ncalls
+		// Each stage has the pool's timeout: a failover after a replica
+		// timed out must not be late from the start.
+		var deadline time.Time
+		if t := st.timeout(); t > 0 {
+			deadline = time.Now().Add(t)
+		}
+		var more bool
+		if p.acc >= accessWrite {
+			more = c.stepWrite(r, p, st, deadline)
+		} else {
+			more = c.stepRead(r, p, st, deadline)
+		}
+		if !more {
+			return held
+		}
+	}
+}
+
+// stepRead looks at the replies of a read's last stage and sends the next:
+// failovers and warm-up reads. It reports whether it sent any.
+func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) bool {
+	pl := c.pool
+	preq := r.req.(planRequest)
+	// Which units the split calls of the stage found.
+	for i := range p.units {
+		if p.kc[i] >= 0 {
+			p.hit[i] = false
+		}
+	}
+	if p.whole {
+		if j := p.cur[0]; j >= 0 && !p.warming[0] && r.calls[j].err == nil {
+			p.hit[0] = false
+			preq.hits(p.hit[:1], nil, 0, r.calls[j].reply)
+		}
+	} else {
+		for j := p.first; j < r.ncalls; j++ {
+			if cl := r.calls[j]; cl.err == nil && slices.Contains(p.kc, j) {
+				preq.hits(p.hit, p.kc, j, cl.reply)
+			}
+		}
+	}
+	first := r.ncalls
+	retry := false
+	for i := range p.units {
+		j := p.cur[i]
+		if j < 0 {
+			continue
+		}
+		p.cur[i] = -1
+		cl := r.calls[j]
+		switch {
+		case p.warming[i]:
+			p.warming[i] = false
+			if c.warmed(r, p, st, i, cl) {
+				continue
+			}
+		case cl.err != nil || preq.failed(cl.reply):
+			if p.src[i] < 0 {
+				p.src[i] = j // the failure answers, unless a replica does
+			}
+			if p.left(i) > 0 {
+				retry = true
+				pl.stats.failovers.Add(1)
+			}
+			continue
+		default:
+			p.src[i] = j
+			if p.hit[i] || p.acc != accessRead || cl.err == nil && preq.refused(cl.reply) {
+				p.next[i] = p.off[i+1] - p.off[i] // done
+				continue
+			}
+		}
+		// A miss: warm up from the server before the last change (or the
+		// one before), or fail over, or a miss it is.
+		switch {
+		case c.warmUp(r, p, st, i, deadline):
+		case st.cfg.ReadMissFailover && p.left(i) > 0:
+			retry = true
+			pl.stats.failovers.Add(1)
+		default:
+			p.next[i] = p.off[i+1] - p.off[i] // done
+		}
+	}
+	for _, w := range r.calls[first:r.ncalls] {
+		if w.err == nil {
+			w.srv.send(w)
+		}
+	}
+	if retry {
+		c.sendUnits(r, p, deadline)
+	} else {
+		for i := range p.units {
+			p.kc[i] = -1
+		}
+	}
+	p.first = first
+	return r.ncalls > first
+}
+
+// warmUp makes the call (not sent yet) of a warm-up read of unit i from its
+// server before the next window of the chain, if that is a server not read
+// yet, and reports whether it did.
+func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.Time) bool {
+	if st.warm == nil {
+		return false
+	}
+	_, hashed := unitKey(st, r.req, unitIndex(p, i))
+	now := time.Now()
+	for w := st.warm.chain(p.depth[i]); w != nil; w = st.warm.chain(p.depth[i]) {
+		p.depth[i]++
+		if !now.Before(w.until) {
+			continue
+		}
+		prev := w.prevOwner(hashed)
+		if prev == nil || prev == p.warmSrv[i] || slices.Contains(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
+			continue
+		}
+		p.warming[i], p.warmSrv[i] = true, prev
+		cl := c.planCall(r, deadline, prev)
+		var err error
+		if cl.out, err = r.req.(planRequest).appendWarmRead(cl.out, unitIndex(p, i), cl.reply); err != nil {
+			cl.complete(err) // not sent: the read finds nothing
+		}
+		p.cur[i] = r.ncalls - 1
+		c.pool.stats.warmReads.Add(1)
+		return true
+	}
+	return false
+}
+
+// warmed handles the reply of a warm-up read of unit i, and reports whether
+// it found the key: then the reply becomes the client's for the unit, and the
+// value is copied to the unit's servers in the background.
+func (c *client) warmed(r *clientReq, p *plan, st *state, i int, cl *call) bool {
+	pl := c.pool
+	ic := pl.codecOf()
+	if cl.err != nil {
+		return false
+	}
+	job := &copyJob{}
+	if !ic.readItem(cl.reply, &job.it) {
+		return false
+	}
+	pl.stats.warmHits.Add(1)
+	k := unitIndex(p, i)
+	r.req.(planRequest).adopt(cl.reply, k, &job.it)
+	p.src[i] = slices.Index(r.calls[:r.ncalls], cl)
+	p.next[i] = p.off[i+1] - p.off[i] // done
+	key, hashed := unitKey(st, r.req, k)
+	targets, err := p.replicasOf(nil, st, hashed)
+	if err != nil {
+		return true
+	}
+	for _, s := range targets {
+		if !s.ejected.Load() && s != cl.srv {
+			job.to = append(job.to, s)
+		}
+	}
+	job.key = slices.Clone(key)
+	job.from = cl.srv
+	job.del = !slices.Contains(targets, cl.srv)
+	for _, s := range st.warm.appendStale(nil, hashed, append(targets, cl.srv)) {
+		if s.ejected.Load() {
+			s.owe(job.key, false)
+		} else {
+			job.drop = append(job.drop, s)
+		}
+	}
+	pl.copier.enqueue(job)
+	return true
+}
+
+// planWrite sends the first stage of a write of one key.
+func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time) {
+	key, hashed := unitKey(st, r.req, 0)
+	var err error
+	if p.targets, err = p.replicasOf(p.targets, st, hashed); err != nil {
+		p.err = err
+		return
+	}
+	if st.warm != nil {
+		p.stale = st.warm.appendStale(p.stale, hashed, p.targets)
+	}
+	if p.acc == accessCond && st.replicas > 1 {
+		if p.primary = p.decider(); p.primary < 0 {
+			p.err = errEjected
+			for _, s := range p.targets {
+				s.owe(key, false)
+			}
+			return
+		}
+		p.barrier = true // the others get the decision after it is made
+	}
+	if len(p.stale) > 0 {
+		// The previous servers' copies go: first, for a delete, so that a
+		// warm-up copy racing with it sees it and takes itself back.
+		p.staleCalls[0] = r.ncalls
+		for _, s := range p.stale {
+			if s.ejected.Load() {
+				s.owe(key, false)
+				continue
+			}
+			cl := c.planCall(r, deadline, s)
+			sendBuilt(cl)(c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply))
+		}
+		p.staleCalls[1] = r.ncalls
+		if p.acc == accessDelete {
+			p.barrier = true
+			return
+		}
+	}
+	c.sendWrite(r, p, deadline, key)
+}
+
+// decider returns the target that decides a conditional write, and counts
+// it as tried: the first live one that owes nothing and was not tried, else
+// the first live one not tried; -1 if none is left.
+func (p *plan) decider() int {
+	best := -1
+	for i, s := range p.targets {
+		if s.ejected.Load() || i < 64 && p.tried&(1<<i) != 0 {
+			continue
+		}
+		if best < 0 || !s.owes() && p.targets[best].owes() {
+			best = i
+		}
+	}
+	if best >= 0 && best < 64 {
+		p.tried |= 1 << best
+	}
+	return best
+}
+
+// sendWrite sends a write to its targets: to the deciding replica only, or to
+// every one that is not ejected; the ejected owe the key.
+func (c *client) sendWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
+	p.stage, p.first = 1, r.ncalls
+	for i, s := range p.targets {
+		if s.ejected.Load() {
+			s.owe(key, false)
+			continue
+		}
+		if p.primary >= 0 && i != p.primary {
+			continue
+		}
+		cl := c.planCall(r, deadline, s)
+		cl.out = r.req.appendRequest(cl.out, nil, 0, cl.reply)
+		cl.srv.send(cl)
+	}
+	if r.ncalls == p.first && p.err == nil {
+		p.err = errEjected
+	}
+}
+
+// stepWrite looks at the replies of a write's last stage and sends the next.
+// It reports whether it sent any.
+func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time) bool {
+	preq := r.req.(planRequest)
+	ic := c.pool.codecOf()
+	key, _ := unitKey(st, r.req, 0)
+	// The deletes of the previous servers' copies: owed if they failed.
+	for _, cl := range r.calls[p.staleCalls[0]:p.staleCalls[1]] {
+		if cl.err != nil {
+			cl.srv.owe(key, true)
+		}
+	}
+	p.staleCalls = [2]int{}
+	first := r.ncalls
+	switch p.stage {
+	case 0:
+		// The previous server forgot the key: now the delete.
+		c.sendWrite(r, p, deadline, key)
+		return r.ncalls > first
+	case 1:
+		// The targets' replies: the first replica's answers, unless it failed.
+		answer, failure := -1, -1
+		for j := p.first; j < r.ncalls; j++ {
+			cl := r.calls[j]
+			if cl.err != nil || preq.failed(cl.reply) {
+				cl.srv.owe(key, cl.err != nil)
+				if failure < 0 {
+					failure = j
+				}
+				continue
+			}
+			if answer < 0 {
+				answer = j
+			}
+		}
+		if answer < 0 && p.primary >= 0 {
+			// The deciding replica failed: the next one decides.
+			if next := p.decider(); next >= 0 {
+				p.primary = next
+				c.pool.stats.failovers.Add(1)
+				c.sendWrite(r, p, deadline, key)
+				return r.ncalls > first
+			}
+		}
+		if answer < 0 {
+			answer = failure
+		}
+		p.answer = answer
+		if answer < 0 || p.primary < 0 || !preq.changed(r.calls[answer].reply) {
+			return false
+		}
+		// The decision changed the item: read it from the deciding replica.
+		p.stage = 2
+		cl := c.planCall(r, deadline, p.targets[p.primary])
+		sendBuilt(cl)(ic.appendItemRead(cl.out, key, cl.reply))
+		return true
+	case 2:
+		// Set the decided item on the other replicas, or delete it there.
+		p.stage = 3
+		rd := r.calls[r.ncalls-1]
+		found := rd.err == nil && ic.readItem(rd.reply, &p.it)
+		for i, s := range p.targets {
+			switch {
+			case i == p.primary:
+			case s.ejected.Load():
+				// It owes the key already.
+			case rd.err != nil:
+				s.owe(key, false)
+			default:
+				w := c.planCall(r, deadline, s)
+				if found {
+					sendBuilt(w)(ic.appendStore(w.out, key, &p.it, false, w.reply))
+				} else {
+					sendBuilt(w)(ic.appendDelete(w.out, key, 0, w.reply))
+				}
+			}
+		}
+		p.first = first
+		return r.ncalls > first
+	case 3:
+		// A replica that did not take the copy owes the key.
+		for _, cl := range r.calls[p.first:r.ncalls] {
+			if cl.err != nil || preq.failed(cl.reply) {
+				cl.srv.owe(key, cl.err != nil)
+			}
+		}
+	}
+	return false
+}
+
+// sendBuilt returns a func that sends cl with out, the request the proxy
+// built for it, or fails cl with err, the reason it could not be built; it
+// takes an itemCodec append's results as they are.
+func sendBuilt(cl *call) func(out []byte, err error) {
+	return func(out []byte, err error) {
+		cl.out = out
+		if err != nil {
+			cl.complete(err)
+			return
+		}
+		cl.srv.send(cl)
+	}
+}
+
+// respondPlan appends the reply to a planned request.
+func (c *client) respondPlan(dst []byte, r *clientReq) []byte {
+	p := r.plan
+	req := r.req
+	if !p.whole {
+		failed := 0
+		for _, j := range p.src {
+			if j >= 0 && r.calls[j].err != nil {
+				failed++
+			}
+		}
+		if failed > 0 {
+			c.pool.stats.forwardErr.Add(1)
+		}
+		return req.merge(dst, p.src, r.calls[:r.ncalls], p.err)
+	}
+	j := p.answer
+	if p.acc < accessWrite {
+		j = p.src[0]
+	}
+	if j < 0 {
+		c.pool.stats.forwardErr.Add(1)
+		err := p.err
+		if err == nil {
+			err = errNoServers
+		}
+		return req.appendError(dst, err)
+	}
+	cl := r.calls[j]
+	if cl.err != nil {
+		c.pool.stats.forwardErr.Add(1)
+		return req.appendError(dst, cl.err)
+	}
+	return req.appendReply(dst, cl.reply)
+}

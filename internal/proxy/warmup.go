@@ -1,0 +1,393 @@
+package proxy
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chash-dev/chash/internal/dist"
+)
+
+// Warm-up after a ring change.
+//
+// When a pool with warmup changes its ring (a reload, UpdateServers, an
+// ejection, a readmission, a drain), the keys of the ranges that moved are
+// cold on their new servers while their previous servers still hold them. For
+// the pool's warmup after the change, a window stays open (state.warm), and:
+//
+//   - a retrieval (get, gets, gat, gats, mg) that misses at a key's new
+//     server, for a key whose previous server is another one (decided by
+//     routing the key over the previous ring as well: two lookups, only on a
+//     miss), reads the key from its previous server, with its flags, time to
+//     live and cas; a hit answers the client as the new server would have,
+//     and is copied to the new server in the background (warmCopier). The copy
+//     is an add, so that it never replaces a value written since; then the
+//     previous server's copy is deleted if its cas is still the one read, and
+//     if it is not (it was deleted or written meanwhile) the copy is deleted
+//     again. So a value copied is never older than what the previous server
+//     holds, and the previous server keeps no copy that could come back.
+//   - a write (set, add, ..., the meta commands) goes to the new server and
+//     deletes the previous server's copy: at the same time for writes that
+//     store a value, first for deletes (md at the previous server, then the
+//     client's delete at the new one), so that a copy racing with the delete
+//     sees it and takes itself back.
+//
+// Keys whose server did not change never pay a second read, and when no
+// window is open a request pays one test of a bool (state.planned). A change
+// while a window is open opens a window chained to it (or, if it opens none,
+// keeps it): a key that misses at its previous server of the last change is
+// read from its server before the change before, and so on, for the windows
+// still open (at most maxWindows). Warm-up reads, hits and copies are counted
+// (chash_proxy_warmup_*).
+
+// window is a warm-up window: the routing before the last ring change.
+type window struct {
+	// router and live are the previous ring and its servers; with
+	// replicas > 1, router is a dist.ReplicaRouter and a key's previous
+	// server is the first of its replica set that is not ejected or skip.
+	router   dist.Router
+	rrouter  dist.ReplicaRouter
+	live     []*server
+	replicas int
+	// skip is a server the previous routing did not read: one readmitted in
+	// a pool with replicas, whose ring did not change.
+	skip  *server
+	until time.Time
+	// older are the windows that were open when this one opened, the
+	// newest first; at most maxWindows-1.
+	older []*window
+}
+
+// maxWindows bounds a chain of windows.
+const maxWindows = 4
+
+// open returns w if it is open at now, else the newest older one that is,
+// or nil.
+func (w *window) open(now time.Time) *window {
+	if w == nil || now.Before(w.until) {
+		return w
+	}
+	for _, o := range w.older {
+		if now.Before(o.until) {
+			return o
+		}
+	}
+	return nil
+}
+
+// chain returns the i-th window of the chain that starts at w (w itself for
+// 0), or nil past its end.
+func (w *window) chain(i int) *window {
+	if i == 0 {
+		return w
+	}
+	if i-1 < len(w.older) {
+		return w.older[i-1]
+	}
+	return nil
+}
+
+// chained returns the windows a window opening at now chains to: w and its
+// older ones that are open, at most maxWindows-1.
+func (w *window) chained(now time.Time) []*window {
+	if w == nil {
+		return nil
+	}
+	var out []*window
+	for _, o := range append([]*window{w}, w.older...) {
+		if now.Before(o.until) && len(out) < maxWindows-1 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// prevOwner returns the server that served key (already through the hash
+// tag) before the window opened, or nil if none can be read.
+func (w *window) prevOwner(key []byte) *server {
+	var buf [8]*server
+	for _, s := range w.prevSet(buf[:0], key) {
+		if s != w.skip && !s.ejected.Load() {
+			return s
+		}
+	}
+	return nil
+}
+
+// prevSet appends to dst the servers that held key before the window
+// opened: its replica set in the previous ring, the ejected included.
+func (w *window) prevSet(dst []*server, key []byte) []*server {
+	if w.replicas > 1 {
+		var buf [8]int
+		idx, err := w.rrouter.AppendN(buf[:0], key, w.replicas)
+		if err != nil {
+			return dst
+		}
+		for _, i := range idx {
+			dst = append(dst, w.live[i])
+		}
+		return dst
+	}
+	i, err := w.router.Lookup(key)
+	if err != nil {
+		return dst
+	}
+	return append(dst, w.live[i])
+}
+
+// appendStale appends to dst the servers that held key (through the hash
+// tag) before the open windows of the chain that starts at w, but for those
+// in keep and those dst has.
+func (w *window) appendStale(dst []*server, key []byte, keep []*server) []*server {
+	now := time.Now()
+	var buf [8]*server
+	for i := 0; w.chain(i) != nil; i++ {
+		o := w.chain(i)
+		if !now.Before(o.until) {
+			continue
+		}
+		for _, s := range o.prevSet(buf[:0], key) {
+			if !slices.Contains(keep, s) && !slices.Contains(dst, s) {
+				dst = append(dst, s)
+			}
+		}
+	}
+	return dst
+}
+
+// storeLocked makes st the pool's state, replacing cur; pl.mu is held. If the
+// pool has warmup (or length is set, for a drain) and the change moved keys
+// (the servers that own keys changed, or readmitted is a server a pool with
+// replicas readmitted), it opens a warm-up window over cur's routing, closed
+// by a timer. why names the change, for the log.
+func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, length time.Duration) {
+	if length <= 0 {
+		length = st.cfg.Warmup
+	}
+	now := time.Now()
+	st.warm = cur.warm.open(now) // kept, unless a new window chains to it
+	if length > 0 && cur.router != nil && st.router != nil && !cur.dist.Random && pl.codecOf() != nil {
+		if !slices.Equal(cur.live, st.live) || readmitted != nil && st.replicas > 1 {
+			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
+				until: now.Add(length), older: cur.warm.chained(now)}
+			if slices.Equal(cur.live, st.live) {
+				w.skip = readmitted
+			}
+			st.warm = w
+			pl.stats.windows.Add(1)
+			pl.proxy.log.Info(why+": warm-up window open", "pool", pl.name, "for", length.String())
+			time.AfterFunc(length, func() { pl.closeWindow(w) })
+		}
+	}
+	st.planned = st.planned || st.warm != nil
+	pl.state.Store(st)
+}
+
+// closeWindow closes the warm-up window w if it is still open, swapping in a
+// copy of the state without it.
+func (pl *pool) closeWindow(w *window) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	cur := pl.state.Load()
+	if cur.warm != w {
+		return // a later change replaced it, or chained to it
+	}
+	st := *cur
+	st.warm = w.open(time.Now())
+	st.planned = st.replicas > 1 || st.full != nil
+	pl.state.Store(&st)
+	pl.proxy.log.Info("warm-up window closed", "pool", pl.name,
+		"reads", pl.stats.warmReads.Load(), "hits", pl.stats.warmHits.Load(), "copies", pl.stats.warmCopies.Load())
+	pl.drainsDone(&st)
+}
+
+// copyJob is a value read from a key's previous server, to copy to its new
+// servers and then delete from the previous ones.
+type copyJob struct {
+	key  []byte // as the servers store it
+	it   item   // what the previous server held
+	from *server
+	to   []*server
+	// del deletes from's copy, if its cas is still it.cas: not when from is
+	// one of the key's replicas still.
+	del bool
+	// drop are the key's other previous servers that are not its servers
+	// any more: their copies are deleted.
+	drop []*server
+}
+
+// maxCopyBytes bounds the values of the copies waiting for the copier; past
+// it, copies are dropped (chash_proxy_warmup_copies_dropped_total) and the
+// keys stay cold.
+const maxCopyBytes = 64 << 20
+
+// copyBatch is the most copies the copier pipelines at once.
+const copyBatch = 64
+
+// warmCopier copies warmed values to their new servers, in the background,
+// for a pool: a goroutine started at the first copy, which ends when the pool
+// stops or the proxy closes.
+type warmCopier struct {
+	pl    *pool
+	once  sync.Once
+	jobs  chan *copyJob
+	bytes atomic.Int64 // of the values queued
+	calls []*call
+}
+
+// enqueue hands j to the copier, unless it holds maxCopyBytes already.
+func (w *warmCopier) enqueue(j *copyJob) {
+	w.once.Do(func() {
+		w.jobs = make(chan *copyJob, 4096)
+		w.pl.proxy.wg.Add(1)
+		go w.run()
+	})
+	n := int64(len(j.it.value))
+	if w.bytes.Add(n) > maxCopyBytes {
+		w.bytes.Add(-n)
+		w.pl.stats.warmDropped.Add(1)
+		return
+	}
+	select {
+	case w.jobs <- j:
+	default:
+		w.bytes.Add(-n)
+		w.pl.stats.warmDropped.Add(1)
+	}
+}
+
+// run copies the jobs queued, a batch at a time, until the pool stops.
+func (w *warmCopier) run() {
+	defer w.pl.proxy.wg.Done()
+	batch := make([]*copyJob, 0, copyBatch)
+	for {
+		select {
+		case j := <-w.jobs:
+			batch = append(batch[:0], j)
+		case <-w.pl.stopped:
+			return
+		case <-w.pl.proxy.ctx.Done():
+			return
+		}
+	more:
+		for len(batch) < copyBatch {
+			select {
+			case j := <-w.jobs:
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		w.copy(batch)
+		for _, j := range batch {
+			w.bytes.Add(-int64(len(j.it.value)))
+		}
+	}
+}
+
+// copy copies a batch of jobs: adds at the new servers, then deletes at the
+// previous ones, then takes back the copies of keys whose previous copy
+// changed meanwhile; each step pipelined over the batch. A delete that
+// fails is owed.
+func (w *warmCopier) copy(batch []*copyJob) {
+	pl := w.pl
+	ic := pl.codecOf()
+	st := pl.state.Load()
+	// sent is a call of a step, and the job and server it is for.
+	type sent struct {
+		cl  *call
+		j   *copyJob
+		srv *server
+		cas bool // a delete conditioned on the previous copy's cas
+	}
+	var step []sent
+	send := func(j *copyJob, s *server, build func(cl *call) ([]byte, error)) {
+		cl := w.call(len(step), st)
+		cl.srv = s
+		step = append(step, sent{cl: cl, j: j, srv: s})
+		sendBuilt(cl)(build(cl))
+	}
+	wait := func(f func(x sent)) {
+		for _, x := range step {
+			<-x.cl.done
+			pl.proxy.mem.release(x.cl.held)
+			f(x)
+		}
+		step = step[:0]
+	}
+
+	// Adds.
+	type copied struct {
+		j   *copyJob
+		srv *server
+		cas uint64
+	}
+	var adds []copied
+	for _, j := range batch {
+		for _, s := range j.to {
+			send(j, s, func(cl *call) ([]byte, error) { return ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply) })
+		}
+	}
+	wait(func(x sent) {
+		if x.cl.err == nil {
+			if cas, ok := ic.stored(x.cl.reply); ok {
+				adds = append(adds, copied{x.j, x.srv, cas})
+				pl.stats.warmCopies.Add(1)
+			}
+		}
+	})
+
+	// Deletes of the previous copies: from's if unchanged, the others'
+	// whatever they hold.
+	for _, j := range batch {
+		if j.del {
+			send(j, j.from, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply) })
+			step[len(step)-1].cas = true
+		}
+		for _, s := range j.drop {
+			send(j, s, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], j.key, 0, cl.reply) })
+		}
+	}
+	changed := map[*copyJob]bool{}
+	wait(func(x sent) {
+		switch {
+		case x.cl.err != nil:
+			x.srv.owe(x.j.key, true) // it may still hold the key
+		case x.cas && !ic.deleted(x.cl.reply):
+			changed[x.j] = true
+		}
+	})
+	if len(changed) == 0 {
+		return
+	}
+
+	// The previous copy was deleted or written while it was copied: the copy
+	// may be stale; delete it unless written over since (its cas changed).
+	for _, a := range adds {
+		if changed[a.j] {
+			send(a.j, a.srv, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], a.j.key, a.cas, cl.reply) })
+		}
+	}
+	wait(func(x sent) {
+		if x.cl.err != nil {
+			x.srv.owe(x.j.key, true)
+		}
+		pl.stats.warmUndone.Add(1)
+	})
+}
+
+// call returns the copier's i-th call, ready to send with the pool's timeout.
+func (w *warmCopier) call(i int, st *state) *call {
+	for len(w.calls) <= i {
+		w.calls = append(w.calls, &call{done: make(chan struct{}, 1), reply: w.pl.codec.newReply()})
+	}
+	cl := w.calls[i]
+	cl.err, cl.held, cl.out = nil, 0, cl.out[:0]
+	cl.start = time.Now()
+	cl.deadline = time.Time{}
+	if t := st.timeout(); t > 0 {
+		cl.deadline = cl.start.Add(t)
+	}
+	return cl
+}

@@ -1,0 +1,316 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcachedtest"
+)
+
+// TestWarmupJoin is issue 14's proof: three memcached servers hold 5000 keys
+// and a fourth joins by reload. Without warm-up an immediate read of every
+// key hits only where keys did not move (about 75%); with it, at least 99%
+// hit, only the keys that moved are read from their previous servers, and
+// the new server then holds at least 95% of the keys it owns.
+func TestWarmupJoin(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	keys := testKeys("join:", 5000)
+	three, four := servers[:3], servers
+	_, oldR := routerOf(t, poolYAML("", three...))
+	newCfg, newR := routerOf(t, poolYAML("", four...))
+	var moved, owned []string // keys that changed server; keys of the new one
+	for _, k := range keys {
+		i, _ := oldR.Lookup([]byte(k))
+		j, _ := newR.Lookup([]byte(k))
+		if three[i].Addr != four[j].Addr {
+			moved = append(moved, k)
+		}
+		if newCfg.Servers[j].Name() == servers[3].Addr {
+			owned = append(owned, k)
+		}
+	}
+	t.Logf("%d of %d keys moved to the new server", len(moved), len(keys))
+	if len(moved) != len(owned) {
+		t.Fatalf("%d keys moved, %d owned by the new server: a join moves keys only to it", len(moved), len(owned))
+	}
+
+	run := func(warmup string) (hits int, p *Proxy) {
+		for _, c := range direct(t, servers) {
+			c.mustDo("flush_all\r\n")
+		}
+		p = startProxy(t, poolYAML(warmup, three...))
+		c := dial(t, p.Addr("alpha").String())
+		setMany(t, c, keys)
+		if err := p.Reload(parseConfig(t, poolYAML(warmup, four...))); err != nil {
+			t.Fatal(err)
+		}
+		found := getMany(t, c, keys)
+		for k, v := range found {
+			if v != valueOf(k) {
+				t.Errorf("get %s = %q; want %q", k, v, valueOf(k))
+			}
+		}
+		return len(found), p
+	}
+	cold, _ := run("")
+	warm, p := run("warmup: 60000")
+	t.Logf("immediate reads after the join: %d of %d hit without warm-up (%.1f%%), %d with (%.1f%%)",
+		cold, len(keys), 100*float64(cold)/float64(len(keys)), warm, 100*float64(warm)/float64(len(keys)))
+	if cold != len(keys)-len(moved) {
+		t.Errorf("without warm-up, %d hits; want the %d keys that did not move", cold, len(keys)-len(moved))
+	}
+	if warm*100 < 99*len(keys) {
+		t.Errorf("with warm-up, %d hits of %d; want at least 99%%", warm, len(keys))
+	}
+	st := &p.pools["alpha"].stats
+	if got := st.warmReads.Load(); got != uint64(len(moved)) {
+		t.Errorf("%d warm-up reads; want %d, one for each key that moved and no other", got, len(moved))
+	}
+	if got := waitCount(10*time.Second, st.warmHits.Load(), st.warmCopies.Load); got != st.warmHits.Load() {
+		t.Errorf("%d copies of %d warm-up hits", got, st.warmHits.Load())
+	}
+	dc := direct(t, servers)
+	onNew := holds(t, dc[servers[3].Addr], owned)
+	t.Logf("the new server holds %d of the %d keys it owns; %d warm-up reads, %d copies", len(onNew), len(owned), st.warmReads.Load(), st.warmCopies.Load())
+	if len(onNew)*100 < 95*len(owned) {
+		t.Errorf("the new server holds %d of the %d keys it owns, all read; want at least 95%%", len(onNew), len(owned))
+	}
+	// Each moved key left its previous server.
+	left := 0
+	for _, s := range three {
+		left += len(holds(t, dc[s.Addr], moved))
+	}
+	if left != 0 {
+		t.Errorf("%d moved keys still on their previous servers; want 0 (the copy deletes them)", left)
+	}
+	// Keys read again hit on the new server: no more warm-up reads.
+	before := st.warmReads.Load()
+	if n := len(getMany(t, dial(t, p.Addr("alpha").String()), keys)); n != warm {
+		t.Errorf("second read: %d hits; want %d", n, warm)
+	}
+	if got := st.warmReads.Load(); got != before {
+		t.Errorf("second read: %d more warm-up reads; want none", got-before)
+	}
+}
+
+// warmPool starts two memcached servers and a proxy over the first, and
+// returns the proxy, the servers and n keys of prefix that a reload over both
+// moves to the second server, and n that stay on the first.
+func warmPool(t *testing.T, opts string, prefix string, n int) (p *Proxy, servers []*memcachedtest.Server, moved, stayed []string) {
+	servers = []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	owner := ownerFunc(t, poolYAML(opts, servers...))
+	for i := 0; len(moved) < n || len(stayed) < n; i++ {
+		k := fmt.Sprintf("%s%d", prefix, i)
+		if owner(k) == servers[1].Addr {
+			if len(moved) < n {
+				moved = append(moved, k)
+			}
+		} else if len(stayed) < n {
+			stayed = append(stayed, k)
+		}
+	}
+	p = startProxy(t, poolYAML(opts, servers[0]))
+	return p, servers, moved, stayed
+}
+
+// TestWarmupCommands checks each retrieval through a warm-up window: replies
+// are those the previous server gives (flags, cas of gets, mg's flags), gat
+// and mg's T set the copy's time to live, a get of many keys warms the keys
+// that moved only, and keys that did not move or are missing everywhere cost
+// no second read but their own.
+func TestWarmupCommands(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, stayed := warmPool(t, opts, "cmd:", 8)
+	c := dial(t, p.Addr("alpha").String())
+	old := dial(t, servers[0].Addr)
+	for i, k := range append(moved, stayed...) {
+		c.mustDo(fmt.Sprintf("set %s %d 0 %d\r\n%s\r\n", k, i+7, len(valueOf(k)), valueOf(k)))
+	}
+	// What the previous server answers, before the change.
+	cas := map[string]string{}
+	for _, k := range moved {
+		line, _, _ := strings.Cut(old.mustDo("gets "+k+"\r\n"), "\r\n")
+		cas[k] = line
+	}
+	mgWant := old.mustDo("mg " + moved[3] + " s v f k Oab\r\n")
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	st := &p.pools["alpha"].stats
+
+	// Keys on no server, that moved and that did not.
+	owner := ownerFunc(t, poolYAML(opts, servers...))
+	var missMoved, missStayed []string
+	for i := 0; len(missMoved) == 0 || len(missStayed) == 0; i++ {
+		k := fmt.Sprint("miss:", i)
+		if owner(k) == servers[1].Addr {
+			missMoved = append(missMoved, k)
+		} else {
+			missStayed = append(missStayed, k)
+		}
+	}
+	item := func(k string, flags int) string {
+		return fmt.Sprintf("VALUE %s %d %d\r\n%s\r\n", k, flags, len(valueOf(k)), valueOf(k))
+	}
+	tests := []struct {
+		name, req, want string
+		reads           uint64 // warm-up reads it causes
+	}{
+		{"get", "get " + moved[0] + "\r\n", item(moved[0], 7) + "END\r\n", 1},
+		{"gets", "gets " + moved[1] + "\r\n", cas[moved[1]] + "\r\n" + valueOf(moved[1]) + "\r\nEND\r\n", 1},
+		{"gat", "gat 3000 " + moved[2] + "\r\n", item(moved[2], 9) + "END\r\n", 1},
+		{"mg", "mg " + moved[3] + " s v f k Oab\r\n", mgWant, 1},
+		{"mg without value", "mg " + moved[4] + " f\r\n", "HD f11\r\n", 1},
+		{"mg with T", "mg " + moved[5] + " T2000 v\r\n", fmt.Sprintf("VA %d\r\n%s\r\n", len(valueOf(moved[5])), valueOf(moved[5])), 1},
+		{"get of many", "get " + stayed[0] + " " + moved[6] + " " + missStayed[0] + " " + stayed[1] + "\r\n",
+			item(stayed[0], 15) + item(moved[6], 13) + item(stayed[1], 16) + "END\r\n", 1},
+		{"miss of a key that moved", "get " + missMoved[0] + "\r\n", "END\r\n", 1},
+		{"miss of a key that stayed", "get " + missStayed[0] + "\r\n", "END\r\n", 0},
+		{"hit of a key that stayed", "mg " + stayed[3] + " v\r\n", fmt.Sprintf("VA %d\r\n%s\r\n", len(valueOf(stayed[3])), valueOf(stayed[3])), 0},
+		{"warmed already", "get " + moved[0] + "\r\n", item(moved[0], 7) + "END\r\n", 0},
+	}
+	for _, tt := range tests {
+		if tt.name == "warmed already" {
+			waitCount(5*time.Second, st.warmHits.Load(), st.warmCopies.Load)
+		}
+		before := st.warmReads.Load()
+		if got := c.mustDo(tt.req); got != tt.want {
+			t.Errorf("%s: %q = %q; want %q", tt.name, tt.req, got, tt.want)
+		}
+		if got := st.warmReads.Load() - before; got != tt.reads {
+			t.Errorf("%s: %d warm-up reads; want %d", tt.name, got, tt.reads)
+		}
+	}
+	// The copies have the flags, and the time to live gat and T gave.
+	waitCount(5*time.Second, st.warmHits.Load(), st.warmCopies.Load)
+	nw := dial(t, servers[1].Addr)
+	for _, tt := range []struct {
+		key        string
+		flags      int
+		ttl, slack int
+	}{
+		{moved[0], 7, -1, 0},
+		{moved[2], 9, 3000, 2},
+		{moved[5], 12, 2000, 2},
+	} {
+		line := nw.mustDo("mg " + tt.key + " f t\r\n")
+		var flags, ttl int
+		if _, err := fmt.Sscanf(line, "HD f%d t%d", &flags, &ttl); err != nil || flags != tt.flags || ttl > tt.ttl || ttl < tt.ttl-tt.slack {
+			t.Errorf("copy of %s: mg f t = %q; want flags %d, time to live %d", tt.key, line, tt.flags, tt.ttl)
+		}
+	}
+}
+
+// TestWarmupWrites checks that writes in a window remove the previous
+// server's copy, so that no stale value comes back: a set there, a delete
+// before the new server's, and a later read does not bring back what was
+// deleted.
+func TestWarmupWrites(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, _ := warmPool(t, opts, "w:", 6)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, moved)
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	old, nw := dial(t, servers[0].Addr), dial(t, servers[1].Addr)
+	for _, tt := range []struct {
+		name, req, reply string
+		onNew            bool // the key is then on the new server
+	}{
+		{"set", "set " + moved[0] + " 0 0 3\r\nnew\r\n", "STORED\r\n", true},
+		{"delete", "delete " + moved[1] + "\r\n", "NOT_FOUND\r\n", false},
+		{"md", "md " + moved[2] + "\r\n", "NF\r\n", false},
+		{"ms", "ms " + moved[3] + " 3\r\nnew\r\n", "HD\r\n", true},
+		{"touch", "touch " + moved[4] + " 100\r\n", "NOT_FOUND\r\n", false},
+		{"add", "add " + moved[5] + " 0 0 3\r\nnew\r\n", "STORED\r\n", true},
+	} {
+		key := strings.Fields(tt.req)[1]
+		if got := c.mustDo(tt.req); got != tt.reply {
+			t.Errorf("%s: %q = %q; want %q", tt.name, tt.req, got, tt.reply)
+		}
+		if got := old.mustDo("get " + key + "\r\n"); got != "END\r\n" {
+			t.Errorf("%s: the previous server still has %s: %q", tt.name, key, got)
+		}
+		if got := nw.mustDo("get "+key+"\r\n") != "END\r\n"; got != tt.onNew {
+			t.Errorf("%s: the new server has %s: %v; want %v", tt.name, key, got, tt.onNew)
+		}
+		// Read through the proxy: the value written, or a miss; never the
+		// old value back.
+		want := "END\r\n"
+		if tt.onNew {
+			want = "VALUE " + key + " 0 3\r\nnew\r\nEND\r\n"
+		}
+		if got := c.mustDo("get " + key + "\r\n"); got != want {
+			t.Errorf("%s: then get %s = %q; want %q", tt.name, key, got, want)
+		}
+	}
+}
+
+// TestWarmupWindowCloses checks that a window closes after warmup: misses
+// are then misses, with no read of the previous server, and no request is
+// planned.
+func TestWarmupWindowCloses(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 300"
+	p, servers, moved, _ := warmPool(t, opts, "close:", 2)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, moved)
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	pl := p.pools["alpha"]
+	if st := pl.state.Load(); st.warm == nil || !st.planned {
+		t.Fatal("no window open after the reload")
+	}
+	if got := getMany(t, c, moved[:1]); len(got) != 1 {
+		t.Errorf("in the window: %d hits of 1", len(got))
+	}
+	if !waitFor(3*time.Second, func() bool { return pl.state.Load().warm == nil }) {
+		t.Fatal("the window did not close")
+	}
+	if pl.state.Load().planned {
+		t.Error("requests still planned after the window closed")
+	}
+	before := pl.stats.warmReads.Load()
+	if got := getMany(t, c, moved[1:]); len(got) != 0 {
+		t.Errorf("after the window: %d hits; want 0", len(got))
+	}
+	if got := pl.stats.warmReads.Load(); got != before {
+		t.Errorf("after the window: %d warm-up reads", got-before)
+	}
+}
+
+// TestWarmupUpdateServers checks that a membership change (UpdateServers)
+// opens a window as a reload does, and that /metrics counts the warm-up.
+func TestWarmupUpdateServers(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, stayed := warmPool(t, opts, "member:", 20)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, append(moved, stayed...))
+	if err := p.UpdateServers("alpha", []config.Server{serverOf(t, servers[0]), serverOf(t, servers[1])}); err != nil {
+		t.Fatal(err)
+	}
+	if got := getMany(t, c, append(moved, stayed...)); len(got) != len(moved)+len(stayed) {
+		t.Errorf("after UpdateServers, %d of %d gets hit", len(got), len(moved)+len(stayed))
+	}
+	pl := p.pools["alpha"]
+	waitCount(5*time.Second, pl.stats.warmHits.Load(), pl.stats.warmCopies.Load)
+	rec := httptest.NewRecorder()
+	p.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		fmt.Sprintf(`chash_proxy_warmup_reads_total{pool="alpha"} %d`, len(moved)),
+		fmt.Sprintf(`chash_proxy_warmup_copies_total{pool="alpha"} %d`, len(moved)),
+		`chash_proxy_warmup_window_open{pool="alpha"} 1`,
+		`chash_proxy_warmup_windows_total{pool="alpha"} 1`,
+		fmt.Sprintf(`chash_proxy_owed_deletes{pool="alpha",server=%q} 0`, servers[1].Addr),
+		fmt.Sprintf(`chash_proxy_server_drained{pool="alpha",server=%q} 0`, servers[1].Addr),
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics has no line %q", want)
+		}
+	}
+}
