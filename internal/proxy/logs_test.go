@@ -42,6 +42,7 @@ func TestLogs(t *testing.T) {
 	owner := ownerFunc(t, yaml)
 	p := startProxy(t, yaml, func(p *Proxy) {
 		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		p.Admin = "127.0.0.1:0"
 	})
 	c := dial(t, p.Addr("alpha").String())
 
@@ -97,6 +98,15 @@ func TestLogs(t *testing.T) {
 	}
 	if s := statLines(t, c.mustDo("stats\r\n")); s["refused_error"] != "5" || s["refused_bad_command_line_format"] != "5" {
 		t.Errorf("stats: refused_error %q, refused_bad_command_line_format %q; want 5 and 5", s["refused_error"], s["refused_bad_command_line_format"])
+	}
+	metrics := adminGet(t, p, "/metrics")
+	for _, want := range []string{
+		`chash_proxy_refused_requests_total{class="error",pool="alpha"} 5`,
+		`chash_proxy_refused_requests_total{class="bad_command_line_format",pool="alpha"} 5`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
 	}
 
 	// A reload: the moved flows in one list.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -232,6 +233,7 @@ var (
 	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
 	descReplayed    = prometheus.NewDesc("chash_proxy_owed_deletes_replayed_total", "Owed deletes replayed to the server.", []string{"pool", "server"}, nil)
 	descFlushes     = prometheus.NewDesc("chash_proxy_owed_flushes_total", "Times the server owed too many deletes and was emptied instead.", []string{"pool", "server"}, nil)
+	descRefused     = prometheus.NewDesc("chash_proxy_refused_requests_total", "Requests the proxy refused, by class: the words of its error reply (as the refused_ lines of the data port's stats).", []string{"pool", "class"}, nil)
 	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 
@@ -255,7 +257,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
 		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
-		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained,
+		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained, descRefused,
 		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
 	}
@@ -293,6 +295,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		count(descClientIn, pl.stats.bytesIn.Load(), pl.name)
 		count(descClientOut, pl.stats.bytesOut.Load(), pl.name)
+		classes, totals := pl.refused.counts()
+		for i, class := range classes {
+			count(descRefused, totals[i], pl.name, strings.TrimPrefix(refusalStat(class), "refused_"))
+		}
 		shares := m.ringShares(st)
 		for _, s := range st.list {
 			gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
