@@ -667,10 +667,15 @@
 //
 // Clients of a memcached pool speak the memcached text protocol, classic and
 // meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
-// server, sent in parallel and merged in the order of the keys.
+// server, sent in parallel and merged in the order of the keys. The proxy
+// answers stats itself (its own STAT lines for the pool: connections, commands,
+// hits and misses, bytes), sends flush_all to every server of the pool (OK once
+// all said OK), and answers verbosity OK without passing it on.
 //
-// Every request is read whole, checked and written anew for its server, never
-// passed on as the client sent it: a request memcached could read otherwise
+// Every request is read, checked and written anew for its server, never
+// passed on as the client sent it (a get, gets, gat or gats line of any length
+// is read and sent in parts of at most 64 KiB, so a client's multi-get of
+// thousands of keys needs no buffer of its size): a request memcached could read otherwise
 // than the proxy (a control byte or space in a key, a key over 250 bytes as
 // sent, a line too long for a server connection that other clients share) is
 // refused with memcached's own error and reaches no server. A server reply
