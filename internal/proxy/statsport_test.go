@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/testprog"
@@ -198,16 +200,20 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 		c.Close()
 	}
 
-	// The same requests through each: one client per pool, keys of one
-	// server each, then the clients close.
+	// The same requests through each: one client per pool, ten keys of each
+	// server (chosen by the pool's ring, which hashes similar keys to one
+	// server more often than not), then the clients close.
+	keys := map[string][]string{}
+	for _, pool := range parseConfig(t, yaml(ncAlpha, ncBeta)).Pools {
+		keys[pool.Name] = keysOfEachServer(t, pool, 10)
+	}
 	for _, addrs := range [][2]string{{ncAlpha, ncBeta}, {p.Addr("alpha").String(), p.Addr("beta").String()}} {
 		c, err := net.Dial("tcp", addrs[0])
 		if err != nil {
 			t.Fatal(err)
 		}
 		br := bufio.NewReader(c)
-		for i := range 20 {
-			k := fmt.Sprintf("key:%d", i)
+		for _, k := range keys["alpha"] {
 			exchange(t, c, br, fmt.Sprintf("set %s 0 0 5\r\nvalue\r\n", k), "STORED\r\n")
 			exchange(t, c, br, "get "+k+"\r\n", fmt.Sprintf("VALUE %s 0 5\r\nvalue\r\nEND\r\n", k))
 			exchange(t, c, br, "get missing:"+k+"\r\n", "END\r\n")
@@ -226,8 +232,7 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 			t.Fatal(err)
 		}
 		rbr := bufio.NewReader(r)
-		for i := range 20 {
-			k := fmt.Sprintf("key:%d", i)
+		for _, k := range keys["beta"] {
 			exchange(t, r, rbr, redistest.Request("SET", k, "value"), "+OK\r\n")
 			exchange(t, r, rbr, redistest.Request("GET", k), "$5\r\nvalue\r\n")
 			exchange(t, r, rbr, redistest.Request("INCR", "n:"+k), ":1\r\n")
@@ -536,4 +541,31 @@ func TestDescribeStats(t *testing.T) {
 			t.Errorf("DescribeStats does not describe %s", f.name)
 		}
 	}
+}
+
+// keysOfEachServer returns n keys of each server of pool, as its ring routes
+// them: "key:0", "key:1", ... taken in order by servers that lack keys.
+func keysOfEachServer(t *testing.T, pool *config.Pool, n int) []string {
+	t.Helper()
+	r, err := dist.Build(pool, pool.Servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := make([]int, len(pool.Servers))
+	var keys []string
+	for i := 0; len(keys) < n*len(pool.Servers); i++ {
+		if i == 100000 {
+			t.Fatalf("pool %s: 100000 keys and not %d of each server: %v", pool.Name, n, have)
+		}
+		k := fmt.Sprintf("key:%d", i)
+		s, err := r.Lookup(pool.HashKey([]byte(k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have[s] < n {
+			have[s]++
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
