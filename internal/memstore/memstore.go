@@ -53,6 +53,9 @@ type Store struct {
 	lru   list.List // front: most recently used
 	used  int
 	cas   uint64
+	// flushAt is when a flush_all with a delay empties the store (unix
+	// seconds), 0 if none is pending.
+	flushAt int64
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -116,6 +119,13 @@ func (s *Store) lookup(key []byte, bump bool) *item {
 		s.lru.MoveToFront(e)
 	}
 	return it
+}
+
+// flush removes every item; s.mu is held.
+func (s *Store) flush() {
+	clear(s.items)
+	s.lru.Init()
+	s.used, s.flushAt = 0, 0
 }
 
 func (s *Store) remove(e *list.Element) {
@@ -244,7 +254,19 @@ func (s *Store) Do(dst []byte, req *memcache.Request) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(dst)
+	if s.flushAt != 0 && s.now() >= s.flushAt {
+		s.flush() // every item was stored before a pending flush_all's time
+	}
 	switch c := req.Command; {
+	case c == memcache.CmdFlushAll:
+		// As memcached: now, or at the delay's time (relative, or absolute
+		// past 30 days), the items stored before it go.
+		if at := s.expiry(req.Exptime); at == 0 || at <= s.now() {
+			s.flush()
+		} else {
+			s.flushAt = at
+		}
+		dst = append(dst, "OK\r\n"...)
 	case c.IsRetrieval():
 		dst = s.retrieve(dst, req)
 	case c == memcache.CmdMetaGet:

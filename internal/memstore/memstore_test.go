@@ -99,6 +99,15 @@ var script = []string{
 	"incr a -1\r\n",
 	"touch a x\r\n",
 	"gat x a\r\n",
+	"flush_all\r\n",
+	"get a n m b\r\n",
+	"set a 0 0 1\r\nx\r\n",
+	"flush_all noreply\r\nget a\r\n",
+	"set a 0 0 1\r\nx\r\n",
+	"flush_all -1\r\nget a\r\n",
+	"flush_all 0 noreply\r\n",
+	"flush_all x\r\n",
+	"flush_all 1 2 3\r\n",
 }
 
 // strictTests are requests that memcached reads otherwise than they are
@@ -223,6 +232,32 @@ func TestEviction(t *testing.T) {
 	}
 	if got := c.do(t, "get k1\r\n"); got != "END\r\n" {
 		t.Errorf("least recently used k1 kept: %q", got)
+	}
+}
+
+// TestFlushDelay checks flush_all with a delay: the items stored before its
+// time, including those stored after the command, go at that time.
+func TestFlushDelay(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := &Store{Now: func() time.Time { return now }}
+	c := dial(t, startStore(t, s))
+	c.do(t, "set a 0 0 1\r\nx\r\n")
+	if got := c.do(t, "flush_all 10\r\n"); got != "OK\r\n" {
+		t.Fatalf("flush_all 10 = %q; want OK", got)
+	}
+	c.do(t, "set b 0 0 1\r\ny\r\n")
+	now = now.Add(5 * time.Second)
+	if got := c.do(t, "get a b\r\n"); got != "VALUE a 0 1\r\nx\r\nVALUE b 0 1\r\ny\r\nEND\r\n" {
+		t.Errorf("5s after flush_all 10: %q; want both items", got)
+	}
+	now = now.Add(5 * time.Second)
+	if got := c.do(t, "get a b\r\n"); got != "END\r\n" {
+		t.Errorf("10s after flush_all 10: %q; want none", got)
+	}
+	c.do(t, "set c 0 0 1\r\nz\r\n")
+	now = now.Add(time.Hour)
+	if got := c.do(t, "get c\r\n"); got != "VALUE c 0 1\r\nz\r\nEND\r\n" {
+		t.Errorf("an item stored after the flush's time: %q; want it kept", got)
 	}
 }
 
