@@ -429,10 +429,10 @@ func (r *mcReply) lookups() (hits, misses int) {
 	case r.req.Command == memcache.CmdMetaGet:
 		// EN is a miss, which quiet mode hides; any other line (VA, HD)
 		// found the item, or an error did not look.
-		switch {
-		case r.resp.Quiet || string(r.resp.Line) == "EN":
+		switch s := r.resp.Status(); {
+		case r.resp.Quiet || string(s) == "EN":
 			return 0, 1
-		case len(r.resp.Line) >= 2 && (r.resp.Line[0] == 'V' && r.resp.Line[1] == 'A' || r.resp.Line[0] == 'H' && r.resp.Line[1] == 'D'):
+		case string(s) == "VA" || string(s) == "HD":
 			return 1, 0
 		}
 	}

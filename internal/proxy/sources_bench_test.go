@@ -39,20 +39,7 @@ func BenchmarkApplyChange(b *testing.B) {
 	for _, d := range []string{"ketama", "chash", "libketama", "modula", "jump"} {
 		for _, n := range []int{100, 1000} {
 			b.Run(fmt.Sprintf("%s/servers=%d", d, n), func(b *testing.B) {
-				pool := config.NewPool("alpha")
-				pool.Listen, pool.Distribution = "127.0.0.1:0", d
-				list := make([]config.Server, n+1)
-				for i := range list {
-					// No server listens: connections are made when a
-					// request needs one, and none is sent.
-					list[i] = config.Server{Host: "127.0.0.1", Port: 20000 + i, Weight: 1, Alias: fmt.Sprintf("cache-%d", i)}
-				}
-				pool.Servers = list[:n]
-				p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-				if err := p.Start(&config.File{Path: "(bench)", Pools: []*config.Pool{pool}}); err != nil {
-					b.Fatal(err)
-				}
-				defer p.Close()
+				p, list := startListed(b, d, n)
 				cpu := cpuOf(b)
 				b.ResetTimer()
 				for i := range b.N {
@@ -174,19 +161,7 @@ func BenchmarkChurn(b *testing.B) {
 func BenchmarkMeasureMoves(b *testing.B) {
 	for _, d := range []string{"ketama", "modula", "jump"} {
 		b.Run(fmt.Sprintf("%s/servers=1000", d), func(b *testing.B) {
-			const n = 1000
-			pool := config.NewPool("alpha")
-			pool.Listen, pool.Distribution = "127.0.0.1:0", d
-			list := make([]config.Server, n+1)
-			for i := range list {
-				list[i] = config.Server{Host: "127.0.0.1", Port: 20000 + i, Weight: 1, Alias: fmt.Sprintf("cache-%d", i)}
-			}
-			pool.Servers = list[:n]
-			p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			if err := p.Start(&config.File{Path: "(bench)", Pools: []*config.Pool{pool}}); err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
+			p, list := startListed(b, d, 1000)
 			pl := p.pools["alpha"]
 			old := pl.state.Load()
 			if err := p.UpdateServers("alpha", list); err != nil {
@@ -202,4 +177,25 @@ func BenchmarkMeasureMoves(b *testing.B) {
 			b.ReportMetric(float64(cpuOf(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// startListed starts a proxy with pool alpha of distribution d over the first
+// n of the n+1 servers it returns. No server listens: connections are made
+// when a request needs one, and none is sent. The proxy closes when the
+// benchmark ends.
+func startListed(b *testing.B, d string, n int) (*Proxy, []config.Server) {
+	b.Helper()
+	pool := config.NewPool("alpha")
+	pool.Listen, pool.Distribution = "127.0.0.1:0", d
+	list := make([]config.Server, n+1)
+	for i := range list {
+		list[i] = config.Server{Host: "127.0.0.1", Port: 20000 + i, Weight: 1, Alias: fmt.Sprintf("cache-%d", i)}
+	}
+	pool.Servers = list[:n]
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(&config.File{Path: "(bench)", Pools: []*config.Pool{pool}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p, list
 }
