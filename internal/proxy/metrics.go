@@ -233,7 +233,7 @@ var (
 	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
 	descReplayed    = prometheus.NewDesc("chash_proxy_owed_deletes_replayed_total", "Owed deletes replayed to the server.", []string{"pool", "server"}, nil)
 	descFlushes     = prometheus.NewDesc("chash_proxy_owed_flushes_total", "Times the server owed too many deletes and was emptied instead.", []string{"pool", "server"}, nil)
-	descRefused     = prometheus.NewDesc("chash_proxy_refused_requests_total", "Requests the proxy refused, by class: the words of its error reply (as the refused_ lines of the data port's stats).", []string{"pool", "class"}, nil)
+	descRefused     = prometheus.NewDesc("chash_proxy_refused_requests_total", "Requests the proxy refused, by class: for memcached, the words of its error reply (as the refused_ lines of the data port's stats); for Redis, a fixed class (unknown_command, noauth, ...).", []string{"pool", "class"}, nil)
 	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 
