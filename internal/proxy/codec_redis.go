@@ -530,7 +530,13 @@ func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp rep
 	if len(rep.rp.Bytes()) > maxKeptRequest {
 		rep.rp = resp.Reply{}
 	}
-	rep.get = r.cmd != nil && r.cmd.Name == "get"
+	if cap(rep.elems) > maxKeptKeys {
+		rep.elems = nil
+	}
+	rep.lookup = lookupNone
+	if r.cmd != nil {
+		rep.lookup = redisLookups[r.cmd.ID()]
+	}
 	if keyCall == nil {
 		return resp.AppendRequest(dst, &r.q)
 	}
@@ -584,24 +590,73 @@ func (r *redisRequest) appendLocal(dst []byte) []byte { return append(dst, r.loc
 // redisReply is a Redis server's reply to one call.
 type redisReply struct {
 	rp resp.Reply
-	// get says that the reply answers a GET, whose nil is a miss.
-	get bool
+	// lookup says whether and how the reply tells the keys its request
+	// found; elems is the scratch of lookups.
+	lookup redisLookup
+	elems  [][]byte
 }
 
 var _ reply = (*redisReply)(nil)
 
+// redisLookup is how a reply tells the keys its request found, for the hit
+// and miss counters.
+type redisLookup uint8
+
+const (
+	lookupNone   redisLookup = iota // the reply is no key's value
+	lookupValue                     // a bulk, a key's value, or nil, a miss
+	lookupValues                    // an array of those, one for each key
+)
+
+// redisLookups is the redisLookup of each command, by ID: the commands whose
+// reply is the value of each key they read, or nil for a key that does not
+// exist. Redis counts them in its keyspace_hits and keyspace_misses alike,
+// so that the proxy's counts of a server are the server's, but where Redis
+// counts a key of another type read by MGET (answered nil) as a hit and
+// one read by GET (answered WRONGTYPE) as a hit too; the proxy counts a
+// miss and nothing. Other reads (HGET, EXISTS, LRANGE, ...), which Redis
+// counts too, are not counted: their replies do not tell whether the key
+// was there.
+var redisLookups = func() []redisLookup {
+	cmds := resp.Commands()
+	kinds := make([]redisLookup, len(cmds))
+	for _, c := range cmds {
+		switch c.Name {
+		case "get", "getex", "getdel", "getset":
+			kinds[c.ID()] = lookupValue
+		case "mget":
+			kinds[c.ID()] = lookupValues
+		}
+	}
+	return kinds
+}()
+
 func (r *redisReply) size() int { return len(r.rp.Bytes()) }
 
 func (r *redisReply) lookups() (hits, misses int) {
-	switch b := r.rp.Bytes(); {
-	case !r.get || len(b) == 0:
-		return 0, 0
-	case b[0] == '$' && len(b) > 1 && b[1] == '-', b[0] == '_':
-		return 0, 1 // RESP2's $-1, RESP3's _
-	case b[0] == '$':
-		return 1, 0
+	switch r.lookup {
+	case lookupValue:
+		if r.rp.Kind == resp.KindBulk {
+			if r.rp.IsNull() {
+				return 0, 1
+			}
+			return 1, 0
+		}
+	case lookupValues:
+		// An MGET's array, or the array of a part of one split over
+		// servers: its elements are bulks and nils. An error reads nothing.
+		r.elems = r.rp.AppendElems(r.elems[:0])
+		for _, e := range r.elems {
+			switch {
+			case len(e) < 2 || e[0] != byte(resp.KindBulk):
+			case e[1] == '-':
+				misses++
+			default:
+				hits++
+			}
+		}
 	}
-	return 0, 0 // an error
+	return hits, misses
 }
 
 // redisServer reads the replies of one server connection.

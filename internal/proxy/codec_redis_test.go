@@ -217,6 +217,51 @@ func FuzzRedisRefusal(f *testing.F) {
 	})
 }
 
+// TestRedisReplyLookups checks the hits and misses a server's reply counts:
+// a GET's (GETEX's, GETDEL's, GETSET's) bulk is a hit and its nil a miss,
+// each bulk of an MGET's array (or of its part for one server) a hit and
+// each nil a miss; errors and the replies of other commands count nothing.
+func TestRedisReplyLookups(t *testing.T) {
+	tests := []struct {
+		req     string
+		keyCall []int // of a part of a split, part 0; nil: the request whole
+		reply   string
+		hits    int
+		misses  int
+	}{
+		{"GET k\r\n", nil, "$1\r\nv\r\n", 1, 0},
+		{"GET k\r\n", nil, "$0\r\n\r\n", 1, 0},
+		{"GET k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GET k\r\n", nil, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", 0, 0},
+		{"GETEX k PERSIST\r\n", nil, "$1\r\nv\r\n", 1, 0},
+		{"GETEX k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GETDEL k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GETSET k v\r\n", nil, "$1\r\nw\r\n", 1, 0},
+		{"MGET a b c d\r\n", nil, "*4\r\n$1\r\n1\r\n$-1\r\n$0\r\n\r\n$-1\r\n", 2, 2},
+		{"MGET a b c\r\n", []int{0, 1, 0}, "*2\r\n$-1\r\n$4\r\n*1\r\n\r\n", 1, 1},
+		{"MGET a\r\n", nil, "-ERR server down\r\n", 0, 0},
+		{"HGET h f\r\n", nil, "$-1\r\n", 0, 0},
+		{"GETRANGE k 0 1\r\n", nil, "$0\r\n\r\n", 0, 0},
+		{"SET k v\r\n", nil, "+OK\r\n", 0, 0},
+		{"LRANGE l 0 -1\r\n", nil, "*2\r\n$1\r\na\r\n$-1\r\n", 0, 0},
+	}
+	cd := testRedisCodec("")
+	rep := cd.newReply() // one reply, reused as a server connection reuses it
+	for _, tt := range tests {
+		_, _, reqs := readAll(t, cd, tt.req)
+		if len(reqs) != 1 {
+			t.Fatalf("read(%q): %d requests; want 1", tt.req, len(reqs))
+		}
+		reqs[0].appendRequest(nil, tt.keyCall, 0, rep)
+		if err := cd.newServer(strings.NewReader(tt.reply)).read(rep); err != nil {
+			t.Fatalf("%q: reading %q: %v", tt.req, tt.reply, err)
+		}
+		if hits, misses := rep.lookups(); hits != tt.hits || misses != tt.misses {
+			t.Errorf("%q answered %q: lookups() = %d, %d; want %d, %d", tt.req, tt.reply, hits, misses, tt.hits, tt.misses)
+		}
+	}
+}
+
 // TestRedisCodecHello checks HELLO's reply, the RESP2 map Redis 7.0 sends,
 // and that each connection keeps its id.
 func TestRedisCodecHello(t *testing.T) {
@@ -343,6 +388,7 @@ func BenchmarkRedisCodec(b *testing.B) {
 		{"incr", "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n", ":42\r\n"},
 		{"lpush", "*3\r\n$5\r\nLPUSH\r\n$6\r\nmylist\r\n$3\r\nxxx\r\n", ":7\r\n"},
 		{"inline", "GET user:1234\r\n", "$10\r\n0123456789\r\n"},
+		{"mget", "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n"},
 	})
 }
 
@@ -367,6 +413,7 @@ func TestRedisCodecAllocs(t *testing.T) {
 				if err := sc.read(cl.reply); err != nil {
 					t.Fatal(err)
 				}
+				cl.reply.lookups()
 			}
 			out = req.merge(out[:0], keyCall, calls, nil)
 		}
@@ -377,6 +424,7 @@ func TestRedisCodecAllocs(t *testing.T) {
 		if err := sc.read(calls[0].reply); err != nil {
 			t.Fatal(err)
 		}
+		calls[0].reply.lookups()
 		out = req.appendReply(out[:0], calls[0].reply)
 		if act, err := cc.read(req); err != nil || act != local { // PING
 			t.Fatal(act, err)

@@ -214,7 +214,7 @@ var (
 	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
 	descSrvEjects   = prometheus.NewDesc("chash_proxy_server_ejections_total", "Times the server was ejected.", []string{"pool", "server"}, nil)
-	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET) the server found.", []string{"pool", "server"}, nil)
+	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET, MGET, GETEX, GETDEL, GETSET) the server found.", []string{"pool", "server"}, nil)
 	descSrvMisses   = prometheus.NewDesc("chash_proxy_get_misses_total", "Keys of reads the server did not find.", []string{"pool", "server"}, nil)
 	descSrvSent     = prometheus.NewDesc("chash_proxy_server_sent_bytes_total", "Bytes of requests written to the server (nutcracker's request_bytes).", []string{"pool", "server"}, nil)
 	descSrvRecv     = prometheus.NewDesc("chash_proxy_server_received_bytes_total", "Bytes of replies read from the server, values included (nutcracker's response_bytes).", []string{"pool", "server"}, nil)

@@ -159,3 +159,94 @@ func TestRedisRefusals(t *testing.T) {
 		t.Errorf("a refused password is in the log:\n%s", logs.String())
 	}
 }
+
+// redisInfoStat returns a number of the stats section of a redis-server's
+// INFO: keyspace_hits, say.
+func redisInfoStat(t testing.TB, s *redistest.Server, name string) float64 {
+	t.Helper()
+	info := s.Do("INFO", "stats")
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			var n float64
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				t.Fatalf("INFO stats of %s: %s: %v", s.Addr, line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO stats of %s has no %s:\n%s", s.Addr, name, info)
+	return 0
+}
+
+// TestRedisHitsMatchRedis reads keys spread over three redis-servers, some
+// stored and some not, with MGET (split by server), GET, GETEX, GETDEL and
+// GETSET through the proxy, and checks each server's hits and misses in
+// /metrics and /stats against the keys the ring gave it, and against what
+// the server itself counts (INFO's keyspace_hits and keyspace_misses, the
+// truth). Writes (SET, MSET) and other reads that Redis counts and the proxy
+// does not (none here) would make them differ.
+func TestRedisHitsMatchRedis(t *testing.T) {
+	servers := startRedisServers(t, 3)
+	yaml := redisPoolYAML("hash: md5", servers...)
+	owner := redisOwner(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	c := redistest.Dial(t, p.Addr("alpha").String())
+
+	// Keys of every server, stored and not.
+	wantHits, wantMisses := map[string]float64{}, map[string]float64{}
+	var mget []string
+	stored := map[string]bool{}
+	for i := 0; len(mget) < 30 || len(wantHits) < 3 || len(wantMisses) < 3; i++ {
+		k := fmt.Sprint("user:", i)
+		mget = append(mget, k)
+		if i%3 != 2 {
+			stored[k] = true
+			if got := c.Do("SET", k, fmt.Sprint(i)); got != "+OK\r\n" {
+				t.Fatalf("SET %s = %q", k, got)
+			}
+			wantHits[owner(k)]++
+		} else {
+			wantMisses[owner(k)]++
+		}
+	}
+	if got := c.Do("MSET", "m:1", "1", "m:2", "2"); got != "+OK\r\n" {
+		t.Fatalf("MSET = %q", got)
+	}
+	reply := c.Do(append([]string{"MGET"}, mget...)...)
+	if n := strings.Count(reply, "$-1\r\n"); !strings.HasPrefix(reply, fmt.Sprintf("*%d\r\n", len(mget))) || n != len(mget)-len(stored) {
+		t.Fatalf("MGET of %d keys, %d stored: %q", len(mget), len(stored), reply)
+	}
+	// One read of each other kind, of a stored key and a missing one.
+	for _, args := range [][]string{
+		{"GET", "user:0"}, {"GET", "nokey:1"},
+		{"GETEX", "user:1", "PERSIST"}, {"GETEX", "nokey:2"},
+		{"GETSET", "user:3", "x"}, {"GETSET", "nokey:3", "x"},
+		{"GETDEL", "user:4"}, {"GETDEL", "nokey:4"},
+	} {
+		got := c.Do(args...)
+		if strings.HasPrefix(args[1], "user:") {
+			wantHits[owner(args[1])]++
+			if !strings.HasPrefix(got, "$") || got == "$-1\r\n" {
+				t.Errorf("%q = %q; want a value", args, got)
+			}
+		} else {
+			wantMisses[owner(args[1])]++
+			if got != "$-1\r\n" {
+				t.Errorf("%q = %q; want nil", args, got)
+			}
+		}
+	}
+
+	hits := metricValues(t, p, "chash_proxy_get_hits_total", "pool", "server")
+	misses := metricValues(t, p, "chash_proxy_get_misses_total", "pool", "server")
+	for i, s := range servers {
+		name := fmt.Sprintf("s%d", i+1)
+		redisHits, redisMisses := redisInfoStat(t, s, "keyspace_hits"), redisInfoStat(t, s, "keyspace_misses")
+		if got := hits["alpha/"+name]; got != wantHits[name] || got != redisHits {
+			t.Errorf("chash_proxy_get_hits_total{server=%q} = %v; want %v, as the server's keyspace_hits, %v", name, got, wantHits[name], redisHits)
+		}
+		if got := misses["alpha/"+name]; got != wantMisses[name] || got != redisMisses {
+			t.Errorf("chash_proxy_get_misses_total{server=%q} = %v; want %v, as the server's keyspace_misses, %v", name, got, wantMisses[name], redisMisses)
+		}
+	}
+}
