@@ -881,7 +881,9 @@
 // nutcracker-web and the collectd and telegraf plugins written for nutcracker
 // read it. Its counters mean what nutcracker's do (response_bytes counts the
 // replies' bytes as they came from the server, values included) and are always
-// current. A server object ends with server_protocol_errors, chash's own;
+// current. A server object ends with chash's own: server_protocol_errors,
+// and get_hits and get_misses (the keys of reads it found and did not: get,
+// gets, gat, gats, mg; Redis's GET, MGET, GETEX, GETDEL, GETSET);
 // --describe-stats lists them all.
 //
 // Nutcracker's command line works as it is, so that its init scripts and unit

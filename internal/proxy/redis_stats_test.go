@@ -248,5 +248,9 @@ func TestRedisHitsMatchRedis(t *testing.T) {
 		if got := misses["alpha/"+name]; got != wantMisses[name] || got != redisMisses {
 			t.Errorf("chash_proxy_get_misses_total{server=%q} = %v; want %v, as the server's keyspace_misses, %v", name, got, wantMisses[name], redisMisses)
 		}
+		st := adminServerStats(t, p, "alpha", name)
+		if st["get_hits"] != wantHits[name] || st["get_misses"] != wantMisses[name] {
+			t.Errorf("/stats: server %s get_hits %v, get_misses %v; want %v, %v", name, st["get_hits"], st["get_misses"], wantHits[name], wantMisses[name])
+		}
 	}
 }
