@@ -484,9 +484,10 @@ const maxRefusedName = 64
 
 // refusal returns the class of the request's refusal, "" if it was not
 // refused, and what the log line quotes of it: the input where a protocol
-// error was found up to a space, or the command's name as sent and its number of
-// arguments, never the arguments themselves, which may be a password (AUTH,
-// HELLO, MIGRATE, CONFIG SET) or a value. It is called before the next read.
+// error was found, up to a space, or the command's name as sent and its
+// number of arguments; never the arguments themselves, which may be a
+// password (AUTH, HELLO, MIGRATE, CONFIG SET) or a value. It is called
+// before the next read.
 func (r *redisRequest) refusal() (string, []byte) {
 	switch {
 	case r.class == "":
@@ -610,13 +611,12 @@ const (
 
 // redisLookups is the redisLookup of each command, by ID: the commands whose
 // reply is the value of each key they read, or nil for a key that does not
-// exist. Redis counts them in its keyspace_hits and keyspace_misses alike,
-// so that the proxy's counts of a server are the server's, but where Redis
-// counts a key of another type read by MGET (answered nil) as a hit and
-// one read by GET (answered WRONGTYPE) as a hit too; the proxy counts a
-// miss and nothing. Other reads (HGET, EXISTS, LRANGE, ...), which Redis
-// counts too, are not counted: their replies do not tell whether the key
-// was there.
+// exist. redis-server counts their keys in its keyspace_hits and
+// keyspace_misses as the proxy does, so that a server's counts in the proxy
+// are its own, but for a key of another type, a hit for Redis, which the
+// proxy counts a miss (MGET's nil) or not at all (GET's WRONGTYPE). Redis
+// counts other reads too (HGET, EXISTS, LRANGE, ...); the proxy does not, as
+// their replies do not say whether the key was there.
 var redisLookups = func() []redisLookup {
 	cmds := resp.Commands()
 	kinds := make([]redisLookup, len(cmds))
