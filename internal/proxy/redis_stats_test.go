@@ -242,6 +242,8 @@ func TestRedisHitsMatchRedis(t *testing.T) {
 	for i, s := range servers {
 		name := fmt.Sprintf("s%d", i+1)
 		redisHits, redisMisses := redisInfoStat(t, s, "keyspace_hits"), redisInfoStat(t, s, "keyspace_misses")
+		t.Logf("%s: proxy hits %v, misses %v; redis-server keyspace_hits %v, keyspace_misses %v",
+			name, hits["alpha/"+name], misses["alpha/"+name], redisHits, redisMisses)
 		if got := hits["alpha/"+name]; got != wantHits[name] || got != redisHits {
 			t.Errorf("chash_proxy_get_hits_total{server=%q} = %v; want %v, as the server's keyspace_hits, %v", name, got, wantHits[name], redisHits)
 		}
