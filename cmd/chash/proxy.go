@@ -214,6 +214,19 @@ a wrong number of arguments); its AUTH errors have its own words; and with
 both redis_auth and redis_db it sends SELECT before AUTH, which the server
 refuses, so its keys land in database 0.
 
+Requests the proxy refuses are counted by class in
+chash_proxy_refused_requests_total{pool,class} (and in the refused_<class>
+lines of a memcached pool's stats), and each class is logged once a minute
+at most, with the number refused since. A memcached pool's classes are the
+words of memcached's error (error, bad_command_line_format, line_too_long,
+...); a Redis pool's are fixed: protocol_error, unknown_command,
+unsupported_command, wrong_number_of_arguments, invalid_argument (of AUTH,
+SELECT, HELLO), noauth, wrongpass, unsupported_database (SELECT of another
+than 0), unsupported_protocol (HELLO 3) and script_without_keys; either's
+keys_on_different_servers is a request whose keys must be together and are
+not. A Redis refusal's log line quotes the command's name and its number of
+arguments, never the arguments.
+
 With auto_eject_hosts, a server that fails server_failure_limit times in a
 row leaves the ring and its keys go to the next server; unlike nutcracker, it
 comes back only once it answers a probe, tried every server_retry_timeout.
@@ -373,7 +386,9 @@ reads one JSON document, the stats of every pool and server in nutcracker
 nutcracker-web and the collectd and telegraf plugins written for nutcracker
 read it. Its counters mean what nutcracker's do (response_bytes counts the
 replies' bytes as they came from the server, values included) and are always
-current. A server object ends with server_protocol_errors, chash's own;
+current. A server object ends with chash's own: server_protocol_errors,
+and get_hits and get_misses (the keys of reads it found and did not: get,
+gets, gat, gats, mg; Redis's GET, MGET, GETEX, GETDEL, GETSET);
 --describe-stats lists them all.
 
 Nutcracker's command line works as it is, so that its init scripts and unit

@@ -151,8 +151,9 @@ type reply interface {
 	// size returns the bytes read for it.
 	size() int
 	// lookups returns the keys a read found and missed (a get's VALUE items
-	// and the keys without one, Redis's GET and its nil), for the hit and
-	// miss counters; 0, 0 for a reply to a request that reads no key.
+	// and the keys without one, Redis's GET and its nil, the bulks and nils
+	// of MGET's array), for the hit and miss counters; 0, 0 for a reply to a
+	// request that reads no key.
 	lookups() (hits, misses int)
 }
 

@@ -23,9 +23,12 @@ type memcacheCodec struct {
 	stats statsSource
 }
 
-// statsSource writes the STAT lines a pool answers to stats.
+// statsSource writes the STAT lines a pool answers to stats: requestCounts
+// reads the counters of requests when stats is read, and appendStats writes
+// them and the others when it is answered (see pool.appendStats).
 type statsSource interface {
-	appendStats(dst []byte) []byte
+	requestCounts() *requestCounts
+	appendStats(dst []byte, rc *requestCounts) []byte
 }
 
 var _ codec = (*memcacheCodec)(nil)
@@ -152,13 +155,17 @@ func (c *mcClient) read(r request) (action, error) {
 	case cmd == memcache.CmdStats:
 		// The proxy's own counters, as memcached's "stats"; memcached
 		// answers the arguments it does not know with ERROR, and the
-		// proxy knows none.
-		req.out = req.out[:0]
+		// proxy knows none. The counters of requests are read now, those
+		// of replies (hits, misses) when the reply is written
+		// (appendLocal), once every request the client sent before has
+		// its reply: they count those requests and none after, as
+		// memcached's do.
 		switch {
 		case len(req.Args) > 0:
 			req.bad = memcache.ReplyError
 		case c.codec.stats != nil:
-			req.out = c.codec.stats.appendStats(req.out)
+			req.stats = c.codec.stats
+			req.counts = req.stats.requestCounts()
 		}
 		return local, nil
 	case cmd == memcache.CmdVerbosity:
@@ -224,8 +231,10 @@ type mcRequest struct {
 	// bytes of its keys, which the proxy accounts to the client.
 	part bool
 	held int
-	// out is the reply to stats.
-	out []byte
+	// stats writes the reply to stats, with the counters of requests read
+	// with it; nil for the codec of no pool, or stats with arguments.
+	stats  statsSource
+	counts *requestCounts
 	// quiet is a meta request's flag q: the server gets the request followed
 	// by mn, whose MN tells where a reply that q hid would have been.
 	quiet bool
@@ -235,6 +244,7 @@ var _ request = (*mcRequest)(nil)
 
 func (r *mcRequest) reset() {
 	r.bad, r.noreply, r.quiet, r.part, r.held = "", false, false, false, 0
+	r.stats, r.counts = nil, nil
 }
 
 func (r *mcRequest) command() int {
@@ -394,7 +404,10 @@ func (r *mcRequest) appendLocal(dst []byte) []byte {
 	case r.Command == memcache.CmdVerbosity:
 		return append(dst, "OK\r\n"...)
 	case r.Command == memcache.CmdStats:
-		return append(append(dst, r.out...), "END\r\n"...)
+		if r.stats != nil {
+			dst = r.stats.appendStats(dst, r.counts)
+		}
+		return append(dst, "END\r\n"...)
 	case r.part:
 		return r.endPart(dst) // a part of no keys
 	case r.Command.IsRetrieval():

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -188,7 +189,14 @@ func (c *redisClient) read(r request) (action, error) {
 		}
 		// Redis answers a protocol error and closes the connection: the
 		// rest of the stream cannot be read in step.
-		req.fail(e.Reply)
+		req.refuse(refusedProtocol, e.Reply)
+		// The log quotes the input up to its first space: a length line
+		// whole, an inline command by its name, not its arguments.
+		near := e.Near
+		if i := bytes.IndexAny(near, " \t"); i >= 0 {
+			near = near[:i]
+		}
+		req.near = append(req.near[:0], near...)
 		return closeAfter, nil
 	}
 	args := req.q.Args
@@ -199,18 +207,25 @@ func (c *redisClient) read(r request) (action, error) {
 		if !errors.As(err, &e) {
 			return 0, err
 		}
-		msg := e.Reply
-		// Redis refuses a stranger's command for want of AUTH once it knows
-		// the command and its arguments fit; the proxy refuses the commands
-		// it cannot shard at that point, so a stranger gets NOAUTH for them.
-		if c.locked() && cmd != nil && !cmd.NoAuth && cmd.Route == resp.RouteNone && msg == resp.UnsupportedError(cmd).Reply {
-			msg = resp.ReplyNoAuth
+		class, msg := refusedArity, e.Reply
+		switch {
+		case cmd == nil:
+			class = refusedUnknown
+		case cmd.Route == resp.RouteNone && msg == resp.UnsupportedError(cmd).Reply:
+			class = refusedUnsupported
+			// Redis refuses a stranger's command for want of AUTH once it
+			// knows the command and its arguments fit; the proxy refuses
+			// the commands it cannot shard at that point, so a stranger
+			// gets NOAUTH for them.
+			if c.locked() && !cmd.NoAuth {
+				class, msg = refusedNoAuth, resp.ReplyNoAuth
+			}
 		}
-		req.fail(msg)
+		req.refuse(class, msg)
 		return local, nil
 	}
 	if c.locked() && !cmd.NoAuth {
-		req.fail(resp.ReplyNoAuth)
+		req.refuse(refusedNoAuth, resp.ReplyNoAuth)
 		return local, nil
 	}
 	if cmd.Route == resp.RouteLocal {
@@ -224,7 +239,7 @@ func (c *redisClient) read(r request) (action, error) {
 	}
 	req.keys = keys
 	if ok && len(keys) == 0 && cmd.Route == resp.RouteKeys {
-		req.fail(resp.NoKeyError(cmd).Reply)
+		req.refuse(refusedNoKeys, resp.NoKeyError(cmd).Reply)
 		return local, nil
 	}
 	return forward, nil
@@ -241,7 +256,7 @@ func (c *redisClient) answer(req *redisRequest) action {
 		case 2:
 			req.local = resp.AppendBulk(req.local, args[1])
 		default:
-			req.fail("ERR wrong number of arguments for 'ping' command")
+			req.refuse(refusedArity, "ERR wrong number of arguments for 'ping' command")
 		}
 	case "echo":
 		req.local = resp.AppendBulk(req.local, args[1])
@@ -255,7 +270,7 @@ func (c *redisClient) answer(req *redisRequest) action {
 	case "hello":
 		c.helloCommand(req)
 	default: // a connection command of a newer table, unknown here
-		req.fail(resp.UnsupportedError(req.cmd).Reply)
+		req.refuse(refusedUnsupported, resp.UnsupportedError(req.cmd).Reply)
 	}
 	return local
 }
@@ -271,15 +286,15 @@ func (c *redisClient) authCommand(req *redisRequest) {
 	case 3:
 		user, pass = args[1], args[2]
 	default:
-		req.fail("ERR syntax error")
+		req.refuse(refusedArgument, "ERR syntax error")
 		return
 	}
 	if user == nil && c.codec.auth == "" {
-		req.fail(resp.ReplyNoPassword)
+		req.refuse(refusedWrongPass, resp.ReplyNoPassword)
 		return
 	}
 	if !c.authenticate(user, pass) {
-		req.fail(resp.ReplyWrongPass)
+		req.refuse(refusedWrongPass, resp.ReplyWrongPass)
 		return
 	}
 	req.local = resp.AppendSimple(req.local, "OK")
@@ -308,13 +323,13 @@ func selectCommand(req *redisRequest) {
 	n, ok := parseRedisInt(arg)
 	switch {
 	case !ok:
-		req.fail(resp.ReplyNotInteger)
+		req.refuse(refusedArgument, resp.ReplyNotInteger)
 	case n < -1<<31 || n > 1<<31-1:
-		req.fail("ERR value is out of range, value must between -2147483648 and 2147483647")
+		req.refuse(refusedArgument, "ERR value is out of range, value must between -2147483648 and 2147483647")
 	case n < 0:
-		req.fail(resp.ReplyDBRange)
+		req.refuse(refusedArgument, resp.ReplyDBRange)
 	case n > 0:
-		req.fail(resp.UnsupportedError(req.cmd).Reply)
+		req.refuse(refusedDB, resp.UnsupportedError(req.cmd).Reply)
 	default:
 		req.local = resp.AppendSimple(req.local, "OK")
 	}
@@ -329,13 +344,13 @@ func (c *redisClient) helloCommand(req *redisRequest) {
 		v, ok := parseRedisInt(args[1])
 		switch {
 		case !ok:
-			req.fail(resp.ReplyBadProto)
+			req.refuse(refusedArgument, resp.ReplyBadProto)
 			return
 		case v == 3:
-			req.fail(resp.ReplyNoProto + ": the proxy speaks RESP2 only")
+			req.refuse(refusedProto, resp.ReplyNoProto+": the proxy speaks RESP2 only")
 			return
 		case v != 2:
-			req.fail(resp.ReplyNoProto)
+			req.refuse(refusedProto, resp.ReplyNoProto)
 			return
 		}
 	}
@@ -350,21 +365,21 @@ func (c *redisClient) helloCommand(req *redisRequest) {
 			name = args[i+1]
 			i++
 		default:
-			req.fail("ERR Syntax error in HELLO option '" + string(opt) + "'")
+			req.refuse(refusedArgument, "ERR Syntax error in HELLO option '"+string(opt)+"'")
 			return
 		}
 	}
 	if user != nil && !c.authenticate(user, pass) {
-		req.fail(resp.ReplyWrongPass)
+		req.refuse(refusedWrongPass, resp.ReplyWrongPass)
 		return
 	}
 	if c.locked() {
-		req.fail(resp.ReplyHelloNoAuth)
+		req.refuse(refusedNoAuth, resp.ReplyHelloNoAuth)
 		return
 	}
 	for _, b := range name {
 		if b < '!' || b > '~' {
-			req.fail("ERR Client names cannot contain spaces, newlines or special characters.")
+			req.refuse(refusedArgument, "ERR Client names cannot contain spaces, newlines or special characters.")
 			return
 		}
 	}
@@ -411,6 +426,10 @@ type redisRequest struct {
 	keys []int         // the indexes in q.Args of the keys routed
 	// local is the reply to a request the proxy answers itself.
 	local []byte
+	// class is the class of the refusal that local is, "" if it is none;
+	// near quotes the input of a protocol error, and line is refusal's.
+	class      string
+	near, line []byte
 	// Scratch of merge: the parts of the keys, the replies of the parts, and
 	// the reply of keys no server took.
 	parts   []int
@@ -433,13 +452,64 @@ func (r *redisRequest) reset() {
 		r.keys, r.parts, r.replies = nil, nil, nil
 	}
 	r.q.Reset()
-	r.cmd, r.local = nil, r.local[:0]
+	r.cmd, r.local, r.class = nil, r.local[:0], ""
 }
 
-// fail makes the request's reply the error msg.
-func (r *redisRequest) fail(msg string) {
+// The classes of a Redis pool's refusals (see refuser): fixed words rather
+// than the error replies, which name commands and quote what clients sent,
+// so that the label of chash_proxy_refused_requests_total takes a few values
+// whatever clients send. The words become the label as memcached's replies
+// do: "wrong number of arguments" is wrong_number_of_arguments.
+const (
+	refusedProtocol    = "protocol error"            // malformed RESP: the connection closes
+	refusedUnknown     = "unknown command"           // a name Redis 7.0 does not know
+	refusedUnsupported = "unsupported command"       // KEYS, MULTI, SUBSCRIBE, ...: not shardable
+	refusedArity       = "wrong number of arguments" // as Redis checks them
+	refusedArgument    = "invalid argument"          // of AUTH, SELECT, HELLO: not a number, a bad option
+	refusedNoAuth      = "noauth"                    // a command before AUTH, with redis_auth
+	refusedWrongPass   = "wrongpass"                 // AUTH with a password the pool does not have
+	refusedDB          = "unsupported database"      // SELECT of a database other than 0
+	refusedProto       = "unsupported protocol"      // HELLO 3: the proxy speaks RESP2
+	refusedNoKeys      = "script without keys"       // EVAL, FCALL, ...: nothing to route by
+)
+
+// refuse makes the request's reply the error msg, a refusal of class.
+func (r *redisRequest) refuse(class, msg string) {
+	r.class = class
 	r.local = resp.AppendError(r.local[:0], msg)
 }
+
+// maxRefusedName bounds the command name a refusal's log line quotes.
+const maxRefusedName = 64
+
+// refusal returns the class of the request's refusal, "" if it was not
+// refused, and what the log line quotes of it: the input where a protocol
+// error was found, up to a space, or the command's name as sent and its
+// number of arguments; never the arguments themselves, which may be a
+// password (AUTH, HELLO, MIGRATE, CONFIG SET) or a value. It is called
+// before the next read.
+func (r *redisRequest) refusal() (string, []byte) {
+	switch {
+	case r.class == "":
+		return "", nil
+	case r.class == refusedProtocol:
+		return r.class, r.near
+	}
+	r.line = r.line[:0]
+	if len(r.q.Args) > 0 {
+		name := r.q.Args[0]
+		r.line = append(r.line, name[:min(len(name), maxRefusedName)]...)
+		n := len(r.q.Args) - 1
+		r.line = append(strconv.AppendInt(append(r.line, " ["...), int64(n), 10), " argument"...)
+		if n != 1 {
+			r.line = append(r.line, 's')
+		}
+		r.line = append(r.line, ']')
+	}
+	return r.class, r.line
+}
+
+var _ refuser = (*redisRequest)(nil)
 
 func (r *redisRequest) command() int {
 	if r.cmd == nil {
@@ -461,7 +531,13 @@ func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp rep
 	if len(rep.rp.Bytes()) > maxKeptRequest {
 		rep.rp = resp.Reply{}
 	}
-	rep.get = r.cmd != nil && r.cmd.Name == "get"
+	if cap(rep.elems) > maxKeptKeys {
+		rep.elems = nil
+	}
+	rep.lookup = lookupNone
+	if r.cmd != nil {
+		rep.lookup = redisLookups[r.cmd.ID()]
+	}
 	if keyCall == nil {
 		return resp.AppendRequest(dst, &r.q)
 	}
@@ -515,24 +591,72 @@ func (r *redisRequest) appendLocal(dst []byte) []byte { return append(dst, r.loc
 // redisReply is a Redis server's reply to one call.
 type redisReply struct {
 	rp resp.Reply
-	// get says that the reply answers a GET, whose nil is a miss.
-	get bool
+	// lookup says whether and how the reply tells the keys its request
+	// found; elems is the scratch of lookups.
+	lookup redisLookup
+	elems  [][]byte
 }
 
 var _ reply = (*redisReply)(nil)
 
+// redisLookup is how a reply tells the keys its request found, for the hit
+// and miss counters.
+type redisLookup uint8
+
+const (
+	lookupNone   redisLookup = iota // the reply is no key's value
+	lookupValue                     // a bulk, a key's value, or nil, a miss
+	lookupValues                    // an array of those, one for each key
+)
+
+// redisLookups is the redisLookup of each command, by ID: the commands whose
+// reply is the value of each key they read, or nil for a key that does not
+// exist. redis-server counts their keys in its keyspace_hits and
+// keyspace_misses as the proxy does, so that a server's counts in the proxy
+// are its own, but for a key of another type, a hit for Redis, which the
+// proxy counts a miss (MGET's nil) or not at all (GET's WRONGTYPE). Redis
+// counts other reads too (HGET, EXISTS, LRANGE, ...); the proxy does not, as
+// their replies do not say whether the key was there.
+var redisLookups = func() []redisLookup {
+	cmds := resp.Commands()
+	kinds := make([]redisLookup, len(cmds))
+	for _, c := range cmds {
+		switch c.Name {
+		case "get", "getex", "getdel", "getset":
+			kinds[c.ID()] = lookupValue
+		case "mget":
+			kinds[c.ID()] = lookupValues
+		}
+	}
+	return kinds
+}()
+
 func (r *redisReply) size() int { return len(r.rp.Bytes()) }
 
 func (r *redisReply) lookups() (hits, misses int) {
-	switch b := r.rp.Bytes(); {
-	case !r.get || len(b) == 0:
-		return 0, 0
-	case b[0] == '$' && len(b) > 1 && b[1] == '-', b[0] == '_':
-		return 0, 1 // RESP2's $-1, RESP3's _
-	case b[0] == '$':
-		return 1, 0
+	switch r.lookup {
+	case lookupValue:
+		if r.rp.Kind == resp.KindBulk {
+			if r.rp.IsNull() {
+				return 0, 1
+			}
+			return 1, 0
+		}
+	case lookupValues:
+		// An MGET's array, or the array of a part of one split over
+		// servers: its elements are bulks and nils. An error reads nothing.
+		r.elems = r.rp.AppendElems(r.elems[:0])
+		for _, e := range r.elems {
+			switch {
+			case len(e) < 2 || e[0] != byte(resp.KindBulk):
+			case e[1] == '-':
+				misses++
+			default:
+				hits++
+			}
+		}
 	}
-	return 0, 0 // an error
+	return hits, misses
 }
 
 // redisServer reads the replies of one server connection.

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +113,151 @@ func TestRedisCodecRead(t *testing.T) {
 		}
 		if got := string(req.appendRequest(nil, nil, 0, cd.newReply())); got != tt.out {
 			t.Errorf("read(%q): sends %q; want %q", tt.in, got, tt.out)
+		}
+	}
+}
+
+// redisRefusals are requests of a client of a pool with the password auth
+// (none if empty), each with the class of its refusal ("" if it is none) and
+// what the log line quotes of it.
+var redisRefusals = []struct{ auth, in, class, line string }{
+	{"", "GET k\r\n", "", ""},
+	{"", "PING\r\n", "", ""},
+	{"", "SELECT 0\r\n", "", ""},
+	{"", "HELLO 2\r\n", "", ""},
+	{"", "FOO a b\r\n", refusedUnknown, "FOO [2 arguments]"},
+	{"", strings.Repeat("X", 100) + " a\r\n", refusedUnknown, strings.Repeat("X", maxRefusedName) + " [1 argument]"},
+	{"", "KEYS *\r\n", refusedUnsupported, "KEYS [1 argument]"},
+	{"", "MULTI\r\n", refusedUnsupported, "MULTI [0 arguments]"},
+	{"", "SUBSCRIBE ch\r\n", refusedUnsupported, "SUBSCRIBE [1 argument]"},
+	{"", "get\r\n", refusedArity, "get [0 arguments]"},
+	{"", "PING a b\r\n", refusedArity, "PING [2 arguments]"},
+	{"", "MSET a 1 b\r\n", refusedArity, "MSET [3 arguments]"},
+	{"", "SELECT x\r\n", refusedArgument, "SELECT [1 argument]"},
+	{"", "SELECT -1\r\n", refusedArgument, "SELECT [1 argument]"},
+	{"", "HELLO x\r\n", refusedArgument, "HELLO [1 argument]"},
+	{"", "HELLO 2 AUTH default\r\n", refusedArgument, "HELLO [3 arguments]"},
+	{"", "AUTH a b c\r\n", refusedArgument, "AUTH [3 arguments]"},
+	{"", "SELECT 1\r\n", refusedDB, "SELECT [1 argument]"},
+	{"", "HELLO 3\r\n", refusedProto, "HELLO [1 argument]"},
+	{"", "HELLO 4\r\n", refusedProto, "HELLO [1 argument]"},
+	{"", "EVAL s 0\r\n", refusedNoKeys, "EVAL [2 arguments]"},
+	{"", "AUTH hunter2\r\n", refusedWrongPass, "AUTH [1 argument]"},
+	{"sesame", "AUTH hunter2\r\n", refusedWrongPass, "AUTH [1 argument]"},
+	{"sesame", "AUTH someone hunter2\r\n", refusedWrongPass, "AUTH [2 arguments]"},
+	{"sesame", "HELLO 2 AUTH default hunter2\r\n", refusedWrongPass, "HELLO [4 arguments]"},
+	{"sesame", "GET k\r\n", refusedNoAuth, "GET [1 argument]"},
+	{"sesame", "KEYS *\r\n", refusedNoAuth, "KEYS [1 argument]"},
+	{"sesame", "HELLO 2\r\n", refusedNoAuth, "HELLO [1 argument]"},
+	{"sesame", "AUTH sesame\r\n", "", ""},
+	{"", "*1\r\n$x\r\n", refusedProtocol, "$x"},
+	{"", "*x\r\n", refusedProtocol, "*x"},
+	{"", "SET a \"hunter2\r\n", refusedProtocol, "SET"},
+	{"", "*1\r\n$600000000\r\n", refusedProtocol, "$600000000"},
+}
+
+// TestRedisCodecRefusals checks the class of each refusal and what its log
+// line quotes: a command's name as sent and its number of arguments, or the
+// input of a protocol error up to a space, never a password or a value.
+func TestRedisCodecRefusals(t *testing.T) {
+	for _, tt := range redisRefusals {
+		_, _, reqs := readAll(t, testRedisCodec(tt.auth), tt.in)
+		if len(reqs) != 1 {
+			t.Errorf("read(%q): %d requests; want 1", tt.in, len(reqs))
+			continue
+		}
+		class, line := reqs[0].refusal()
+		if class != tt.class || string(line) != tt.line {
+			t.Errorf("read(%q) refusal() = %q, %q; want %q, %q", tt.in, class, line, tt.class, tt.line)
+		}
+	}
+}
+
+// FuzzRedisRefusal reads random bytes as one connection's requests, to a
+// pool with a password and to one without: every request answered with an
+// error is a refusal of one of the fixed classes, every other request is
+// none, and a refusal's log line stays short, so that neither the label of
+// chash_proxy_refused_requests_total nor the log takes what clients send.
+//
+//	go test ./internal/proxy -run XXX -fuzz FuzzRedisRefusal
+func FuzzRedisRefusal(f *testing.F) {
+	for _, tt := range redisRefusals {
+		f.Add([]byte(tt.in), tt.auth != "")
+	}
+	classes := []string{refusedProtocol, refusedUnknown, refusedUnsupported, refusedArity, refusedArgument,
+		refusedNoAuth, refusedWrongPass, refusedDB, refusedProto, refusedNoKeys}
+	maxLine := maxRefusedName + len(" [4294967295 arguments]")
+	with, without := testRedisCodec("sesame"), testRedisCodec("")
+	f.Fuzz(func(t *testing.T, data []byte, auth bool) {
+		cd := without
+		if auth {
+			cd = with
+		}
+		cc := cd.newClient(bytes.NewReader(data))
+		req := cd.newRequest().(*redisRequest)
+		for range 50 {
+			act, err := cc.read(req)
+			if err != nil {
+				return
+			}
+			class, line := req.refusal()
+			refused := act != forward && bytes.HasPrefix(req.appendLocal(nil), []byte("-"))
+			switch {
+			case refused && !slices.Contains(classes, class):
+				t.Fatalf("%q: refused %q in class %q, not one of %q", data, req.appendLocal(nil), class, classes)
+			case !refused && class != "":
+				t.Fatalf("%q: a request answered %q (action %d) is refused in class %q", data, req.appendLocal(nil), act, class)
+			case len(line) > maxLine:
+				t.Fatalf("%q: the refusal's log line %q is over %d bytes", data, line, maxLine)
+			}
+			if act == closeAfter {
+				return
+			}
+		}
+	})
+}
+
+// TestRedisReplyLookups checks the hits and misses a server's reply counts:
+// a GET's (GETEX's, GETDEL's, GETSET's) bulk is a hit and its nil a miss,
+// each bulk of an MGET's array (or of its part for one server) a hit and
+// each nil a miss; errors and the replies of other commands count nothing.
+func TestRedisReplyLookups(t *testing.T) {
+	tests := []struct {
+		req     string
+		keyCall []int // of a part of a split, part 0; nil: the request whole
+		reply   string
+		hits    int
+		misses  int
+	}{
+		{"GET k\r\n", nil, "$1\r\nv\r\n", 1, 0},
+		{"GET k\r\n", nil, "$0\r\n\r\n", 1, 0},
+		{"GET k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GET k\r\n", nil, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", 0, 0},
+		{"GETEX k PERSIST\r\n", nil, "$1\r\nv\r\n", 1, 0},
+		{"GETEX k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GETDEL k\r\n", nil, "$-1\r\n", 0, 1},
+		{"GETSET k v\r\n", nil, "$1\r\nw\r\n", 1, 0},
+		{"MGET a b c d\r\n", nil, "*4\r\n$1\r\n1\r\n$-1\r\n$0\r\n\r\n$-1\r\n", 2, 2},
+		{"MGET a b c\r\n", []int{0, 1, 0}, "*2\r\n$-1\r\n$4\r\n*1\r\n\r\n", 1, 1},
+		{"MGET a\r\n", nil, "-ERR server down\r\n", 0, 0},
+		{"HGET h f\r\n", nil, "$-1\r\n", 0, 0},
+		{"GETRANGE k 0 1\r\n", nil, "$0\r\n\r\n", 0, 0},
+		{"SET k v\r\n", nil, "+OK\r\n", 0, 0},
+		{"LRANGE l 0 -1\r\n", nil, "*2\r\n$1\r\na\r\n$-1\r\n", 0, 0},
+	}
+	cd := testRedisCodec("")
+	rep := cd.newReply() // one reply, reused as a server connection reuses it
+	for _, tt := range tests {
+		_, _, reqs := readAll(t, cd, tt.req)
+		if len(reqs) != 1 {
+			t.Fatalf("read(%q): %d requests; want 1", tt.req, len(reqs))
+		}
+		reqs[0].appendRequest(nil, tt.keyCall, 0, rep)
+		if err := cd.newServer(strings.NewReader(tt.reply)).read(rep); err != nil {
+			t.Fatalf("%q: reading %q: %v", tt.req, tt.reply, err)
+		}
+		if hits, misses := rep.lookups(); hits != tt.hits || misses != tt.misses {
+			t.Errorf("%q answered %q: lookups() = %d, %d; want %d, %d", tt.req, tt.reply, hits, misses, tt.hits, tt.misses)
 		}
 	}
 }
@@ -241,6 +388,7 @@ func BenchmarkRedisCodec(b *testing.B) {
 		{"incr", "*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n", ":42\r\n"},
 		{"lpush", "*3\r\n$5\r\nLPUSH\r\n$6\r\nmylist\r\n$3\r\nxxx\r\n", ":7\r\n"},
 		{"inline", "GET user:1234\r\n", "$10\r\n0123456789\r\n"},
+		{"mget", "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n", "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n"},
 	})
 }
 
@@ -265,6 +413,7 @@ func TestRedisCodecAllocs(t *testing.T) {
 				if err := sc.read(cl.reply); err != nil {
 					t.Fatal(err)
 				}
+				cl.reply.lookups()
 			}
 			out = req.merge(out[:0], keyCall, calls, nil)
 		}
@@ -275,6 +424,7 @@ func TestRedisCodecAllocs(t *testing.T) {
 		if err := sc.read(calls[0].reply); err != nil {
 			t.Fatal(err)
 		}
+		calls[0].reply.lookups()
 		out = req.appendReply(out[:0], calls[0].reply)
 		if act, err := cc.read(req); err != nil || act != local { // PING
 			t.Fatal(act, err)

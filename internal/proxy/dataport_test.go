@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -70,6 +71,58 @@ func TestDataPortStats(t *testing.T) {
 	for _, req := range []string{"stats foo\r\n", "stats detail on\r\n", "stats reset\r\n"} {
 		if got := c.mustDo(req); got != "ERROR\r\n" {
 			t.Errorf("%q answered %q; want ERROR", req, got)
+		}
+	}
+}
+
+// TestDataPortStatsPipelined sends gets of stored keys, stats and a set in
+// one write, as a pipelining client does, to the proxy and to a memcached:
+// in both, stats counts the hits of the gets before it, whose replies the
+// proxy has not read from its servers when it reads stats, and not the set
+// after it, which the proxy has read when it answers stats.
+func TestDataPortStatsPipelined(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("", servers...))
+	direct := memcachedtest.Start(t)
+	const n = 20
+	var set, gets, multi strings.Builder
+	multi.WriteString("get")
+	for i := range n {
+		fmt.Fprintf(&set, "set k%d 0 0 1\r\n%d\r\n", i, i%10)
+		fmt.Fprintf(&gets, "get k%d\r\n", i)
+		fmt.Fprintf(&multi, " k%d nokey%d", i, i)
+	}
+	multi.WriteString("\r\n")
+	for _, target := range []struct{ name, addr string }{
+		{"chash proxy", p.Addr("alpha").String()},
+		{"memcached", direct.Addr},
+	} {
+		c := dial(t, target.addr)
+		c.mustDo(set.String())
+		hits, misses := 0, 0
+		for round := range 5 {
+			req := gets.String()
+			if round%2 == 1 {
+				req = multi.String() // split over the two servers by the proxy
+			}
+			out := c.mustDo(req + "stats\r\nset k0 0 0 1\r\n0\r\n")
+			i := strings.Index(out, "STAT ")
+			stats, ok := strings.CutSuffix(out[max(i, 0):], "STORED\r\n")
+			if i < 0 || !ok || strings.Count(out[:i], "VALUE ") != n {
+				t.Fatalf("%s: %q, stats and set answered %q; want %d values, STAT lines, STORED", target.name, req, out, n)
+			}
+			hits += n
+			if round%2 == 1 {
+				misses += n
+			}
+			s := statLines(t, stats)
+			if s["get_hits"] != strconv.Itoa(hits) || s["get_misses"] != strconv.Itoa(misses) || s["cmd_get"] != strconv.Itoa(hits+misses) {
+				t.Errorf("%s, round %d: stats after pipelined gets: get_hits %s, get_misses %s, cmd_get %s; want %d, %d, %d",
+					target.name, round, s["get_hits"], s["get_misses"], s["cmd_get"], hits, misses, hits+misses)
+			}
+			if want := strconv.Itoa(n + round); s["cmd_set"] != want {
+				t.Errorf("%s, round %d: stats before a set: cmd_set %s; want %s, the sets before it", target.name, round, s["cmd_set"], want)
+			}
 		}
 	}
 }

@@ -9,6 +9,24 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
+// requestCounts are the counters of a pool's requests that count each
+// request as it is read: the requests of each command, and the refusals of
+// each class. stats reads them when it is read, so that they count the
+// requests its client sent before it and none after, which the proxy may
+// have read in the same batch.
+type requestCounts struct {
+	commands map[string]uint64
+	classes  []string // of refusals, sorted
+	refused  []uint64 // of each class
+}
+
+// requestCounts returns the pool's request counters now.
+func (pl *pool) requestCounts() *requestCounts {
+	rc := &requestCounts{commands: pl.proxy.metrics.poolRequests(pl.name)}
+	rc.classes, rc.refused = pl.refused.counts()
+	return rc
+}
+
 // appendStats appends the STAT lines a pool answers to memcached's "stats" on
 // its data port, so that tools that read memcached's (memccapable, memcached
 // exporters, libmemcached's memcached_stat) read the proxy's own: names as
@@ -26,7 +44,15 @@ import (
 //	requests_<command>           the pool's requests of each command received
 //	refused_<class>              requests refused, by class (see refusals)
 //	pool_servers, ejected_servers  the pool's servers, and those ejected
-func (pl *pool) appendStats(dst []byte) []byte {
+//
+// The counters of requests are rc, read when stats was read; the others are
+// read now, when stats is answered, after the replies of every request its
+// client sent before it: hits and misses are counted as replies are read,
+// and a client that pipelines gets and stats in one write gets counters that
+// count the gets' hits, as memcached's do. (A get sent after stats in the
+// same write may be counted too, if its reply comes first: the proxy reads
+// and sends on past stats, where memcached answers one request at a time.)
+func (pl *pool) appendStats(dst []byte, rc *requestCounts) []byte {
 	p := pl.proxy
 	st := pl.state.Load()
 	var hits, misses, ejected uint64
@@ -45,9 +71,8 @@ func (pl *pool) appendStats(dst []byte) []byte {
 	dst = appendStatLine(dst, "curr_connections", uint64(pl.nconns.Load()))
 	dst = appendStatLine(dst, "total_connections", pl.stats.clientTotal.Load())
 	names := pl.codec.commands()
-	counts := p.metrics.poolRequests(pl.name)
 	var set, flush, touch uint64
-	for name, n := range counts {
+	for name, n := range rc.commands {
 		switch name {
 		case "set", "add", "replace", "append", "prepend", "cas", "ms":
 			set += n
@@ -67,12 +92,11 @@ func (pl *pool) appendStats(dst []byte) []byte {
 	dst = appendStatLine(dst, "bytes_written", pl.stats.bytesOut.Load())
 	for _, name := range names {
 		if name != "" {
-			dst = appendStatLine(dst, "requests_"+name, counts[name])
+			dst = appendStatLine(dst, "requests_"+name, rc.commands[name])
 		}
 	}
-	classes, totals := pl.refused.counts()
-	for i, class := range classes {
-		dst = appendStatLine(dst, refusalStat(class), totals[i])
+	for i, class := range rc.classes {
+		dst = appendStatLine(dst, refusalStat(class), rc.refused[i])
 	}
 	dst = appendStatLine(dst, "pool_servers", uint64(len(st.list)))
 	dst = appendStatLine(dst, "ejected_servers", ejected)

@@ -214,7 +214,7 @@ var (
 	descMemWaits    = prometheus.NewDesc("chash_proxy_memory_waits_total", "Times a client stopped reading because the proxy held --max-memory or more.", nil, nil)
 	descSrvShare    = prometheus.NewDesc("chash_proxy_server_ring_share", "The server's fraction of the key space.", []string{"pool", "server"}, nil)
 	descSrvEjects   = prometheus.NewDesc("chash_proxy_server_ejections_total", "Times the server was ejected.", []string{"pool", "server"}, nil)
-	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET) the server found.", []string{"pool", "server"}, nil)
+	descSrvHits     = prometheus.NewDesc("chash_proxy_get_hits_total", "Keys of reads (get, gets, gat, gats, mg; Redis GET, MGET, GETEX, GETDEL, GETSET) the server found.", []string{"pool", "server"}, nil)
 	descSrvMisses   = prometheus.NewDesc("chash_proxy_get_misses_total", "Keys of reads the server did not find.", []string{"pool", "server"}, nil)
 	descSrvSent     = prometheus.NewDesc("chash_proxy_server_sent_bytes_total", "Bytes of requests written to the server (nutcracker's request_bytes).", []string{"pool", "server"}, nil)
 	descSrvRecv     = prometheus.NewDesc("chash_proxy_server_received_bytes_total", "Bytes of replies read from the server, values included (nutcracker's response_bytes).", []string{"pool", "server"}, nil)
@@ -233,7 +233,7 @@ var (
 	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
 	descReplayed    = prometheus.NewDesc("chash_proxy_owed_deletes_replayed_total", "Owed deletes replayed to the server.", []string{"pool", "server"}, nil)
 	descFlushes     = prometheus.NewDesc("chash_proxy_owed_flushes_total", "Times the server owed too many deletes and was emptied instead.", []string{"pool", "server"}, nil)
-	descRefused     = prometheus.NewDesc("chash_proxy_refused_requests_total", "Requests the proxy refused, by class: the words of its error reply (as the refused_ lines of the data port's stats).", []string{"pool", "class"}, nil)
+	descRefused     = prometheus.NewDesc("chash_proxy_refused_requests_total", "Requests the proxy refused, by class: for memcached, the words of its error reply (as the refused_ lines of the data port's stats); for Redis, a fixed class (unknown_command, noauth, ...).", []string{"pool", "class"}, nil)
 	descDrained     = prometheus.NewDesc("chash_proxy_server_drained", "1 if the server is drained: it owns no keys.", []string{"pool", "server"}, nil)
 )
 

@@ -14,9 +14,12 @@ import (
 const refusalLogEvery = time.Minute
 
 // refuser is a request that can say why the proxy refused it (a codec's
-// request answered locally with an error): the class of the refusal, the
-// protocol's error reply ("CLIENT_ERROR line too long"), and the start of the
-// offending line. A request that was not refused returns "".
+// request answered locally with an error): the class of the refusal, and
+// what the log quotes of the offending request. A class is a few words of
+// bounded variety, which refusalStat makes a counter's name and a label:
+// memcached's error reply ("CLIENT_ERROR line too long"), or one of the
+// Redis codec's fixed classes ("unsupported command"; its replies name
+// commands and quote arguments). A request that was not refused returns "".
 type refuser interface {
 	refusal() (class string, line []byte)
 }

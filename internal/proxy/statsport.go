@@ -91,6 +91,8 @@ var serverFields = []serverField{
 	{"out_queue", "# requests in outgoing queue", func(s *serverCounts) int64 { return int64(s.out) }},
 	{"out_queue_bytes", "current request bytes in outgoing queue", func(s *serverCounts) int64 { return int64(s.outBytes) }},
 	{"server_protocol_errors", "# replies out of the protocol, each resetting its connection (chash)", func(s *serverCounts) int64 { return int64(s.stats.badReplies.Load()) }},
+	{"get_hits", "# keys of reads the server found (chash)", func(s *serverCounts) int64 { return int64(s.stats.hits.Load()) }},
+	{"get_misses", "# keys of reads the server did not find (chash)", func(s *serverCounts) int64 { return int64(s.stats.misses.Load()) }},
 }
 
 // DescribeStats writes what each counter of the stats document counts, as

@@ -306,7 +306,7 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 
 	// Each pool and server: nutcracker's members in its order, chash's own
 	// after them, and equal numbers.
-	ownServer := []string{"server_protocol_errors"}
+	ownServer := []string{"server_protocol_errors", "get_hits", "get_misses"}
 	for _, pool := range ncPools {
 		ncp, chp := nc.obj(t, pool), ch.obj(t, pool)
 		ncServers, ncFields := ncp.split()
@@ -526,6 +526,7 @@ func TestDescribeStats(t *testing.T) {
 		`  server_ejected_at       "timestamp when server was ejected in usec since epoch"`,
 		`  out_queue_bytes         "current request bytes in outgoing queue"`,
 		`  server_protocol_errors  "# replies out of the protocol, each resetting its connection (chash)"`,
+		`  get_hits                "# keys of reads the server found (chash)"`,
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("DescribeStats has no line %q:\n%s", line, out)
