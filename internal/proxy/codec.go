@@ -97,6 +97,12 @@ type clientCodec interface {
 	// yet consumed by read: the proxy answers what it has read before it
 	// waits for more, and releases the codec's buffers while it waits.
 	buffered() int
+	// whole reports whether b, the first bytes read while the connection was
+	// idle, holds whole requests only: reading them, read needs no more
+	// bytes. A request after which the connection closes ends b's requests
+	// wherever b ends. It must agree with read, whose parser it runs, and
+	// leave the connection's state alone.
+	whole(b []byte) bool
 	// release gives up the read buffer, so that an idle connection holds
 	// none; it is called only when buffered is zero, and the next read takes
 	// a buffer again.
