@@ -246,9 +246,12 @@ func (c *client) serveRead() end {
 		n := r.req.size()
 		c.pbytes += n
 		mem.add(int64(n))
-		if act == closeAfter {
+		switch act {
+		case closeAfter:
 			c.broken = true
 			return endFinish
+		case localAlone:
+			c.barrier = true
 		}
 	}
 }

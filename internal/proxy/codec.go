@@ -83,6 +83,9 @@ const (
 	// every earlier request is answered: quit, or bad input after which the
 	// rest of the stream cannot be read.
 	closeAfter
+	// localAlone is local for a request answered before the next is read:
+	// memcached's stats, which counts the requests before it and none after.
+	localAlone
 )
 
 // clientCodec reads the requests of one client connection and keeps the

@@ -168,7 +168,7 @@ func (c *mcClient) read(r request) (action, error) {
 			req.stats = c.codec.stats
 			req.counts = req.stats.requestCounts()
 		}
-		return local, nil
+		return localAlone, nil
 	case cmd == memcache.CmdVerbosity:
 		// The proxy's logging is its own: verbosity is answered, not
 		// forwarded, as nutcracker does.

@@ -28,8 +28,11 @@ func (c *mcClient) whole(b []byte) bool {
 	for d.src.Len() > 0 || d.rd.Buffered() > 0 {
 		err := d.rd.ReadRequest(&d.req)
 		if err == nil {
-			if d.req.More {
+			switch {
+			case d.req.More:
 				return false // a retrieval line read in parts: not for whole
+			case d.req.Command == memcache.CmdQuit:
+				return true // nothing is read after it
 			}
 			continue
 		}
