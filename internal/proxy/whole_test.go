@@ -1,11 +1,16 @@
 package proxy
 
 import (
+	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/resp"
 )
 
@@ -141,6 +146,44 @@ func BenchmarkWhole(b *testing.B) {
 			for b.Loop() {
 				if !cc.whole(in) {
 					b.Fatalf("whole(%q) = false", in)
+				}
+			}
+		})
+	}
+}
+
+// TestHalfClose sends requests and shuts down its side of the connection at
+// once, as `printf 'get k\r\n' | nc -N` does: the proxy answers, then closes.
+// The end of the stream arrives with the request, before the proxy reads it,
+// so a proxy that waited for more after a read that returned less than its
+// buffer, without asking the kernel whether the stream had ended, would keep
+// the connection open.
+func TestHalfClose(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want string
+		yaml           func() string
+	}{
+		{"memcache", "set k 0 0 1\r\nv\r\nget k\r\n", "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n",
+			func() string { return poolYAML("", memcachedtest.Start(t)) }},
+		{"redis", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET k\r\n", "+OK\r\n$1\r\nv\r\n",
+			func() string { return redisPoolYAML("", redistest.Start(t)) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := startProxy(t, tt.yaml()).Addr("alpha").String()
+			for i := range 50 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := c.Write([]byte(tt.in)); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				out, err := io.ReadAll(c)
+				c.Close()
+				if err != nil || string(out) != tt.want {
+					t.Fatalf("connection %d: read %q, %v; want %q and the end of the stream", i, out, err, tt.want)
 				}
 			}
 		})
