@@ -55,13 +55,23 @@ type clientSource struct {
 	stopping *atomic.Bool
 	// read counts the bytes read from the connection: the pool's.
 	read *atomic.Uint64
+	// noRead forbids reading the connection: set while serving requests
+	// that the codec found whole in head (see rawIO.serveClient).
+	noRead bool
 }
+
+// errReadPast is a read of the connection while noRead is set: a request
+// needed more bytes than its codec's whole said.
+var errReadPast = errors.New("proxy: request read past the bytes found whole")
 
 func (s *clientSource) Read(p []byte) (int, error) {
 	if len(s.head) > 0 {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
 		return n, nil
+	}
+	if s.noRead {
+		return 0, errReadPast
 	}
 	if s.stopping.Load() {
 		return 0, io.EOF
@@ -146,6 +156,49 @@ func (c *client) serve() {
 	c.rw = socketIO(c.conn)
 	c.src.rw, c.src.stopping, c.src.read = c.rw, &pl.stopping, &pl.stats.bytesIn
 	c.cc = pl.codec.newClient(&c.src)
+	raw, _ := c.rw.(clientServer)
+	for {
+		var e end
+		if raw != nil {
+			e = raw.serveClient(c)
+		} else if e = c.serveRead(); e == endIdle {
+			if err := c.src.wait(); err != nil {
+				e = c.readFailed(err)
+			}
+		}
+		switch e {
+		case endClose:
+			return
+		case endFinish:
+			c.finish()
+			return
+		}
+	}
+}
+
+// end is how far serveRead got with a client's connection.
+type end uint8
+
+const (
+	// endIdle: every request read is answered; wait for the client's next bytes.
+	endIdle end = iota
+	// endClose: close the connection.
+	endClose
+	// endFinish: close it once the client has read every reply (finish).
+	endFinish
+)
+
+// clientServer serves a client over a socket read with raw system calls; see
+// rawIO.serveClient.
+type clientServer interface {
+	serveClient(c *client) end
+}
+
+// serveRead reads and dispatches the requests whose bytes the client has sent
+// and the proxy has read, reading the connection further only for the rest of
+// a request begun, and answers them all.
+func (c *client) serveRead() end {
+	pl := c.pool
 	for {
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
 		mem := pl.proxy.mem
@@ -154,27 +207,22 @@ func (c *client) serve() {
 			// much: answer what was read before reading more.
 			c.flush()
 			if c.broken {
-				return
+				return endClose
 			}
 			if !mem.wait(pl.stopped) {
-				c.finish()
-				return
+				return endFinish
 			}
 		}
 		if !more {
 			c.cc.release()
 			c.setIdleDeadline()
 			// Checked after setting the deadline: drain sets stopping
-			// before the deadline that wakes this wait, which must not be
+			// before the deadline that wakes the wait, which must not be
 			// overwritten unseen.
 			if pl.stopping.Load() {
-				c.finish()
-				return
+				return endFinish
 			}
-			if err := c.src.wait(); err != nil {
-				c.readFailed(err)
-				return
-			}
+			return endIdle
 		}
 		r := pl.reqs.Get().(*clientReq)
 		r.reset()
@@ -182,8 +230,7 @@ func (c *client) serve() {
 		r.start = time.Now()
 		if err != nil {
 			pl.reqs.Put(r)
-			c.readFailed(err)
-			return
+			return c.readFailed(err)
 		}
 		r.act = act
 		if cmd := r.req.command(); cmd > 0 {
@@ -199,27 +246,35 @@ func (c *client) serve() {
 		n := r.req.size()
 		c.pbytes += n
 		mem.add(int64(n))
-		if act == closeAfter {
+		switch act {
+		case closeAfter:
 			c.broken = true
-			c.finish()
-			return
+			return endFinish
+		case localAlone:
+			c.barrier = true
 		}
 	}
 }
 
 // readFailed counts why the client's connection could not be read, and
 // answers the requests read before.
-func (c *client) readFailed(err error) {
+func (c *client) readFailed(err error) end {
 	stopping := c.pool.stopping.Load()
-	if isEOF(err) || stopping {
+	switch {
+	case errors.Is(err, errReadPast):
+		c.pool.stats.clientErr.Add(1)
+		c.pool.proxy.log.Error("client connection closed: a request read past the bytes found whole (a bug)",
+			"pool", c.pool.name, "client", c.conn.RemoteAddr().String())
+	case isEOF(err) || stopping:
 		c.pool.stats.clientEOF.Add(1)
-	} else {
+	default:
 		c.pool.stats.clientErr.Add(1)
 	}
 	c.flush()
 	if stopping {
-		c.finish()
+		return endFinish
 	}
+	return endClose
 }
 
 // finish ends the connection of a client answered at shutdown: it closes it

@@ -83,6 +83,9 @@ const (
 	// every earlier request is answered: quit, or bad input after which the
 	// rest of the stream cannot be read.
 	closeAfter
+	// localAlone is local for a request answered before the next is read:
+	// memcached's stats, which counts the requests before it and none after.
+	localAlone
 )
 
 // clientCodec reads the requests of one client connection and keeps the
@@ -97,6 +100,12 @@ type clientCodec interface {
 	// yet consumed by read: the proxy answers what it has read before it
 	// waits for more, and releases the codec's buffers while it waits.
 	buffered() int
+	// whole reports whether b, the first bytes read while the connection was
+	// idle, holds whole requests only: reading them, read needs no more
+	// bytes. A request after which the connection closes ends b's requests
+	// wherever b ends. It must agree with read, whose parser it runs, and
+	// leave the connection's state alone.
+	whole(b []byte) bool
 	// release gives up the read buffer, so that an idle connection holds
 	// none; it is called only when buffered is zero, and the next read takes
 	// a buffer again.

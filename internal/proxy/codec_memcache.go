@@ -17,6 +17,7 @@ type memcacheCodec struct {
 	srvLim memcache.Limits // what servers may answer
 	// readers holds the read buffers of client connections that are idle.
 	readers sync.Pool
+	dry     sync.Pool // whole's parsers
 	names   []string
 	// stats answers memcached's stats command on the pool's port; if nil,
 	// stats answers END alone.
@@ -167,7 +168,7 @@ func (c *mcClient) read(r request) (action, error) {
 			req.stats = c.codec.stats
 			req.counts = req.stats.requestCounts()
 		}
-		return local, nil
+		return localAlone, nil
 	case cmd == memcache.CmdVerbosity:
 		// The proxy's logging is its own: verbosity is answered, not
 		// forwarded, as nutcracker does.

@@ -36,6 +36,7 @@ type redisCodec struct {
 	db     int         // redis_db: server connections SELECT it
 	// readers holds the read buffers of client connections that are idle.
 	readers sync.Pool
+	dry     sync.Pool // whole's parsers
 	names   []string
 	ids     atomic.Int64 // the last client id HELLO reported
 }

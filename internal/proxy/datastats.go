@@ -49,9 +49,9 @@ func (pl *pool) requestCounts() *requestCounts {
 // read now, when stats is answered, after the replies of every request its
 // client sent before it: hits and misses are counted as replies are read,
 // and a client that pipelines gets and stats in one write gets counters that
-// count the gets' hits, as memcached's do. (A get sent after stats in the
-// same write may be counted too, if its reply comes first: the proxy reads
-// and sends on past stats, where memcached answers one request at a time.)
+// count the gets' hits, as memcached's do; and the proxy reads no request
+// sent after stats before it has answered it (the codec's localAlone), so
+// none of its client's later requests count.
 func (pl *pool) appendStats(dst []byte, rc *requestCounts) []byte {
 	p := pl.proxy
 	st := pl.state.Load()

@@ -18,7 +18,9 @@
 // Sockets are read and written with raw system calls that wait in the network
 // poller (see socketIO), and ScaleProcs keeps Go code on one thread until the
 // load needs more: both spare the thread wake-ups that would otherwise cost a
-// proxy more CPU than its requests.
+// proxy more CPU than its requests. A client that sends whole requests is
+// served within one raw read of its socket, which waits for its next request
+// without the read that would find nothing (see rawIO.serveClient).
 // Every request has the pool's timeout: a server that does not answer in time
 // fails the requests waiting on that connection, which is reopened.
 //

@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/resp"
+)
+
+// mcDry is what mcClient.whole parses with: a reader and request of its own.
+type mcDry struct {
+	src bytes.Reader
+	rd  *memcache.Reader
+	req memcache.Request
+}
+
+// whole parses b as read would, on a reader of its own.
+func (c *mcClient) whole(b []byte) bool {
+	d, _ := c.codec.dry.Get().(*mcDry)
+	if d == nil {
+		d = new(mcDry)
+		d.rd = memcache.NewReaderSize(nil, c.codec.lim, clientReadBuffer)
+	}
+	defer c.codec.dry.Put(d)
+	d.src.Reset(b)
+	d.rd.Reset(&d.src)
+	for d.src.Len() > 0 || d.rd.Buffered() > 0 {
+		err := d.rd.ReadRequest(&d.req)
+		if err == nil {
+			switch {
+			case d.req.More:
+				return false // a retrieval line read in parts: not for whole
+			case d.req.Command == memcache.CmdQuit:
+				return true // nothing is read after it
+			}
+			continue
+		}
+		var me *memcache.Error
+		if !errors.As(err, &me) {
+			return false // the stream ended inside a request
+		}
+		if me.Fatal {
+			return true // the connection closes after it
+		}
+	}
+	return true
+}
+
+// redisDry is what redisClient.whole parses with.
+type redisDry struct {
+	src bytes.Reader
+	rd  *resp.Reader
+	q   resp.Request
+}
+
+// whole parses b as read would, on a reader of its own.
+func (c *redisClient) whole(b []byte) bool {
+	d, _ := c.codec.dry.Get().(*redisDry)
+	if d == nil {
+		d = new(redisDry)
+		d.rd = resp.NewReaderSize(nil, c.codec.lim, clientReadBuffer)
+	}
+	defer c.codec.dry.Put(d)
+	d.src.Reset(b)
+	d.rd.Reset(&d.src)
+	d.rd.SetAuthRequired(c.locked())
+	for d.src.Len() > 0 || d.rd.Buffered() > 0 {
+		if err := d.rd.ReadRequest(&d.q); err != nil {
+			// A protocol error closes the connection after it; any other
+			// error is the stream ending inside a request.
+			var e *resp.Error
+			return errors.As(err, &e)
+		}
+	}
+	return true
+}

@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
+	"github.com/chash-dev/chash/internal/resp"
+)
+
+// wholeCodecs are the codecs whose whole FuzzWhole checks: memcached's, and
+// Redis's with and without redis_auth (a client yet to authenticate has
+// tighter limits).
+func wholeCodecs() map[string]codec {
+	return map[string]codec{
+		"memcache":   newMemcacheCodec(memcache.Limits{}),
+		"redis":      newRedisCodec(resp.Limits{}, &config.Pool{Redis: true}),
+		"redis-auth": newRedisCodec(resp.Limits{}, &config.Pool{Redis: true, RedisAuth: "pw"}),
+	}
+}
+
+// readWhole reads data as a client's idle read served by rawIO.serveClient:
+// the connection may not be read past data. It returns the requests read, and
+// the error that stopped it, if any.
+func readWhole(cd codec, data []byte) (int, error) {
+	src := &clientSource{head: data, noRead: true}
+	cc := cd.newClient(src)
+	n := 0
+	for len(src.head) > 0 || cc.buffered() > 0 {
+		act, err := cc.read(cd.newRequest())
+		if err != nil {
+			return n, err
+		}
+		n++
+		if act == closeAfter {
+			break
+		}
+	}
+	return n, nil
+}
+
+// FuzzWhole checks clientCodec.whole against the codec's read: bytes it finds
+// whole are read without reading past them. (A client's requests found whole
+// are served without a read of its socket, which would find nothing.)
+//
+//	go test ./internal/proxy -run XXX -fuzz FuzzWhole
+func FuzzWhole(f *testing.F) {
+	for _, s := range directScript {
+		f.Add([]byte(s))
+	}
+	for _, s := range smuggleVectors() {
+		f.Add([]byte(s))
+	}
+	for _, c := range redisScript {
+		f.Add([]byte(c.req + "\r\n"))
+		args := strings.Fields(c.req)
+		b := resp.AppendArray(nil, len(args))
+		for _, a := range args {
+			b = resp.AppendBulkString(b, a)
+		}
+		f.Add(b)
+	}
+	codecs := wholeCodecs()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for name, cd := range codecs {
+			cc := cd.newClient(&clientSource{noRead: true})
+			if !cc.whole(data) {
+				continue
+			}
+			if n, err := readWhole(cd, data); err != nil {
+				t.Fatalf("%s: whole(%q) = true, but request %d read past it: %v", name, data, n+1, err)
+			}
+		}
+	})
+}
+
+// TestWhole checks that whole finds what clients send whole, so that they are
+// served without a read that finds nothing, and refuses what needs more bytes.
+func TestWhole(t *testing.T) {
+	codecs := wholeCodecs()
+	tests := []struct {
+		codec string
+		in    string
+		want  bool
+	}{
+		{"memcache", "get a\r\n", true},
+		{"memcache", "get a b c d e f g h i j\r\n", true},
+		{"memcache", "set a 0 0 5\r\nhello\r\n", true},
+		{"memcache", "set a 0 0 5\r\nhello\r\nget a\r\ndelete a\r\n", true},
+		{"memcache", "set a 0 0 5 noreply\r\nhello\r\nmn\r\n", true},
+		{"memcache", "ms a 2 T0\r\nhi\r\nmg a v\r\n", true},
+		{"memcache", "get a\n", true},
+		{"memcache", "bogus\r\n", true},              // answered ERROR
+		{"memcache", "set a 0 0 x\r\n", true},        // refused, and the connection closes
+		{"memcache", "get a\r\nquit\r\nget b", true}, // nothing is read after quit
+		{"memcache", "", true},
+		{"memcache", "get a", false},
+		{"memcache", "get a\r\nget b", false},
+		{"memcache", "set a 0 0 5\r\n", false},
+		{"memcache", "set a 0 0 5\r\nhel", false},
+		{"memcache", "set a 0 0 5\r\nhello", false},
+		{"memcache", "set a 0 0 5\r\nhello\r", false},
+		{"redis", "*2\r\n$3\r\nGET\r\n$1\r\na\r\n", true},
+		{"redis", "*3\r\n$3\r\nSET\r\n$1\r\na\r\n$5\r\nhello\r\n*1\r\n$4\r\nPING\r\n", true},
+		{"redis", "PING\r\nGET a\r\n", true},
+		{"redis", "*1\r\n$x\r\n", true}, // a protocol error: the connection closes
+		{"redis", "*2\r\n$3\r\nGET\r\n", false},
+		{"redis", "*2\r\n$3\r\nGET\r\n$1\r\na", false},
+		{"redis", "*2\r\n$3\r\nGET\r\n$1\r\na\r", false},
+		{"redis", "PING", false},
+		{"redis-auth", "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n", true},
+	}
+	for _, tt := range tests {
+		cd := codecs[tt.codec]
+		cc := cd.newClient(&clientSource{noRead: true})
+		if got := cc.whole([]byte(tt.in)); got != tt.want {
+			t.Errorf("%s: whole(%q) = %v; want %v", tt.codec, tt.in, got, tt.want)
+		}
+		_, err := readWhole(cd, []byte(tt.in))
+		if readPast := err != nil; readPast == tt.want {
+			t.Errorf("%s: reading %q: %v; whole says %v", tt.codec, tt.in, err, tt.want)
+		}
+	}
+}
+
+// BenchmarkWhole measures what a client's idle read costs to check: a get, a
+// set and a RESP GET.
+func BenchmarkWhole(b *testing.B) {
+	codecs := wholeCodecs()
+	for _, bb := range []struct{ name, codec, in string }{
+		{"get", "memcache", "get key:1234\r\n"},
+		{"get10", "memcache", "get k:1 k:2 k:3 k:4 k:5 k:6 k:7 k:8 k:9 k:10\r\n"},
+		{"set", "memcache", "set key:1234 0 0 100\r\n" + strings.Repeat("v", 100) + "\r\n"},
+		{"redis-get", "redis", "*2\r\n$3\r\nGET\r\n$8\r\nkey:1234\r\n"},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			cc := codecs[bb.codec].newClient(&clientSource{noRead: true})
+			in := []byte(bb.in)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !cc.whole(in) {
+					b.Fatalf("whole(%q) = false", in)
+				}
+			}
+		})
+	}
+}
+
+// TestHalfClose sends requests and shuts down its side of the connection at
+// once, as `printf 'get k\r\n' | nc -N` does: the proxy answers, then closes.
+// The end of the stream arrives with the request, before the proxy reads it,
+// so a proxy that waited for more after a read that returned less than its
+// buffer, without asking the kernel whether the stream had ended, would keep
+// the connection open.
+func TestHalfClose(t *testing.T) {
+	for _, tt := range []struct {
+		name, in, want string
+		yaml           func() string
+	}{
+		{"memcache", "set k 0 0 1\r\nv\r\nget k\r\n", "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n",
+			func() string { return poolYAML("", memcachedtest.Start(t)) }},
+		{"redis", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET k\r\n", "+OK\r\n$1\r\nv\r\n",
+			func() string { return redisPoolYAML("", redistest.Start(t)) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := startProxy(t, tt.yaml()).Addr("alpha").String()
+			for i := range 50 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := c.Write([]byte(tt.in)); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				out, err := io.ReadAll(c)
+				c.Close()
+				if err != nil || string(out) != tt.want {
+					t.Fatalf("connection %d: read %q, %v; want %q and the end of the stream", i, out, err, tt.want)
+				}
+			}
+		})
+	}
+}
