@@ -117,13 +117,8 @@ func TestBadReplies(t *testing.T) {
 // adminServerStats returns the server's counters in the proxy's /stats.
 func adminServerStats(t testing.TB, p *Proxy, pool, server string) map[string]any {
 	t.Helper()
-	resp, err := http.Get("http://" + p.AdminAddr().String() + "/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var stats map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil {
+	if err := json.Unmarshal([]byte(adminGet(t, p, "/stats")), &stats); err != nil {
 		t.Fatal(err)
 	}
 	ps, _ := stats[pool].(map[string]any)

@@ -22,24 +22,31 @@ func BenchmarkRoundTrip(b *testing.B) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(b), memcachedtest.Start(b)}
 	yaml := poolYAML("timeout: 1000", servers...)
 	targets := benchTargets(b, servers[0].Addr, yaml)
-	value := strings.Repeat("v", 100)
-	var keys10 []string
-	for i := range 10 {
-		keys10 = append(keys10, fmt.Sprintf("bench:key:%d", i))
-	}
 	// Load the keys through chash, which puts them where nutcracker looks; the
 	// direct target holds them all.
-	for _, t := range targets[:2] {
+	benchMemcache(b, targets, targets[:2])
+}
+
+// benchOp is a request of a round-trip benchmark and how its reply ends.
+type benchOp struct{ name, req, end string }
+
+// benchMemcache stores ten keys of 100 bytes through each of load, then runs
+// get, set and get10 (a get of the ten keys), and any extra operations, on
+// every target with benchRoundTrips.
+func benchMemcache(b *testing.B, targets, load []benchTarget, extra ...benchOp) {
+	value := strings.Repeat("v", 100)
+	keys10 := testKeys("bench:key:", 10)
+	for _, t := range load {
 		c := dialBench(b, t.addr)
 		for _, k := range keys10 {
 			c.roundTrip(b, fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(value), value), "STORED\r\n")
 		}
 	}
-	ops := []struct{ name, req, end string }{
+	ops := append([]benchOp{
 		{"get", "get bench:key:0\r\n", "END\r\n"},
 		{"set", "set bench:key:0 0 0 100\r\n" + value + "\r\n", "STORED\r\n"},
 		{"get10", "get " + strings.Join(keys10, " ") + "\r\n", "END\r\n"},
-	}
+	}, extra...)
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = op.name

@@ -46,12 +46,8 @@ func (s *server) probeLoop() {
 		if retry <= 0 {
 			retry = 30 * time.Second
 		}
-		t := time.NewTimer(retry)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if !sleep(s.ctx, retry) {
 			return
-		case <-t.C:
 		}
 		err := s.probe(st.timeout())
 		if err == nil {

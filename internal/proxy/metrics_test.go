@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,16 +18,7 @@ import (
 // scrape returns the proxy's /metrics.
 func scrape(t testing.TB, p *Proxy) []byte {
 	t.Helper()
-	resp, err := http.Get("http://" + p.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
-	}
-	return body
+	return []byte(adminGet(t, p, "/metrics"))
 }
 
 // everyCommand is a request of each memcached command the proxy forwards

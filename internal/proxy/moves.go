@@ -66,17 +66,11 @@ func (pl *pool) measureMoves() {
 		}
 		wait := time.Until(m.last.Add(moveEvery))
 		m.mu.Unlock()
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-pl.proxy.ctx.Done():
-				t.Stop()
-				m.mu.Lock()
-				m.running = false
-				m.mu.Unlock()
-				return
-			}
+		if !sleep(pl.proxy.ctx, wait) {
+			m.mu.Lock()
+			m.running = false
+			m.mu.Unlock()
+			return
 		}
 		m.mu.Lock()
 		from, to, why, changes := m.from, m.to, strings.Join(m.why, ", "), m.changes

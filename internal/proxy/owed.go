@@ -181,12 +181,8 @@ func (s *server) replayLoop() {
 	defer s.owed.replayRunning.Store(false)
 	wait := 10 * time.Millisecond
 	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-s.ctx.Done():
-			t.Stop()
+		if !sleep(s.ctx, wait) {
 			return
-		case <-t.C:
 		}
 		st := s.pool.state.Load()
 		if !s.owes() || s.ejected.Load() {

@@ -798,3 +798,19 @@ func (p *Proxy) closeLocked() {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// sleep waits for d, or until ctx is done, and reports whether d passed (at
+// once if d is not positive).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

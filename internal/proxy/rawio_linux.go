@@ -38,11 +38,10 @@ type rawIO struct {
 	cend    end
 	cerr    error
 	// recv's: whether TCP_INQ is set, and recvmsg's arguments.
-	inqTried bool
-	inq      bool
-	msg      syscall.Msghdr
-	iov      syscall.Iovec
-	cmsg     [(syscall.SizeofCmsghdr + 8) / 8]uint64 // a control message, aligned
+	inq  bool
+	msg  syscall.Msghdr
+	iov  syscall.Iovec
+	cmsg [(syscall.SizeofCmsghdr + 8) / 8]uint64 // a control message, aligned
 }
 
 // socketIO returns what reads and writes conn: a rawIO for TCP and Unix
@@ -57,7 +56,7 @@ func socketIO(conn net.Conn) io.ReadWriter {
 		return conn
 	}
 	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn, r.serveFn = r.tryRead, r.tryWrite, r.serve
+	r.readFn, r.writeFn = r.tryRead, r.tryWrite
 	return r
 }
 
@@ -147,8 +146,8 @@ func (r *rawIO) tryWrite(fd uintptr) bool {
 // read filled its buffer, the raw read ends and serveRead reads the rest of
 // the request as usual.
 func (r *rawIO) serveClient(c *client) end {
-	if !r.inqTried {
-		r.inqTried = true
+	if r.serveFn == nil { // first use: only a client's socket gets here
+		r.serveFn = r.serve
 		r.rc.Control(func(fd uintptr) {
 			r.inq = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpInq, 1) == nil
 		})

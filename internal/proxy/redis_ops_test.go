@@ -3,9 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -324,12 +322,7 @@ func TestRedisAdmin(t *testing.T) {
 			t.Errorf("%s = %v; want %v", name, got, want)
 		}
 	}
-	res, err := http.Get("http://" + p.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	body := scrape(t, p)
 	for _, want := range []string{
 		`chash_proxy_requests_total{command="set",pool="alpha"} 1`,
 		`chash_proxy_requests_total{command="mget",pool="alpha"} 1`,

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
@@ -22,27 +20,7 @@ func BenchmarkReplicas(b *testing.B) {
 		{"replicas=2", startProxy(b, poolYAML(base+"\nreplicas: 2", servers...)).Addr("alpha").String()},
 		{"warmup-idle", startProxy(b, poolYAML(base+"\nwarmup: 60000", servers...)).Addr("alpha").String()},
 	}
-	value := strings.Repeat("v", 100)
-	keys10 := testKeys("bench:key:", 10)
-	for _, t := range targets {
-		c := dialBench(b, t.addr)
-		for _, k := range keys10 {
-			c.roundTrip(b, fmt.Sprintf("set %s 0 0 %d\r\n%s\r\n", k, len(value), value), "STORED\r\n")
-		}
-	}
-	ops := []struct{ name, req, end string }{
-		{"get", "get bench:key:0\r\n", "END\r\n"},
-		{"set", "set bench:key:0 0 0 100\r\n" + value + "\r\n", "STORED\r\n"},
-		{"get10", "get " + strings.Join(keys10, " ") + "\r\n", "END\r\n"},
-		{"incr", "incr bench:n 1\r\n", "NOT_FOUND\r\n"},
-	}
-	names := make([]string, len(ops))
-	for i, op := range ops {
-		names[i] = op.name
-	}
-	benchRoundTrips(b, targets, names, func(b *testing.B, c *benchConn, op int) {
-		c.roundTrip(b, ops[op].req, ops[op].end)
-	})
+	benchMemcache(b, targets, targets, benchOp{"incr", "incr bench:n 1\r\n", "NOT_FOUND\r\n"})
 }
 
 // TestPlanAllocs counts allocations per request through pools with

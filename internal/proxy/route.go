@@ -259,12 +259,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 // removed and added again keeps its latency series.
 func (pl *pool) retire(gone []*server, grace time.Duration) {
 	defer pl.proxy.wg.Done()
-	t := time.NewTimer(grace)
-	select {
-	case <-t.C:
-	case <-pl.proxy.ctx.Done():
-		t.Stop()
-	}
+	sleep(pl.proxy.ctx, grace)
 	for _, s := range gone {
 		s.close()
 	}

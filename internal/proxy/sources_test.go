@@ -113,16 +113,11 @@ func waitRing(t testing.TB, d time.Duration, pool, fp string, proxies ...*Proxy)
 // adminGet returns the body of GET path on the proxy's admin listener.
 func adminGet(t testing.TB, p *Proxy, path string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + p.AdminAddr().String() + path)
-	if err != nil {
-		t.Fatal(err)
+	code, body := adminResponse(t, p, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", path, code, body)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %v\n%s", path, resp.StatusCode, err, body)
-	}
-	return string(body)
+	return body
 }
 
 // TestServersFromFile follows a file of server lines: the proxy routes over

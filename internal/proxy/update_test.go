@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,12 +145,7 @@ func TestUpdateKeepsLatencySeries(t *testing.T) {
 	for i := range 40 {
 		c.mustDo(fmt.Sprintf("set k%d 0 0 1\r\nx\r\n", i))
 	}
-	resp, err := http.Get("http://" + p.AdminAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := scrape(t, p)
 	for _, s := range servers {
 		series := `chash_proxy_server_request_duration_seconds_count{pool="alpha",server="` + s.Addr + `"}`
 		if !strings.Contains(string(body), series) {
