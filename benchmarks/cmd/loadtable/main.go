@@ -15,6 +15,10 @@
 // "pipeline=16") name the configuration, and the table has a column for each.
 // Lines starting with "#" are comments. Each RESULTS file is one run; the
 // table has, for each configuration, the median of its runs of each program.
+// A target missed says in how many runs it was met, the two programs compared
+// within each run (their lines are measured one after the other): on a noisy
+// machine a miss in some runs only is within the noise, one in every run is
+// not.
 package main
 
 import (
@@ -43,7 +47,7 @@ func main() {
 		os.Exit(2)
 	}
 	var all []result
-	for _, name := range flag.Args() {
+	for run, name := range flag.Args() {
 		f, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "loadtable:", err)
@@ -55,6 +59,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "loadtable: %s: %v\n", name, err)
 			os.Exit(1)
 		}
+		for i := range rs {
+			rs[i].run = run
+		}
 		all = append(all, rs...)
 	}
 	if err := writeTable(os.Stdout, all, *base, *test); err != nil {
@@ -65,6 +72,7 @@ func main() {
 
 // result is one line: a program's measurements of one configuration.
 type result struct {
+	run    int // the results file it came from
 	prog   string
 	config string             // the configuration fields, tab-separated, in order
 	values map[string]float64 // by measurement name
@@ -193,7 +201,7 @@ func writeTable(w io.Writer, all []result, base, test string) error {
 	align += "--:|--:|--:|--:|--:|--:|---|"
 	fmt.Fprintln(w, header)
 	fmt.Fprintln(w, align)
-	met := 0
+	met, always := 0, 0
 	for _, c := range configs {
 		row := "|"
 		for _, f := range strings.Split(c, "\t") {
@@ -209,24 +217,39 @@ func writeTable(w io.Writer, all []result, base, test string) error {
 		bp, tp := med(c, base, p99Name), med(c, test, p99Name)
 		bc, tc := med(c, base, cpuName), med(c, test, cpuName)
 		n := min(len(runs[[2]string{c, base}]), len(runs[[2]string{c, test}]))
+		pairs := paired(runs[[2]string{c, base}], runs[[2]string{c, test}])
 		var missed []string
+		every := false // a target missed in every run
+		miss := func(name string, ok func(b, t result) bool) {
+			n := 0
+			for _, p := range pairs {
+				if ok(p[0], p[1]) {
+					n++
+				}
+			}
+			every = every || n == 0
+			missed = append(missed, fmt.Sprintf("%s (met in %d of %d runs)", name, n, len(pairs)))
+		}
 		switch {
 		case math.IsNaN(bo) || math.IsNaN(to):
 			missed = append(missed, "not measured")
 		default:
 			if to < bo {
-				missed = append(missed, "throughput")
+				miss("throughput", func(b, t result) bool { return t.values[opsName] >= b.values[opsName] })
 			}
 			if tc > bc {
-				missed = append(missed, "CPU")
+				miss("CPU", func(b, t result) bool { return t.values[cpuName] <= b.values[cpuName] })
 			}
 			if tp > 1.1*bp {
-				missed = append(missed, "p99")
+				miss("p99", func(b, t result) bool { return t.values[p99Name] <= 1.1*b.values[p99Name] })
 			}
 		}
 		verdict := "met"
 		if len(missed) > 0 {
 			verdict = "missed: " + strings.Join(missed, ", ")
+			if every {
+				always++
+			}
 		} else {
 			met++
 		}
@@ -236,7 +259,22 @@ func writeTable(w io.Writer, all []result, base, test string) error {
 	}
 	fmt.Fprintf(w, "\nTargets met in %d of %d rows: %s's throughput at least %s's, CPU per request at most %s's, p99 at most 1.1 × %s's.\n",
 		met, len(configs), test, base, base, base)
+	fmt.Fprintf(w, "Rows with a target missed in every run: %d.\n", always)
 	return nil
+}
+
+// paired returns the runs that measured both programs, as pairs (base, test).
+func paired(base, test []result) [][2]result {
+	var out [][2]result
+	for _, b := range base {
+		for _, t := range test {
+			if t.run == b.run {
+				out = append(out, [2]result{b, t})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // format writes a median with the digits that matter: whole numbers from
