@@ -225,7 +225,9 @@ SELECT, HELLO), noauth, wrongpass, unsupported_database (SELECT of another
 than 0), unsupported_protocol (HELLO 3) and script_without_keys; either's
 keys_on_different_servers is a request whose keys must be together and are
 not. A Redis refusal's log line quotes the command's name and its number of
-arguments, never the arguments.
+arguments, never the arguments. The lines are warnings but for
+unsupported_protocol's, at Info: go-redis offers RESP3 on each new
+connection and goes on in RESP2 when refused.
 
 With auto_eject_hosts, a server that fails server_failure_limit times in a
 row leaves the ring and its keys go to the next server; unlike nutcracker, it

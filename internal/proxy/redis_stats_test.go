@@ -140,6 +140,15 @@ func TestRedisRefusals(t *testing.T) {
 		if rec["pool"] != "alpha" || rec["count"] != 1.0 {
 			t.Errorf("class %s logged as %v; want pool alpha, count 1", tt.label, rec)
 		}
+		// HELLO 3 is a client's offer, declined as Redis declines a
+		// protocol it does not speak (NOPROTO): Info; the others Warn.
+		level := "WARN"
+		if tt.label == "unsupported_protocol" {
+			level = "INFO"
+		}
+		if rec["level"] != level {
+			t.Errorf("class %s logged at level %v; want %s", tt.label, rec["level"], level)
+		}
 	}
 	if len(lines) != len(tests) {
 		t.Errorf("%d classes logged; want %d", len(lines), len(tests))

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -59,7 +60,13 @@ func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr 
 	}
 	rs.mu.Unlock()
 	if due {
-		log.Warn("requests refused", "pool", pool, "class", class, "count", n,
+		level := slog.LevelWarn
+		if class == refusedProto {
+			// A client offering RESP3 and going on in RESP2 when refused,
+			// as go-redis does on each new connection: nothing went wrong.
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "requests refused", "pool", pool, "class", class, "count", n,
 			"every", refusalLogEvery, "client", addr, "line", string(line))
 	}
 }
