@@ -221,14 +221,14 @@ func writeTable(w io.Writer, all []result, base, test string) error {
 		var missed []string
 		every := false // a target missed in every run
 		miss := func(name string, ok func(b, t result) bool) {
-			n := 0
+			good := 0 // runs that met it
 			for _, p := range pairs {
 				if ok(p[0], p[1]) {
-					n++
+					good++
 				}
 			}
-			every = every || n == 0
-			missed = append(missed, fmt.Sprintf("%s (met in %d of %d runs)", name, n, len(pairs)))
+			every = every || good == 0
+			missed = append(missed, fmt.Sprintf("%s (met in %d of %d runs)", name, good, len(pairs)))
 		}
 		switch {
 		case math.IsNaN(bo) || math.IsNaN(to):
