@@ -107,3 +107,18 @@ func TestCleanup(t *testing.T) {
 		t.Errorf("memcached (pid %d) after its test ended: kill -0 = %v; want ESRCH", pid, err)
 	}
 }
+
+func TestParseStats(t *testing.T) {
+	got, err := ParseStats("STAT pid 7\r\nSTAT version 1.6.18\r\nEND\r\n")
+	if err != nil || len(got) != 2 || got["pid"] != "7" || got["version"] != "1.6.18" {
+		t.Errorf("ParseStats = %v, %v; want pid 7, version 1.6.18", got, err)
+	}
+	if got, err := ParseStats("END\r\n"); err != nil || len(got) != 0 {
+		t.Errorf("ParseStats(END) = %v, %v; want no stats", got, err)
+	}
+	for _, bad := range []string{"", "STAT pid 7\r\n", "STAT pid\r\nEND\r\n", "ERROR\r\nEND\r\n"} {
+		if _, err := ParseStats(bad); err == nil {
+			t.Errorf("ParseStats(%q) = nil error; want one", bad)
+		}
+	}
+}

@@ -14,22 +14,12 @@ import (
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
-// stats parses the STAT lines of a reply to stats.
+// statLines parses the STAT lines of a reply to stats.
 func statLines(t *testing.T, out string) map[string]string {
 	t.Helper()
-	if !strings.HasSuffix(out, "END\r\n") {
-		t.Fatalf("stats answered %q; want STAT lines and END", out)
-	}
-	stats := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSuffix(out, "END\r\n"), "\r\n") {
-		if l == "" {
-			continue
-		}
-		f := strings.Fields(l)
-		if len(f) != 3 || f[0] != "STAT" {
-			t.Fatalf("stats answered %q: line %q is no STAT line", out, l)
-		}
-		stats[f[1]] = f[2]
+	stats, err := memcachedtest.ParseStats(out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return stats
 }

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/proxy"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -69,23 +70,18 @@ func (rig *diffRig) counts(t testing.TB) (flushes, refused int) {
 	if err != nil {
 		t.Fatalf("stats through the proxy: %v", err)
 	}
-	flushes = -1
-	for _, line := range strings.Split(out, "\r\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] != "STAT" {
-			continue
-		}
-		v, err := strconv.Atoi(f[2])
-		switch {
-		case err != nil:
-		case f[1] == "requests_flush_all":
-			flushes = v
-		case strings.HasPrefix(f[1], "refused_"):
-			refused += v
-		}
+	stats, err := memcachedtest.ParseStats(out)
+	if err != nil {
+		t.Fatalf("stats through the proxy: %v", err)
 	}
-	if flushes < 0 {
+	flushes, err = strconv.Atoi(stats["requests_flush_all"])
+	if err != nil {
 		t.Fatalf("stats through the proxy: %q has no requests_flush_all", out)
+	}
+	for name, v := range stats {
+		if n, err := strconv.Atoi(v); err == nil && strings.HasPrefix(name, "refused_") {
+			refused += n
+		}
 	}
 	return flushes, refused
 }

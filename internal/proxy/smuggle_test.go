@@ -97,12 +97,9 @@ func (p *Proxy) serverRequests(pool string) uint64 {
 func memcachedStats(t testing.TB, addr string) map[string]string {
 	t.Helper()
 	c := dial(t, addr)
-	out := c.mustDo("stats\r\n")
-	stats := map[string]string{}
-	for _, l := range strings.Split(out, "\r\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "STAT" {
-			stats[f[1]] = f[2]
-		}
+	stats, err := memcachedtest.ParseStats(c.mustDo("stats\r\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return stats
 }
