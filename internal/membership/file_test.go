@@ -209,13 +209,10 @@ func TestRunTwiceAndAfterClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "servers")
 	write(t, path, "10.0.0.1:11211:1 a\n")
 	w := open(t, "file:"+path)
-	w.until("running", func(Status) bool {
-		if w.s.running.TryLock() {
-			w.s.running.Unlock()
-			return false
-		}
-		return true
-	})
+	// A change applied proves Run is under way. (Probing its mutex with
+	// TryLock instead could make Run itself see a second Run and return.)
+	write(t, path, "10.0.0.1:11211:1 a\n10.0.0.2:11211:1 b\n")
+	w.expect("a/1 b/1", 0)
 	if err := w.s.Run(context.Background(), w.apply); err == nil || !strings.Contains(err.Error(), "Run called twice") {
 		t.Errorf("a second Run: %v; want an error", err)
 	}
