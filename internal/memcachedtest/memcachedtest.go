@@ -49,9 +49,11 @@ type Server struct {
 // ends.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	addr := testprog.FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	return launch(t, "tcp", addr, append([]string{"-l", "127.0.0.1", "-p", port, "-U", "0"}, args...))
+	proc, addrs := testprog.StartOnFreePorts(t, 1, func(addrs []string) testprog.Program {
+		_, port, _ := net.SplitHostPort(addrs[0])
+		return program(addrs[0], append([]string{"-l", "127.0.0.1", "-p", port, "-U", "0"}, args...))
+	})
+	return &Server{Addr: addrs[0], Network: "tcp", t: t, proc: proc}
 }
 
 // StartUnix is Start for a server on a Unix socket (memcached's -s), in a
@@ -69,21 +71,16 @@ func StartUnix(t testing.TB, args ...string) *Server {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "memcached.sock")
-	return launch(t, "unix", sock, append([]string{"-s", sock}, args...))
+	proc := testprog.Start(t, program(sock, append([]string{"-s", sock}, args...)))
+	return &Server{Addr: sock, Network: "unix", t: t, proc: proc}
 }
 
-// launch starts memcached with args, ready once addr accepts connections.
-func launch(t testing.TB, network, addr string, args []string) *Server {
-	t.Helper()
+// program returns memcached with args, ready once addr accepts connections.
+func program(addr string, args []string) testprog.Program {
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")
 	}
-	proc := testprog.Start(t, testprog.Program{
-		Name:  "memcached",
-		Args:  args,
-		Ready: testprog.Listening(addr),
-	})
-	return &Server{Addr: addr, Network: network, t: t, proc: proc}
+	return testprog.Program{Name: "memcached", Args: args, Ready: testprog.Listening(addr)}
 }
 
 // Pid returns the server's process ID.

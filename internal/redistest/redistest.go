@@ -44,15 +44,17 @@ type Server struct {
 // connections. The server is stopped when the test ends.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	addr := testprog.FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	proc := testprog.Start(t, testprog.Program{
-		Name: "redis-server",
-		Args: append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", t.TempDir(), "--loglevel", "warning"}, args...),
-		Ready: testprog.Listening(addr),
+	dir := t.TempDir()
+	proc, addrs := testprog.StartOnFreePorts(t, 1, func(addrs []string) testprog.Program {
+		_, port, _ := net.SplitHostPort(addrs[0])
+		return testprog.Program{
+			Name: "redis-server",
+			Args: append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--dir", dir, "--loglevel", "warning"}, args...),
+			Ready: testprog.Listening(addrs[0]),
+		}
 	})
-	srv := &Server{Addr: addr, t: t, proc: proc}
+	srv := &Server{Addr: addrs[0], t: t, proc: proc}
 	if i := slices.Index(args, "--requirepass"); i >= 0 && i+1 < len(args) {
 		srv.Password = args[i+1]
 	}

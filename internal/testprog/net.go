@@ -28,6 +28,42 @@ func FreeAddr(t testing.TB) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }
 
+// portTries is how many sets of free ports StartOnFreePorts tries.
+const portTries = 3
+
+// StartOnFreePorts is Start for a program that listens on n TCP ports of
+// 127.0.0.1: prog returns the program for addresses ("127.0.0.1:PORT") whose
+// ports were free a moment ago, and Start starts it. A port can be taken by
+// another process between the two, as by a test binary running beside this
+// one; a program that then exits before it is ready is started again on new
+// ports, up to three times in all. It returns the process and the addresses
+// it listens on.
+func StartOnFreePorts(t testing.TB, n int, prog func(addrs []string) Program) (*Proc, []string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		addrs := make([]string, n)
+		for i := range addrs {
+			addrs[i] = FreeAddr(t)
+		}
+		p := prog(addrs)
+		p.Name = LookPath(t, p.Name)
+		proc, err := p.Start()
+		if errors.Is(err, errExited) && try < portTries {
+			t.Logf("%v; trying other ports", err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := proc.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		return proc, addrs
+	}
+}
+
 // FreePortOn returns a TCP port that was free on the address ip a moment ago.
 func FreePortOn(ip string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))

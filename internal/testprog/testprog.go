@@ -207,6 +207,10 @@ type Proc struct {
 	err  error         // cmd.Wait's result, once done is closed
 }
 
+// errExited is wrapped by start's error when the program exits before it is
+// ready.
+var errExited = errors.New("exited before it was ready")
+
 // start starts the process and waits until it is ready.
 func (p *Proc) start() error {
 	cmd := exec.Command(p.path, p.prog.Args...)
@@ -234,11 +238,14 @@ func (p *Proc) start() error {
 	for {
 		err := p.prog.Ready(ctx)
 		if err == nil {
+			if p.Exited() { // ready, as another process on its port is
+				return fmt.Errorf("testprog: %s %w (%v): %s", p, errExited, p.Err(), tail(out.String()))
+			}
 			return nil
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("testprog: %s exited before it was ready (%v): %s", p, p.Err(), tail(out.String()))
+			return fmt.Errorf("testprog: %s %w (%v): %s", p, errExited, p.Err(), tail(out.String()))
 		case <-ctx.Done():
 			p.Stop()
 			return fmt.Errorf("testprog: %s not ready after %v: %v: %s", p, timeout, err, tail(out.String()))

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -434,6 +435,59 @@ func TestBuffer(t *testing.T) {
 	lim.Write([]byte("xy"))
 	if got := lim.String(); got != "xy" {
 		t.Errorf("String() after Reset and Write(%q) = %q; want %q", "xy", got, "xy")
+	}
+}
+
+// TestStartOnFreePorts takes the first port StartOnFreePorts offers with an
+// outgoing connection, as another test's client can between FreePort and the
+// program's listen: the program cannot listen and exits, and the next try, on
+// other ports, starts it. A program that never starts fails after three tries.
+func TestStartOnFreePorts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var tries [][]string
+	proc, addrs := StartOnFreePorts(t, 2, func(addrs []string) Program {
+		tries = append(tries, addrs)
+		if len(tries) == 1 {
+			local, err := net.ResolveTCPAddr("tcp", addrs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := (&net.Dialer{LocalAddr: local}).Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+		p := helperProgram(t, "serve", addrs[0])
+		p.Ready = Listening(addrs[0])
+		return p
+	})
+	if len(tries) != 2 || !slices.Equal(addrs, tries[1]) || addrs[0] == tries[0][0] {
+		t.Fatalf("tries on %v, started on %v; want a second try, on another port, to start", tries, addrs)
+	}
+	if got, err := ping(addrs[0], 10*time.Second); got != "pong\n" || err != nil {
+		t.Errorf("ping %s = %q, %v; want pong", addrs[0], got, err)
+	}
+	if proc.Exited() {
+		t.Errorf("%v has exited: %s", proc, proc.Output())
+	}
+
+	n := 0
+	tb := &recorder{TB: t}
+	tb.run(func() {
+		StartOnFreePorts(tb, 1, func(addrs []string) Program {
+			n++
+			p := helperProgram(t, "fail")
+			p.Ready = Listening(addrs...)
+			return p
+		})
+	})
+	if n != 3 || !tb.failed || !strings.Contains(tb.msg, "exited before it was ready (exit status 3)") {
+		t.Errorf("a program that never starts: %d tries, failed %v (%q); want 3 and a failure saying it exited", n, tb.failed, tb.msg)
 	}
 }
 

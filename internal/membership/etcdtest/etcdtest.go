@@ -40,27 +40,31 @@ type Server struct {
 // ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{Endpoint: testprog.FreeAddr(t), t: t, dir: filepath.Join(t.TempDir(), "etcd")}
-	client, peer := "http://"+s.Endpoint, "http://"+testprog.FreeAddr(t)
-	s.proc = testprog.Start(t, testprog.Program{
-		Name: "etcd",
-		Args: []string{
-			"--name", "etcdtest",
-			"--data-dir", s.dir,
-			"--listen-client-urls", client,
-			"--advertise-client-urls", client,
-			"--listen-peer-urls", peer,
-			"--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "etcdtest=" + peer,
-			"--logger", "zap",
-			"--log-outputs", "stderr",
-			"--log-level", "warn",
-		},
-		Ready: healthy(client),
-		// etcd elects itself in about a second; a loaded machine running
-		// tests under -race is slower.
-		Timeout: 30 * time.Second,
+	s := &Server{t: t, dir: filepath.Join(t.TempDir(), "etcd")}
+	proc, addrs := testprog.StartOnFreePorts(t, 2, func(addrs []string) testprog.Program {
+		os.RemoveAll(s.dir) // what a start that failed began
+		client, peer := "http://"+addrs[0], "http://"+addrs[1]
+		return testprog.Program{
+			Name: "etcd",
+			Args: []string{
+				"--name", "etcdtest",
+				"--data-dir", s.dir,
+				"--listen-client-urls", client,
+				"--advertise-client-urls", client,
+				"--listen-peer-urls", peer,
+				"--initial-advertise-peer-urls", peer,
+				"--initial-cluster", "etcdtest=" + peer,
+				"--logger", "zap",
+				"--log-outputs", "stderr",
+				"--log-level", "warn",
+			},
+			Ready: healthy(client),
+			// etcd elects itself in about a second; a loaded machine running
+			// tests under -race is slower.
+			Timeout: 30 * time.Second,
+		}
 	})
+	s.proc, s.Endpoint = proc, addrs[0]
 	return s
 }
 
