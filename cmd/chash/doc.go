@@ -906,7 +906,9 @@
 // --max-value bounds the values clients of memcached pools store (1 MiB by
 // default, memcached's -I); --max-bulk bounds the bulk strings clients of
 // Redis pools send (512 MiB by default, Redis's proto-max-bulk-len). A larger
-// one is refused as the server would refuse it.
+// one is refused as the server would refuse it; a set or ms refused so
+// deletes the key's old value, as memcached does, so that a failed set
+// leaves nothing stale to read.
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
 // 2 otherwise. It checks a servers_from URL but does not read the list, so

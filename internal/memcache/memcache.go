@@ -275,6 +275,11 @@ type Error struct {
 	// silent about its errors, except ERROR for a wrong number of tokens. Meta
 	// commands always answer errors.
 	Noreply bool
+	// Cut means the input ended within the refused request's data block:
+	// Noreply is set, as memcached answers nothing then, and the next read
+	// finds the end of the input. A reader of a part of a stream, which
+	// goes on, would read the rest of the block.
+	Cut bool
 }
 
 func (e *Error) Error() string {

@@ -162,7 +162,11 @@ func FuzzParts(f *testing.F) {
 				t.Fatalf("ReadRequest(%q) = %q; want %q", data, got, want)
 			}
 		}
-		if len(got) != len(want) && !bytes.Contains(data, []byte("gat")) && !strings.Contains(fmt.Sprint(got), ReplyLineTooLong) {
+		// A last line without its end is nothing read whole, but its first
+		// parts are answered (a bad key among them, say), as memcached answers
+		// a long get line.
+		cut := len(got) > len(want) && !bytes.HasSuffix(data, []byte("\n"))
+		if len(got) != len(want) && !cut && !bytes.Contains(data, []byte("gat")) && !strings.Contains(fmt.Sprint(got), ReplyLineTooLong) {
 			t.Fatalf("ReadRequest(%q) = %q; want %q", data, got, want)
 		}
 	})

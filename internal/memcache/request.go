@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"encoding/base64"
+	"io"
 	"math"
 	"strconv"
 )
@@ -284,12 +285,20 @@ func (r *Reader) fatal(reply string) *Error {
 // refuse returns the *Error of reply for a storage command, after skipping its
 // data block of size bytes if sizeOK says the size could be read. Otherwise, or
 // if the block does not end where its size says, the error is fatal: the bytes
-// that follow are a value, not a command.
+// that follow are a value, not a command. If the input ends within the block,
+// the error says to answer nothing: memcached refuses the request at its line
+// (a set's value too large, it drops the key's item there) and closes the
+// connection at the end of the input without a reply.
 func (r *Reader) refuse(reply string, size int, sizeOK bool) error {
 	if !sizeOK {
 		return r.fatal(reply)
 	}
 	ended, err := r.skipData(size)
+	if err == io.ErrUnexpectedEOF {
+		e := r.fail(reply)
+		e.Noreply, e.Cut = true, true
+		return e
+	}
 	if err != nil {
 		return err
 	}

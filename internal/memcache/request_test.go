@@ -416,11 +416,32 @@ type iotestErr struct{}
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("read past the end") }
 
 func TestReadRequestEOF(t *testing.T) {
-	for _, in := range []string{"get a", "set a 0 0 5\r\nab", "set a 0 0 5\r\n", "set a 0 0 1\r\nx", "set " + k251 + " 0 0 5\r\nab"} {
+	for _, in := range []string{"get a", "set a 0 0 5\r\nab", "set a 0 0 5\r\n", "set a 0 0 1\r\nx"} {
 		r := NewReader(strings.NewReader(in), Limits{})
 		var req Request
 		if err := r.ReadRequest(&req); err != io.ErrUnexpectedEOF {
 			t.Errorf("ReadRequest(%q) = %v; want io.ErrUnexpectedEOF", in, err)
+		}
+	}
+	// A request refused at its line, whose value the input cuts: memcached
+	// answers nothing, but has refused it (a set of a value too large drops
+	// the key's item). The end of the input follows.
+	for _, tt := range []struct{ in, reply string }{
+		{"set " + k251 + " 0 0 5\r\nab", ReplyBadFormat},
+		{"set a 0 0 2000000\r\nab", ReplyTooLarge},
+		{"ms a 2000000 T0\r\n", ReplyTooLarge},
+	} {
+		r := NewReader(strings.NewReader(tt.in), Limits{})
+		var req Request
+		err := r.ReadRequest(&req)
+		var e *Error
+		if !errors.As(err, &e) || e.Reply != tt.reply || !e.Noreply || !e.Cut || e.Fatal {
+			t.Errorf("ReadRequest(%.30q) = %#v; want %q, cut, not fatal, no reply", tt.in, err, tt.reply)
+		} else if tt.reply == ReplyTooLarge && len(req.Keys) != 1 {
+			t.Errorf("ReadRequest(%.30q): keys %q; want the request's key", tt.in, req.Keys)
+		}
+		if err := r.ReadRequest(&req); err != io.EOF {
+			t.Errorf("ReadRequest(%.30q), then again: %v; want io.EOF", tt.in, err)
 		}
 	}
 }

@@ -233,13 +233,16 @@ func (c *client) serveRead() end {
 			return c.readFailed(err)
 		}
 		r.act = act
-		if cmd := r.req.command(); cmd > 0 {
+		cmd := r.req.command()
+		if cmd > 0 {
 			pl.cmds[cmd].inc()
 		}
 		if act == forward {
 			c.dispatch(r)
 		}
-		if act != forward || r.err != nil {
+		if act != forward || r.err != nil || cmd == 0 {
+			// cmd 0 forwarded: a refused request sent on in another
+			// form (dropStale).
 			c.noteRefusal(r)
 		}
 		c.pending = append(c.pending, r)

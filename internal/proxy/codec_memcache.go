@@ -146,6 +146,9 @@ func (c *mcClient) read(r request) (action, error) {
 		if me.Fatal {
 			return closeAfter, nil
 		}
+		if me.Reply == memcache.ReplyTooLarge && dropStale(&req.Request) {
+			return forward, nil
+		}
 		return local, nil
 	}
 	switch cmd := req.Command; {
@@ -198,6 +201,32 @@ func (c *mcClient) read(r request) (action, error) {
 	req.quiet = req.Command.IsMeta() && req.HasMetaFlag('q')
 	return forward, nil
 }
+
+// dropStale turns a set or ms refused for a value too large into a delete of
+// its key, sent to the key's server(s) in its place, and reports whether it
+// did. memcached drops the key's item when it refuses such a value, so that a
+// set that failed leaves no stale value to read; add, replace, append,
+// prepend and cas leave it. The client's reply is still the refusal
+// (mcRequest.bad), whatever the delete's.
+func dropStale(req *memcache.Request) bool {
+	switch req.Command {
+	case memcache.CmdSet:
+		req.Command = memcache.CmdDelete
+	case memcache.CmdMetaSet:
+		b := req.HasMetaFlag('b')
+		req.Command, req.MetaFlags = memcache.CmdMetaDelete, req.MetaFlags[:0]
+		if b {
+			req.MetaFlags = append(req.MetaFlags, metaFlagB)
+		}
+	default:
+		return false
+	}
+	req.Noreply, req.Value = false, req.Value[:0]
+	return len(req.Keys) == 1 && forServer(req) == ""
+}
+
+// metaFlagB is the meta flag b: a base64 key.
+var metaFlagB = []byte("b")
 
 // forServer returns memcached's reply refusing req, or "" if req may be
 // written to a server connection that other clients share: the guard every
@@ -291,6 +320,8 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 	switch {
 	case r.noreply:
 		return dst
+	case r.bad != "":
+		return r.appendLocal(dst) // a refused set's delete (dropStale)
 	case r.part:
 		if !memcache.IsError(rep.resp.Line) {
 			for i := range rep.resp.Items {
@@ -388,6 +419,8 @@ func (r *mcRequest) appendError(dst []byte, err error) []byte {
 	switch {
 	case r.noreply:
 		return dst
+	case r.bad != "":
+		return r.appendLocal(dst) // a refused set's delete (dropStale)
 	case r.part && r.bad == "":
 		return r.endPart(dst) // its keys read as misses
 	}

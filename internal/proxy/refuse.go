@@ -114,7 +114,7 @@ func (c *client) noteRefusal(r *clientReq) {
 	switch {
 	case r.act == forward && r.ncalls == 0 && r.err == errKeysSpread:
 		class = errKeysSpread.Error()
-	case r.act != forward:
+	default:
 		if rf, ok := r.req.(refuser); ok {
 			class, line = rf.refusal()
 		}

@@ -37,7 +37,7 @@ func (c *mcClient) whole(b []byte) bool {
 			continue
 		}
 		var me *memcache.Error
-		if !errors.As(err, &me) {
+		if !errors.As(err, &me) || me.Cut {
 			return false // the stream ended inside a request
 		}
 		if me.Fatal {

@@ -106,6 +106,8 @@ func TestWhole(t *testing.T) {
 		{"memcache", "set a 0 0 5\r\nhel", false},
 		{"memcache", "set a 0 0 5\r\nhello", false},
 		{"memcache", "set a 0 0 5\r\nhello\r", false},
+		{"memcache", "set a 0 0 2000000\r\n", false}, // refused, but its value is to skip
+		{"memcache", "set a 0 0 2000000\r\nxx", false},
 		{"redis", "*2\r\n$3\r\nGET\r\n$1\r\na\r\n", true},
 		{"redis", "*3\r\n$3\r\nSET\r\n$1\r\na\r\n$5\r\nhello\r\n*1\r\n$4\r\nPING\r\n", true},
 		{"redis", "PING\r\nGET a\r\n", true},
