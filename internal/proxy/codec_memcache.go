@@ -203,8 +203,8 @@ func (c *mcClient) read(r request) (action, error) {
 }
 
 // dropStale turns a set or ms refused for a value too large into a delete of
-// its key, sent to the key's server(s) in its place, and reports whether it
-// did. memcached drops the key's item when it refuses such a value, so that a
+// its key, sent to the key's server(s) in its place, and reports whether the
+// delete may be sent; if not, the request is only refused. memcached drops the key's item when it refuses such a value, so that a
 // set that failed leaves no stale value to read; add, replace, append,
 // prepend and cas leave it. The client's reply is still the refusal
 // (mcRequest.bad), whatever the delete's.
@@ -421,7 +421,7 @@ func (r *mcRequest) appendError(dst []byte, err error) []byte {
 		return dst
 	case r.bad != "":
 		return r.appendLocal(dst) // a refused set's delete (dropStale)
-	case r.part && r.bad == "":
+	case r.part:
 		return r.endPart(dst) // its keys read as misses
 	}
 	return append(append(append(dst, "SERVER_ERROR "...), err.Error()...), "\r\n"...)
