@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/proxy"
 	"github.com/chash-dev/chash/internal/testprog"
@@ -201,10 +202,12 @@ func (rig *diffRig) checkOnce(t testing.TB, in []byte, valid bool) (diverged str
 		}
 		return ""
 	}
-	if !valid && (!clean(direct) || refused > 0) {
-		// An error, or a refusal that noreply kept silent (memcached skips
-		// a bad data chunk and reads on; the proxy closes the connection):
-		// the proxy may have refused what memcached took.
+	if !valid && refused > 0 && readsNoFurther(in) {
+		// The proxy closed the connection at a request it refused, where
+		// memcached reads on (a bad data chunk, say): what memcached ran
+		// after it, the proxy did not, though noreply may hide the answers.
+		// Other refusals the proxy answers as memcached does change the same
+		// state: a set of a value too large drops the key's item in both.
 		return ""
 	}
 	get := "get " + strings.Join(vocab, " ") + "\r\n"
@@ -214,17 +217,23 @@ func (rig *diffRig) checkOnce(t testing.TB, in []byte, valid bool) (diverged str
 	return ""
 }
 
-// clean reports whether a stream's answers hold no error line. Where the proxy
-// answers an arbitrary stream as memcached does, and without errors, the state
-// it leaves must be memcached's too; where there are errors, it may have
-// refused what memcached took.
-func clean(answers string) bool {
-	for _, l := range strings.Split(answers, "\n") {
-		if strings.HasPrefix(l, "ERROR") || strings.HasPrefix(l, "CLIENT_ERROR") || strings.HasPrefix(l, "SERVER_ERROR") {
+// readsNoFurther reports whether the proxy's parser (memcache, with the
+// proxy's limits) refuses a request of in after which it reads nothing more.
+func readsNoFurther(in []byte) bool {
+	r := memcache.NewReader(bytes.NewReader(in), memcache.Limits{Parts: true})
+	var req memcache.Request
+	for {
+		err := r.ReadRequest(&req)
+		var me *memcache.Error
+		switch {
+		case errors.As(err, &me):
+			if me.Fatal {
+				return true
+			}
+		case err != nil || req.Command == memcache.CmdQuit:
 			return false
 		}
 	}
-	return true
 }
 
 // maskRE matches what differs between two memcacheds for the same commands: cas
