@@ -224,6 +224,9 @@ func (s *Store) serveConn(c net.Conn) {
 		var me *memcache.Error
 		switch {
 		case errors.As(err, &me):
+			if me.Reply == memcache.ReplyTooLarge {
+				s.dropStale(&req)
+			}
 			if !me.Noreply {
 				out = append(append(out, me.Reply...), "\r\n"...)
 			}
@@ -246,6 +249,19 @@ func (s *Store) serveConn(c net.Conn) {
 		if rd.Buffered() == 0 && bw.Flush() != nil {
 			return
 		}
+	}
+}
+
+// dropStale deletes the item of a set or ms refused for a value too large, as
+// memcached does, so that a set that failed leaves no stale value to read.
+func (s *Store) dropStale(req *memcache.Request) {
+	if req.Command != memcache.CmdSet && req.Command != memcache.CmdMetaSet || len(req.Keys) != 1 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.items[string(req.RouteKey(0))]; ok {
+		s.remove(e)
 	}
 }
 
@@ -368,6 +384,9 @@ func (s *Store) store(dst []byte, req *memcache.Request) []byte {
 		}
 	}
 	if err := s.put(it); err != nil {
+		if e, ok := s.items[it.key]; ok && req.Command == memcache.CmdSet {
+			s.remove(e) // as memcached drops it when a set fails
+		}
 		return append(append(dst, err.Error()...), "\r\n"...)
 	}
 	return append(dst, "STORED\r\n"...)

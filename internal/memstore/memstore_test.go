@@ -275,3 +275,26 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("after 21s: %q", got)
 	}
 }
+
+// TestTooLargeSetDropsStale checks a set or ms of a value too large: it is
+// refused, and the key's old value goes, as memcached drops it (the proxy's
+// TestTooLargeSetDropsStale holds memcached to this); an add leaves it.
+func TestTooLargeSetDropsStale(t *testing.T) {
+	c := dial(t, startStore(t, &Store{MaxBytes: 2000})) // values up to 1000 bytes
+	big := strings.Repeat("x", 1500)
+	const refused, had = "SERVER_ERROR object too large for cache\r\n", "VALUE k 0 2\r\nva\r\nEND\r\n"
+	for _, tt := range []struct{ req, reply, after string }{
+		{"set k 0 0 1500\r\n" + big + "\r\n", refused, "END\r\n"},
+		{"set k 0 0 1500 noreply\r\n" + big + "\r\n", "", "END\r\n"},
+		{"ms k 1500 T0\r\n" + big + "\r\n", refused, "END\r\n"},
+		{"add k 0 0 1500\r\n" + big + "\r\n", refused, had},
+		{"set k 0 0 990\r\n" + big[:990] + "\r\n", "SERVER_ERROR object too large for cache\r\n", "END\r\n"}, // with the item's overhead
+	} {
+		if got := c.do(t, "set k 0 0 2\r\nva\r\n"); got != "STORED\r\n" {
+			t.Fatalf("set: %q", got)
+		}
+		if got := c.do(t, tt.req+"get k\r\n"); got != tt.reply+tt.after {
+			t.Errorf("%.20q, then get: %q; want %q", tt.req, got, tt.reply+tt.after)
+		}
+	}
+}
