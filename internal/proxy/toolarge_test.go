@@ -1,15 +1,12 @@
 package proxy
 
 import (
-	"errors"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // TestTooLargeSetDropsStale checks the proxy against memcached, directly, and
@@ -39,60 +36,55 @@ func TestTooLargeSetDropsStale(t *testing.T) {
 	p := startProxy(t, poolYAML("", memcachedtest.Start(t)))
 	targets := map[string]string{"memcached": direct.Addr, "chash proxy": p.Addr("alpha").String()}
 	nc := startNutcracker(t, poolYAML("", memcachedtest.Start(t)))
+	send := func(addr, in string) string { return testprog.Exchange(t, addr, in, 10*time.Second) }
 	for _, tt := range tests {
+		want := "STORED\r\n" + tt.reply + tt.after
 		for name, addr := range targets {
-			want := "STORED\r\n" + tt.reply + tt.after
-			got, err := sendAll(addr, []byte("set k 0 0 2\r\nva\r\n"+tt.req+"get k\r\n"))
-			if got != want || err != nil {
-				t.Errorf("%s, %s: answers %.200q, %v; want %q", tt.name, name, got, err, want)
+			if got := send(addr, "set k 0 0 2\r\nva\r\n"+tt.req+"get k\r\n"); got != want {
+				t.Errorf("%s, %s: answers %.200q; want %q", tt.name, name, got, want)
 			}
 		}
-		if !tt.meta {
-			want := "STORED\r\n" + tt.reply + tt.after
-			if got, err := sendAll(nc, []byte("set k 0 0 2\r\nva\r\n"+tt.req+"get k\r\n")); got != want || err != nil {
-				t.Errorf("%s, nutcracker: answers %.200q, %v; want %q", tt.name, got, err, want)
-			}
+		if tt.meta {
+			continue
+		}
+		if got := send(nc, "set k 0 0 2\r\nva\r\n"+tt.req+"get k\r\n"); got != want {
+			t.Errorf("%s, nutcracker: answers %.200q; want %q", tt.name, got, want)
 		}
 	}
 
 	// A set whose value the input cuts: no answer, and the old value gone.
 	for name, addr := range targets {
-		if _, err := sendAll(addr, []byte("set k 0 0 2\r\nva\r\n")); err != nil {
-			t.Fatal(err)
+		send(addr, "set k 0 0 2\r\nva\r\n")
+		if got := send(addr, "set k 0 0 2097152\r\n"+big[:1000]); got != "" {
+			t.Errorf("%s: a set of a value too large, cut: answers %.100q; want nothing", name, got)
 		}
-		if got, err := sendAll(addr, []byte("set k 0 0 2097152\r\n"+big[:1000])); got != "" || err != nil {
-			t.Errorf("%s: a set of a value too large, cut: answers %.100q, %v; want nothing", name, got, err)
-		}
-		if got, err := sendAll(addr, []byte("get k\r\n")); got != "END\r\n" || err != nil {
-			t.Errorf("%s: after a set of a value too large, cut: get answers %q, %v; want END", name, got, err)
+		if got := send(addr, "get k\r\n"); got != "END\r\n" {
+			t.Errorf("%s: after a set of a value too large, cut: get answers %q; want END", name, got)
 		}
 	}
 
 	// With replicas, the key's old value goes from each.
 	reps := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	rp := startProxy(t, poolYAML("distribution: chash\nreplicas: 2", reps...))
-	if got, err := sendAll(rp.Addr("alpha").String(), []byte("set k 0 0 2\r\nva\r\n")); got != "STORED\r\n" || err != nil {
-		t.Fatalf("replicas: set: %q, %v", got, err)
+	if got := send(rp.Addr("alpha").String(), "set k 0 0 2\r\nva\r\n"); got != "STORED\r\n" {
+		t.Fatalf("replicas: set: %q", got)
 	}
 	for _, srv := range reps {
-		if got, err := sendAll(srv.Addr, []byte("get k\r\n")); got != had || err != nil {
-			t.Fatalf("replica %s after a set: get answers %q, %v; want %q", srv.Addr, got, err, had)
+		if got := send(srv.Addr, "get k\r\n"); got != had {
+			t.Fatalf("replica %s after a set: get answers %q; want %q", srv.Addr, got, had)
 		}
 	}
-	if got, err := sendAll(rp.Addr("alpha").String(), []byte("set k 0 0 2097152\r\n"+big+"\r\n")); got != refused || err != nil {
-		t.Errorf("replicas: a set of a value too large: %q, %v; want %q", got, err, refused)
+	if got := send(rp.Addr("alpha").String(), "set k 0 0 2097152\r\n"+big+"\r\n"); got != refused {
+		t.Errorf("replicas: a set of a value too large: %q; want %q", got, refused)
 	}
 	for _, srv := range reps {
-		if got, err := sendAll(srv.Addr, []byte("get k\r\n")); got != "END\r\n" || err != nil {
-			t.Errorf("replica %s after a set of a value too large: get answers %q, %v; want END", srv.Addr, got, err)
+		if got := send(srv.Addr, "get k\r\n"); got != "END\r\n" {
+			t.Errorf("replica %s after a set of a value too large: get answers %q; want END", srv.Addr, got)
 		}
 	}
 
 	// Each refusal is counted as one, not as the delete sent in its place.
-	stats, err := sendAll(p.Addr("alpha").String(), []byte("stats\r\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	stats := send(p.Addr("alpha").String(), "stats\r\n")
 	s, err := memcachedtest.ParseStats(stats)
 	if err != nil {
 		t.Fatal(err)
@@ -103,24 +95,4 @@ func TestTooLargeSetDropsStale(t *testing.T) {
 	if got := s["requests_delete"]; got != "0" && got != "" {
 		t.Errorf("requests_delete %q; want none", got)
 	}
-}
-
-// sendAll sends in on a new connection to addr, closes its writing side, and
-// returns all that comes back until the connection closes (10 s at most).
-func sendAll(addr string, in []byte) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() {
-		c.Write(in) // the other end may close before it reads it all
-		c.(*net.TCPConn).CloseWrite()
-	}()
-	out, err := io.ReadAll(c)
-	if errors.Is(err, syscall.ECONNRESET) {
-		err = nil
-	}
-	return string(out), err
 }

@@ -244,23 +244,5 @@ func (s *Server) KeysOf(db int) []string {
 // reply to bad input after which Redis closes the connection.
 func Exchange(t testing.TB, addr, in string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, Timeout)
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(Timeout))
-	done := make(chan struct{})
-	go func() { // the server may close before it reads all; its reply is read meanwhile
-		defer close(done)
-		io.WriteString(c, in)
-		c.(*net.TCPConn).CloseWrite()
-	}()
-	var out bytes.Buffer
-	_, err = io.Copy(&out, c)
-	<-done
-	if err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "connection reset") {
-		t.Fatalf("redistest: read from %s: %v (read %q)", addr, err, out.Bytes())
-	}
-	return out.String()
+	return testprog.Exchange(t, addr, in, Timeout)
 }

@@ -1,13 +1,17 @@
 package testprog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // FreePort returns a TCP port of 127.0.0.1 that was free a moment ago. Tests
@@ -101,4 +105,32 @@ func Listening(addrs ...string) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// Exchange sends in to addr (TCP) on a connection of its own, ends the
+// connection's writing side and returns all that comes back before the other
+// side closes the connection, within d: the replies to the requests in, as a
+// server answers a client that has sent all it will. A reset connection ends
+// what comes back; any other error fails the test.
+func Exchange(t testing.TB, addr, in string, d time.Duration) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, d)
+	if err != nil {
+		t.Fatalf("testprog: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(d))
+	done := make(chan struct{})
+	go func() { // the server may close before it reads all; its reply is read meanwhile
+		defer close(done)
+		io.WriteString(c, in)
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	var out bytes.Buffer
+	_, err = io.Copy(&out, c)
+	<-done
+	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("testprog: read from %s: %v (read %q)", addr, err, out.Bytes())
+	}
+	return out.String()
 }

@@ -491,6 +491,22 @@ func TestStartOnFreePorts(t *testing.T) {
 	}
 }
 
+// TestExchange sends two lines to a server that answers each and closes the
+// connection at the end of the input.
+func TestExchange(t *testing.T) {
+	addr := FreeAddr(t)
+	p := helperProgram(t, "serve", addr)
+	p.Ready = Listening(addr)
+	proc, err := p.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Stop()
+	if got := Exchange(t, addr, "ping\nping\n", 10*time.Second); got != "pong\npong\n" {
+		t.Errorf("Exchange = %q; want two pongs", got)
+	}
+}
+
 // TestListening checks the ready check on a TCP port and a Unix socket, and
 // its error while one of them does not listen.
 func TestListening(t *testing.T) {
