@@ -614,8 +614,9 @@ const (
 // reply is the value of each key they read, or nil for a key that does not
 // exist. redis-server counts their keys in its keyspace_hits and
 // keyspace_misses as the proxy does, so that a server's counts in the proxy
-// are its own, but for a key of another type, a hit for Redis, which the
-// proxy counts a miss (MGET's nil) or not at all (GET's WRONGTYPE). Redis
+// are its own (a key of another type is a hit: GET's WRONGTYPE), but for
+// MGET's nil for a key of another type, a hit for Redis and a miss for the
+// proxy, which cannot tell it from a missing key. Redis
 // counts other reads too (HGET, EXISTS, LRANGE, ...); the proxy does not, as
 // their replies do not say whether the key was there.
 var redisLookups = func() []redisLookup {
@@ -632,15 +633,19 @@ var redisLookups = func() []redisLookup {
 	return kinds
 }()
 
+// wrongType begins Redis's error for a key of another type.
+var wrongType = []byte("WRONGTYPE ")
+
 func (r *redisReply) size() int { return len(r.rp.Bytes()) }
 
 func (r *redisReply) lookups() (hits, misses int) {
 	switch r.lookup {
 	case lookupValue:
-		if r.rp.Kind == resp.KindBulk {
-			if r.rp.IsNull() {
-				return 0, 1
-			}
+		switch {
+		case r.rp.Kind == resp.KindBulk && r.rp.IsNull():
+			return 0, 1
+		case r.rp.Kind == resp.KindBulk, r.rp.IsError() && bytes.HasPrefix(r.rp.Str, wrongType):
+			// WRONGTYPE: Redis found the key, and counts a hit.
 			return 1, 0
 		}
 	case lookupValues:

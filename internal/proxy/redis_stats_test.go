@@ -189,10 +189,10 @@ func redisInfoStat(t testing.TB, s *redistest.Server, name string) float64 {
 
 // TestRedisHitsMatchRedis reads keys spread over three redis-servers, some
 // stored and some not, with MGET (split by server), GET, GETEX, GETDEL and
-// GETSET through the proxy, and checks each server's hits and misses in
-// /metrics and /stats against the keys the ring gave it, and against what
-// the server itself counts (INFO's keyspace_hits and keyspace_misses, the
-// truth). Writes (SET, MSET) and other reads that Redis counts and the proxy
+// GETSET through the proxy (and GET and GETDEL of a list), and checks each
+// server's hits and misses in /metrics and /stats against the keys the ring
+// gave it, and against what the server itself counts (INFO's keyspace_hits
+// and keyspace_misses, the truth). Writes (SET, MSET) and other reads that Redis counts and the proxy
 // does not (none here) would make them differ.
 func TestRedisHitsMatchRedis(t *testing.T) {
 	servers := startRedisServers(t, 3)
@@ -225,7 +225,17 @@ func TestRedisHitsMatchRedis(t *testing.T) {
 	if n := strings.Count(reply, "$-1\r\n"); !strings.HasPrefix(reply, fmt.Sprintf("*%d\r\n", len(mget))) || n != len(mget)-len(stored) {
 		t.Fatalf("MGET of %d keys, %d stored: %q", len(mget), len(stored), reply)
 	}
-	// One read of each other kind, of a stored key and a missing one.
+	// One read of each other kind, of a stored key and a missing one; and
+	// of a key of another type, which Redis finds (a hit) and refuses.
+	if got := c.Do("RPUSH", "list:1", "a"); got != ":1\r\n" {
+		t.Fatalf("RPUSH = %q", got)
+	}
+	for _, args := range [][]string{{"GET", "list:1"}, {"GETDEL", "list:1"}} {
+		if got := c.Do(args...); !strings.HasPrefix(got, "-WRONGTYPE ") {
+			t.Errorf("%q = %q; want WRONGTYPE", args, got)
+		}
+		wantHits[owner("list:1")]++
+	}
 	for _, args := range [][]string{
 		{"GET", "user:0"}, {"GET", "nokey:1"},
 		{"GETEX", "user:1", "PERSIST"}, {"GETEX", "nokey:2"},
