@@ -232,7 +232,8 @@ func TestRedisReplyLookups(t *testing.T) {
 		{"GET k\r\n", nil, "$1\r\nv\r\n", 1, 0},
 		{"GET k\r\n", nil, "$0\r\n\r\n", 1, 0},
 		{"GET k\r\n", nil, "$-1\r\n", 0, 1},
-		{"GET k\r\n", nil, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", 0, 0},
+		{"GET k\r\n", nil, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", 1, 0}, // Redis found it
+		{"GET k\r\n", nil, "-ERR server down\r\n", 0, 0},
 		{"GETEX k PERSIST\r\n", nil, "$1\r\nv\r\n", 1, 0},
 		{"GETEX k\r\n", nil, "$-1\r\n", 0, 1},
 		{"GETDEL k\r\n", nil, "$-1\r\n", 0, 1},
