@@ -5,13 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,26 +43,7 @@ func startRedis(t testing.TB, args ...string) *redisServer {
 // the connection.
 func (s *redisServer) answer(t testing.TB, in []byte) []byte {
 	t.Helper()
-	c, err := net.Dial("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // Redis may close before reading all; its reply is read meanwhile
-		defer wg.Done()
-		c.Write(in)
-		c.(*net.TCPConn).CloseWrite()
-	}()
-	var out bytes.Buffer
-	_, err = io.Copy(&out, c)
-	wg.Wait()
-	if err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "connection reset") {
-		t.Fatalf("read from redis-server: %v", err)
-	}
-	return out.Bytes()
+	return []byte(testprog.Exchange(t, s.Addr, string(in), 20*time.Second))
 }
 
 // client is a connection to a server, through this package's writer and

@@ -49,9 +49,7 @@ func StartOnFreePorts(t testing.TB, n int, prog func(addrs []string) Program) (*
 		for i := range addrs {
 			addrs[i] = FreeAddr(t)
 		}
-		p := prog(addrs)
-		p.Name = LookPath(t, p.Name)
-		proc, err := p.Start()
+		proc, err := startFor(t, prog(addrs))
 		if errors.Is(err, errExited) && try < portTries {
 			t.Logf("%v; trying other ports", err)
 			continue
@@ -59,11 +57,6 @@ func StartOnFreePorts(t testing.TB, n int, prog func(addrs []string) Program) (*
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if err := proc.Stop(); err != nil {
-				t.Error(err)
-			}
-		})
 		return proc, addrs
 	}
 }

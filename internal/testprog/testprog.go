@@ -164,18 +164,29 @@ type Program struct {
 // when CI is set; any other error fails it.
 func Start(t testing.TB, p Program) *Proc {
 	t.Helper()
-	path := LookPath(t, p.Name)
-	p.Name = path
-	proc, err := p.Start()
+	proc, err := startFor(t, p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return proc
+}
+
+// startFor is Start returning the error of a program that does not start: it
+// skips t for a missing program (or fails it when CI is set), and stops a
+// started one when t ends.
+func startFor(t testing.TB, p Program) (*Proc, error) {
+	t.Helper()
+	p.Name = LookPath(t, p.Name)
+	proc, err := p.Start()
+	if err != nil {
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if err := proc.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
-	return proc
+	return proc, nil
 }
 
 // Start starts the program and waits until it is ready. If it exits first, or
