@@ -272,10 +272,13 @@ func TestEtcdRestart(t *testing.T) {
 	w.until("connected", func(st Status) bool { return st.Connected })
 	w.expect("a/1 b/1", e.Put(prefix+"b", "10.0.0.2:11211:1 b"))
 
-	// Revisions well above those the new etcd will reach.
+	// Revisions well above those the new etcd will reach, the last of them
+	// under the prefix: the source has seen it before etcd goes (it learns a
+	// revision from the prefix's events and reads, not from other keys').
 	for range 10 {
 		e.Put("/elsewhere", "x")
 	}
+	w.expect("a/1 b/1 c/1", e.Put(prefix+"c", "10.0.0.3:11211:1 c"))
 	e.Wipe()
 	e.Put(prefix+"x", "10.0.0.9:11211:1 x")
 	rev := e.Put(prefix+"y", "10.0.0.8:11211:1 y")
