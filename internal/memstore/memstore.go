@@ -576,6 +576,7 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 	}
 	if status == "HD" {
 		if err := s.put(it); err != nil {
+			s.dropStale(req.Command, key)
 			return errLine(dst, err)
 		}
 		if m.has['q'] {
