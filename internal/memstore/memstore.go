@@ -224,8 +224,10 @@ func (s *Store) serveConn(c net.Conn) {
 		var me *memcache.Error
 		switch {
 		case errors.As(err, &me):
-			if me.Reply == memcache.ReplyTooLarge {
-				s.dropStale(&req)
+			if me.Reply == memcache.ReplyTooLarge && len(req.Keys) == 1 {
+				s.mu.Lock()
+				s.dropStale(req.Command, req.RouteKey(0))
+				s.mu.Unlock()
 			}
 			if !me.Noreply {
 				out = append(append(out, me.Reply...), "\r\n"...)
@@ -252,15 +254,14 @@ func (s *Store) serveConn(c net.Conn) {
 	}
 }
 
-// dropStale deletes the item of a set or ms refused for a value too large, as
-// memcached does, so that a set that failed leaves no stale value to read.
-func (s *Store) dropStale(req *memcache.Request) {
-	if req.Command != memcache.CmdSet && req.Command != memcache.CmdMetaSet || len(req.Keys) != 1 {
+// dropStale deletes key's item after a set or ms of it failed for a value
+// too large, as memcached does, so that a failed set leaves no stale value to
+// read; s.mu is held.
+func (s *Store) dropStale(cmd memcache.Command, key []byte) {
+	if cmd != memcache.CmdSet && cmd != memcache.CmdMetaSet {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.items[string(req.RouteKey(0))]; ok {
+	if e, ok := s.items[string(key)]; ok {
 		s.remove(e)
 	}
 }
@@ -384,9 +385,7 @@ func (s *Store) store(dst []byte, req *memcache.Request) []byte {
 		}
 	}
 	if err := s.put(it); err != nil {
-		if e, ok := s.items[it.key]; ok && req.Command == memcache.CmdSet {
-			s.remove(e) // as memcached drops it when a set fails
-		}
+		s.dropStale(req.Command, key)
 		return append(append(dst, err.Error()...), "\r\n"...)
 	}
 	return append(dst, "STORED\r\n"...)
@@ -577,6 +576,7 @@ func (s *Store) metaSet(dst []byte, req *memcache.Request) []byte {
 	}
 	if status == "HD" {
 		if err := s.put(it); err != nil {
+			s.dropStale(req.Command, key)
 			return errLine(dst, err)
 		}
 		if m.has['q'] {

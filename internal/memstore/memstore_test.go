@@ -289,6 +289,7 @@ func TestTooLargeSetDropsStale(t *testing.T) {
 		{"ms k 1500 T0\r\n" + big + "\r\n", refused, "END\r\n"},
 		{"add k 0 0 1500\r\n" + big + "\r\n", refused, had},
 		{"set k 0 0 990\r\n" + big[:990] + "\r\n", "SERVER_ERROR object too large for cache\r\n", "END\r\n"}, // with the item's overhead
+		{"ms k 990 T0\r\n" + big[:990] + "\r\n", "SERVER_ERROR object too large for cache\r\n", "END\r\n"},
 	} {
 		if got := c.do(t, "set k 0 0 2\r\nva\r\n"); got != "STORED\r\n" {
 			t.Fatalf("set: %q", got)
