@@ -74,6 +74,12 @@ func TestRegisterBinary(t *testing.T) {
 	}
 
 	a := start("10.0.0.1:11211:1 a")
+	// The key is in etcd before etcd's answer reaches chash register: a
+	// signal between the two stops it while it registers (it revokes the
+	// lease, and logs nothing). Wait until it has registered.
+	if !poll(10*time.Second, func() bool { return strings.Contains(a.Output(), `msg="membership: registered"`) }) {
+		t.Fatalf("chash register never logs that it registered:\n%s", a.Output())
+	}
 	sendSignal(t, a, syscall.SIGTERM)
 	if err := a.Wait(5 * time.Second); err != nil {
 		t.Fatalf("after SIGTERM chash register: %v\n%s", err, a.Output())
