@@ -1023,6 +1023,8 @@
 //
 // At start register waits --wait (10s by default) for etcd to answer, then
 // exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
+// signal meanwhile ends it with status 0 and a line saying that nothing stays
+// registered (a key put before etcd's answer was lost goes with its lease). A
 // bad flag exits 2.
 //
 // The flags are:

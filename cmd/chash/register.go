@@ -48,6 +48,8 @@ as etcd answers.
 
 At start register waits --wait (10s by default) for etcd to answer, then
 exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
+signal meanwhile ends it with status 0 and a line saying that nothing stays
+registered (a key put before etcd's answer was lost goes with its lease). A
 bad flag exits 2.`,
 	}
 	c.Flag.StringVar(&f.etcd, "etcd", "", "the etcd members' client addresses, `HOST:PORT[,HOST:PORT...]` (required)")
@@ -97,7 +99,10 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0 // stopped before etcd answered: nothing to remove
+			// Stopped before etcd answered: a key put meanwhile went with
+			// its lease (membership.Register revokes it).
+			reg.Logger.Info("register: stopped before the registration completed; nothing stays registered", "key", reg.Key())
+			return 0
 		}
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1

@@ -99,6 +99,33 @@ func TestRegisterBinary(t *testing.T) {
 	}
 }
 
+// TestRegisterStoppedEarly: a signal while chash register still tries to
+// reach etcd ends it at once, with status 0 and a line saying that nothing
+// stays registered.
+func TestRegisterStoppedEarly(t *testing.T) {
+	bin := buildChash(t)
+	p := testprog.Start(t, testprog.Program{
+		Name: bin,
+		Args: []string{"register", "--etcd", testprog.FreeAddr(t), "--prefix", "/p/", "--server", "h:1:1 x", "--wait", "1m"},
+		Env:  chashEnv(),
+	})
+	if !poll(10*time.Second, func() bool { return strings.Contains(p.Output(), "retrying the registration") }) {
+		t.Fatalf("chash register never logs that it retries:\n%s", p.Output())
+	}
+	start := time.Now()
+	sendSignal(t, p, syscall.SIGTERM)
+	if err := p.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, p.Output())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("chash register took %v to stop after SIGTERM", d)
+	}
+	want := `msg="register: stopped before the registration completed; nothing stays registered" key=/p/x`
+	if !strings.Contains(p.Output(), want) {
+		t.Errorf("chash register's log lacks\n%s\n%s", want, p.Output())
+	}
+}
+
 // TestRegisterUnreachable: with no etcd, register gives up after --wait and
 // names the endpoint.
 func TestRegisterUnreachable(t *testing.T) {

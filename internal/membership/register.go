@@ -94,7 +94,6 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 		return nil, err
 	}
 	line := strings.TrimSpace(reg.Server)
-	s, _ := parseLine(line)
 	if reg.TTL == 0 {
 		reg.TTL = 5 * time.Second
 	}
@@ -102,7 +101,7 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 	r := &Registrar{
 		reg:   reg,
 		cfg:   cfg,
-		key:   reg.Prefix + s.Name(),
+		key:   reg.Key(),
 		value: line,
 		ttl:   int64((reg.TTL + time.Second - 1) / time.Second),
 		done:  make(chan struct{}),
@@ -156,6 +155,13 @@ func (reg Registration) Validate() error {
 		return fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
 	}
 	return nil
+}
+
+// Key returns the etcd key of a valid registration: the prefix and the
+// server's name.
+func (reg Registration) Key() string {
+	s, _ := parseLine(strings.TrimSpace(reg.Server))
+	return reg.Prefix + s.Name()
 }
 
 // Key returns the registration's etcd key.
