@@ -90,7 +90,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 // TestStatusPageInChromium loads the status page of a proxy in front of real
 // memcached and Redis servers in headless Chromium: it renders with no
 // console error, shows every pool and server in its table and in its ring's
-// SVG, and, reloading itself, shows a server ejected once it is stopped and
+// SVG, and each pool's ring fingerprint, and, reloading itself, shows a server ejected once it is stopped and
 // a server added by UpdateServers.
 // With -update it writes the screenshot the README shows.
 func TestStatusPageInChromium(t *testing.T) {
@@ -162,6 +162,18 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 	}
 
+	// Each pool's ring fingerprint, as /ring has it: what an operator
+	// compares across proxies.
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range p.Rings() {
+		if want := "ring fingerprint " + r.Fingerprint; r.Fingerprint == "" || !strings.Contains(text, want) {
+			t.Errorf("pool %s: the page lacks %q:\n%s", name, want, text)
+		}
+	}
+
 	// Stop a server and fail a request to it: it is ejected, and the page
 	// shows it at its next reload (every 5 seconds), with no help.
 	mc[2].Stop()
@@ -169,7 +181,6 @@ func TestStatusPageInChromium(t *testing.T) {
 		k := fmt.Sprintf("user:%08x", uint32(i)*0x9e3779b9)
 		mcClient.send(t, "get "+k+"\r\n")
 	}
-	var text string
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if text, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main"))); err != nil {
