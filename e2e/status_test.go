@@ -90,8 +90,8 @@ func browser(t *testing.T) (context.Context, func() []string) {
 // TestStatusPageInChromium loads the status page of a proxy in front of real
 // memcached and Redis servers in headless Chromium: it renders with no
 // console error, shows every pool and server in its table and in its ring's
-// SVG, and each pool's ring fingerprint, and, reloading itself, shows a server ejected once it is stopped and
-// a server added by UpdateServers.
+// SVG and each pool's ring fingerprint, and, reloading itself, shows a server
+// ejected once it is stopped and a server added by UpdateServers.
 // With -update it writes the screenshot the README shows.
 func TestStatusPageInChromium(t *testing.T) {
 	ctx, consoleErrors := browser(t)
