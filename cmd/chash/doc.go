@@ -232,7 +232,8 @@
 //
 //	The address the proxy accepts the pool's clients on: host:port, or the
 //	path of a Unix socket optionally followed by the socket's mode in octal.
-//	No two pools may listen on the same address.
+//	No two pools may listen on the same address. 0.0.0.0 is every IPv4
+//	address and [::] every address, IPv6 and IPv4, as for nutcracker.
 //	Default: none: the proxy requires it; chash route and analyze do not use
 //	it.
 //	Example:

@@ -55,7 +55,8 @@ var settings = []setting{
 			Default: "none: the proxy requires it; chash route and analyze do not use it",
 			Doc: "The address the proxy accepts the pool's clients on: host:port, or the path of a " +
 				"Unix socket optionally followed by the socket's mode in octal. No two pools may " +
-				"listen on the same address.",
+				"listen on the same address. 0.0.0.0 is every IPv4 address and [::] every address, " +
+				"IPv6 and IPv4, as for nutcracker.",
 			Example: "listen: 127.0.0.1:22121",
 		},
 		parse: setListen,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +37,28 @@ var listenConfig = net.ListenConfig{Control: reusePort}
 // listenTCP opens a TCP listener on addr that shares it with other processes
 // (see listenConfig) and that takes its queued connections when it closes.
 func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
-	ln, err := listenConfig.Listen(ctx, "tcp", addr)
+	ln, err := listenConfig.Listen(ctx, listenNetwork(addr), addr)
 	if err != nil {
 		return nil, err
 	}
 	return &reuseListener{TCPListener: ln.(*net.TCPListener), swept: make(chan struct{})}, nil
+}
+
+// listenNetwork returns the network of a TCP listener on addr: "tcp4" for an
+// IPv4 address, "tcp" otherwise. On 0.0.0.0, "tcp" would open a dual-stack
+// socket that takes IPv6 clients too, where nutcracker, and an operator who
+// writes 0.0.0.0 (behind a firewall for IPv4, say), listen on IPv4 alone.
+// [::] takes both, as nutcracker's does on Linux; a host name listens on its
+// first address.
+func listenNetwork(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "tcp" // Listen names the problem
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Is4() {
+		return "tcp4"
+	}
+	return "tcp"
 }
 
 // aLongTimeAgo is a deadline that has passed: a call waiting on it returns.

@@ -118,3 +118,24 @@ func TestHitlessRestart(t *testing.T) {
 		t.Error("the new proxy took no client")
 	}
 }
+
+// TestListenNetwork: a listener on an IPv4 address, 0.0.0.0 included, is
+// IPv4's alone (Go's "tcp" would make 0.0.0.0 a dual-stack socket that
+// takes IPv6 clients too); other addresses keep "tcp".
+func TestListenNetwork(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"0.0.0.0:22121", "tcp4"},
+		{"127.0.0.1:0", "tcp4"},
+		{"10.0.0.7:11211", "tcp4"},
+		{"[::]:22121", "tcp"},
+		{"[::1]:22121", "tcp"},
+		{"[::ffff:10.0.0.7]:22121", "tcp"},
+		{":22121", "tcp"},
+		{"localhost:22121", "tcp"},
+		{"no port", "tcp"},
+	} {
+		if got := listenNetwork(tc.addr); got != tc.want {
+			t.Errorf("listenNetwork(%q) = %q; want %q", tc.addr, got, tc.want)
+		}
+	}
+}
