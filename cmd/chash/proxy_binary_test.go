@@ -464,7 +464,10 @@ func TestProxyAsNutcracker(t *testing.T) {
 		t.Fatal(err)
 	}
 	sendSignal(t, p, syscall.SIGHUP)
-	if !poll(10*time.Second, func() bool { b, _ := os.ReadFile(logFile); return strings.Contains(string(b), "configuration reloaded") }) {
+	if !poll(10*time.Second, func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "configuration reloaded")
+	}) {
 		b, _ := os.ReadFile(logFile)
 		t.Errorf("10s after SIGHUP, the new log file has no reload:\n%s", b)
 	}
