@@ -893,7 +893,8 @@
 // files run chash unchanged, as 'chash proxy' or through a link named
 // nutcracker to the chash binary (which then runs proxy): -c/--conf-file is
 // --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
-// (append the log to a file; rotate it with logrotate's copytruncate),
+// (append the log to a file, which SIGHUP opens again, as nutcracker's does,
+// so that logrotate's create and copytruncate both work),
 // -p/--pid-file (written once serving, removed at exit), -v/--verbose N
 // (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 // log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
@@ -963,9 +964,9 @@
 //	--mbuf-size int
 //		accepted for nutcracker's scripts: chash has no mbufs
 //	--o FILE
-//		append the log to FILE instead of standard error
+//		append the log to FILE instead of standard error; SIGHUP opens it again
 //	--output FILE
-//		append the log to FILE instead of standard error
+//		append the log to FILE instead of standard error; SIGHUP opens it again
 //	--p FILE
 //		write the process id to FILE, removed at exit
 //	--pid-file FILE

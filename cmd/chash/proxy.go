@@ -397,7 +397,8 @@ Nutcracker's command line works as it is, so that its init scripts and unit
 files run chash unchanged, as 'chash proxy' or through a link named
 nutcracker to the chash binary (which then runs proxy): -c/--conf-file is
 --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
-(append the log to a file; rotate it with logrotate's copytruncate),
+(append the log to a file, which SIGHUP opens again, as nutcracker's does,
+so that logrotate's create and copytruncate both work),
 -p/--pid-file (written once serving, removed at exit), -v/--verbose N
 (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
@@ -443,7 +444,7 @@ memcached servers for that.`,
 		c.Flag.IntVar(&f.statsInterval, name, 30000, "accepted for nutcracker's scripts: chash's stats are always current")
 	}
 	for _, name := range []string{"output", "o"} {
-		c.Flag.StringVar(&f.output, name, "", "append the log to `FILE` instead of standard error")
+		c.Flag.StringVar(&f.output, name, "", "append the log to `FILE` instead of standard error; SIGHUP opens it again")
 	}
 	for _, name := range []string{"pid-file", "p"} {
 		c.Flag.StringVar(&f.pidFile, name, "", "write the process id to `FILE`, removed at exit")
@@ -545,15 +546,15 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	}
 	level := f.verbose.level()
 	logTo := env.Stderr
+	var logf *logFile
 	if f.output != "" {
-		// Appended to, so that logrotate's copytruncate rotates it.
-		out, err := os.OpenFile(f.output, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
+		var err error
+		if logf, err = openLogFile(f.output); err != nil {
 			c.Errorf(env.Stderr, "--output: %v", err)
 			return 1
 		}
-		defer out.Close()
-		logTo = out
+		defer logf.Close()
+		logTo = logf
 	}
 	var h slog.Handler = slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})
 	if f.logJSON {
@@ -622,6 +623,11 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	for {
 		select {
 		case <-hup:
+			if logf != nil {
+				if err := logf.reopen(); err != nil {
+					p.Logger.Error("--output not opened again: the log stays in the file open before", "err", err)
+				}
+			}
 			p.ReloadFile() // logs its outcome; a refused file leaves the old one serving
 		case <-ctx.Done():
 			p.Logger.Info("shutting down: finishing requests in flight")

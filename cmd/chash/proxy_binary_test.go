@@ -401,9 +401,9 @@ func waitExit(t *testing.T, p *testprog.Proc, after string) {
 
 // TestProxyAsNutcracker runs chash through a link named nutcracker with the
 // command line of nutcracker's init scripts: it serves the pool, writes its
-// pid file, logs to the --output file (saying that -m and -i mean nothing),
-// serves nutcracker's stats document on the stats port, and removes the pid
-// file at SIGTERM.
+// pid file, logs to the --output file (saying that -m and -i mean nothing)
+// and to a new one after logrotate's rename and SIGHUP, serves nutcracker's
+// stats document on the stats port, and removes the pid file at SIGTERM.
 func TestProxyAsNutcracker(t *testing.T) {
 	s := memcachedtest.Start(t)
 	dir := t.TempDir()
@@ -453,18 +453,45 @@ func TestProxyAsNutcracker(t *testing.T) {
 		t.Errorf("stats port: %s, %v; want nutcracker's document with pool alpha and server one", doc, err)
 	}
 
+	// Rotated as Debian's /etc/logrotate.d/nutcracker does: renamed, an
+	// empty file created, then SIGHUP (a reload): the log goes on in the
+	// new file.
+	rotated := logFile + ".1"
+	if err := os.Rename(logFile, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logFile, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	sendSignal(t, p, syscall.SIGHUP)
+	if !poll(10*time.Second, func() bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "configuration reloaded")
+	}) {
+		b, _ := os.ReadFile(logFile)
+		t.Errorf("10s after SIGHUP, the new log file has no reload:\n%s", b)
+	}
+
 	sendSignal(t, p, syscall.SIGTERM)
 	waitExit(t, p, "SIGTERM")
 	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
 		t.Errorf("pid file after exit: %v; want it removed", err)
 	}
-	logs, err := os.ReadFile(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"stats port listening", "--mbuf-size is accepted", "--stats-interval is accepted", "shutting down"} {
-		if !strings.Contains(string(logs), want) {
-			t.Errorf("the log file has no %q:\n%s", want, logs)
+	for file, wants := range map[string][]string{
+		rotated: {"stats port listening", "--mbuf-size is accepted", "--stats-interval is accepted"},
+		logFile: {"configuration reloaded", "shutting down"},
+	} {
+		logs, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range wants {
+			if !strings.Contains(string(logs), want) {
+				t.Errorf("%s has no %q:\n%s", filepath.Base(file), want, logs)
+			}
+		}
+		if file == logFile && strings.Contains(string(logs), "stats port listening") {
+			t.Errorf("%s has lines from before the rotation:\n%s", filepath.Base(file), logs)
 		}
 	}
 	if out := p.Output(); strings.Contains(out, "level=") {
