@@ -898,7 +898,10 @@
 // -p/--pid-file (written once serving, removed at exit), -v/--verbose N
 // (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 // log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
-// -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE).
+// -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
+// signals too: SIGTTIN and SIGTTOU raise and lower the log level by one of
+// nutcracker's levels, SIGUSR1 and SIGUSR2 do nothing, SIGHUP opens --output
+// again (and reloads FILE).
 // -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 // (chash's stats are always current, and it has no mbufs): the log says so
 // once. -d/--daemonize is refused: a Go program cannot fork safely, and a

@@ -402,7 +402,10 @@ so that logrotate's create and copytruncate both work),
 -p/--pid-file (written once serving, removed at exit), -v/--verbose N
 (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
--V/--version and -h/--help; getopt's forms too (-v6, -tc FILE).
+-V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
+signals too: SIGTTIN and SIGTTOU raise and lower the log level by one of
+nutcracker's levels, SIGUSR1 and SIGUSR2 do nothing, SIGHUP opens --output
+again (and reloads FILE).
 -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 (chash's stats are always current, and it has no mbufs): the log says so
 once. -d/--daemonize is refused: a Go program cannot fork safely, and a
@@ -544,7 +547,8 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
 	}
-	level := f.verbose.level()
+	level := new(slog.LevelVar) // SIGTTIN and SIGTTOU change it
+	level.Set(f.verbose.level())
 	logTo := env.Stderr
 	var logf *logFile
 	if f.output != "" {
@@ -587,6 +591,11 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	sigs := make(chan os.Signal, 4)
+	for sig := range nutcrackerSignals {
+		signal.Notify(sigs, sig)
+	}
+	defer signal.Stop(sigs)
 	if err := p.Start(file); err != nil {
 		c.Errorf(env.Stderr, "%v", err)
 		return 1
@@ -629,6 +638,22 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 				}
 			}
 			p.ReloadFile() // logs its outcome; a refused file leaves the old one serving
+		case sig := <-sigs:
+			v := f.verbose
+			switch sig {
+			case logUp:
+				f.verbose = min(v+1, 11)
+			case logDown:
+				f.verbose = max(v-1, 0)
+			default:
+				p.Logger.Info("signal received: nothing to do, as for nutcracker", "signal", nutcrackerSignals[sig])
+				continue
+			}
+			// At the more severe of the two levels: written whichever
+			// way the level went.
+			p.Logger.Log(context.Background(), max(v.level(), f.verbose.level()), "signal received: log level changed",
+				"signal", nutcrackerSignals[sig], "verbose_from", int(v), "verbose_to", int(f.verbose))
+			level.Set(f.verbose.level())
 		case <-ctx.Done():
 			p.Logger.Info("shutting down: finishing requests in flight")
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

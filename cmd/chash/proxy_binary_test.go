@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
@@ -402,8 +404,10 @@ func waitExit(t *testing.T, p *testprog.Proc, after string) {
 // TestProxyAsNutcracker runs chash through a link named nutcracker with the
 // command line of nutcracker's init scripts: it serves the pool, writes its
 // pid file, logs to the --output file (saying that -m and -i mean nothing)
-// and to a new one after logrotate's rename and SIGHUP, serves nutcracker's
-// stats document on the stats port, and removes the pid file at SIGTERM.
+// and to a new one after logrotate's rename and SIGHUP, changes its log level
+// at SIGTTIN and SIGTTOU and lives through SIGUSR1 and SIGUSR2, serves
+// nutcracker's stats document on the stats port, and removes the pid file at
+// SIGTERM.
 func TestProxyAsNutcracker(t *testing.T) {
 	s := memcachedtest.Start(t)
 	dir := t.TempDir()
@@ -451,6 +455,35 @@ func TestProxyAsNutcracker(t *testing.T) {
 	}
 	if err != nil || json.Unmarshal(doc, &st) != nil || st.Service != "nutcracker" || st.Alpha["one"] == nil {
 		t.Errorf("stats port: %s, %v; want nutcracker's document with pool alpha and server one", doc, err)
+	}
+
+	// nutcracker's other signals: SIGTTOU and SIGTTIN lower and raise the
+	// log level (-v 6 here), SIGUSR1 and SIGUSR2 do nothing; none stops or
+	// ends the proxy.
+	logged := func(want string) bool {
+		return poll(10*time.Second, func() bool { b, _ := os.ReadFile(logFile); return strings.Contains(string(b), want) })
+	}
+	for _, step := range []struct {
+		sig  syscall.Signal
+		want string // the line it logs; "" for none
+	}{
+		{syscall.SIGTTOU, "signal=SIGTTOU verbose_from=6 verbose_to=5"},
+		{syscall.SIGTTOU, "signal=SIGTTOU verbose_from=5 verbose_to=4"},
+		{syscall.SIGUSR1, ""}, // its line is at info, under the level of 4 (warnings)
+		{syscall.SIGTTIN, "signal=SIGTTIN verbose_from=4 verbose_to=5"},
+		{syscall.SIGUSR2, `msg="signal received: nothing to do, as for nutcracker" signal=SIGUSR2`},
+	} {
+		sendSignal(t, p, step.sig)
+		if step.want != "" && !logged(step.want) {
+			b, _ := os.ReadFile(logFile)
+			t.Fatalf("10s after %s, the log has no %q:\n%s", unix.SignalName(step.sig), step.want, b)
+		}
+	}
+	if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "SIGUSR1") {
+		t.Errorf("SIGUSR1's line is logged at level 4 (warnings):\n%s", b)
+	}
+	if got := c.roundTrip("get k\r\n"); got != "VALUE k 0 1\r\nv\r\nEND\r\n" {
+		t.Fatalf("get after the signals = %q", got)
 	}
 
 	// Rotated as Debian's /etc/logrotate.d/nutcracker does: renamed, an
