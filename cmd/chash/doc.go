@@ -901,7 +901,8 @@
 // -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
 // signals too: SIGTTIN and SIGTTOU raise and lower the log level by one of
 // nutcracker's levels, SIGUSR1 and SIGUSR2 do nothing, SIGHUP opens --output
-// again (and reloads FILE).
+// again (and reloads FILE), and SIGPIPE is ignored: a log going to a pipe whose
+// reader died does not end the proxy.
 // -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 // (chash's stats are always current, and it has no mbufs): the log says so
 // once. -d/--daemonize is refused: a Go program cannot fork safely, and a

@@ -405,7 +405,8 @@ log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
 -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
 signals too: SIGTTIN and SIGTTOU raise and lower the log level by one of
 nutcracker's levels, SIGUSR1 and SIGUSR2 do nothing, SIGHUP opens --output
-again (and reloads FILE).
+again (and reloads FILE), and SIGPIPE is ignored: a log going to a pipe whose
+reader died does not end the proxy.
 -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 (chash's stats are always current, and it has no mbufs): the log says so
 once. -d/--daemonize is refused: a Go program cannot fork safely, and a
@@ -547,6 +548,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
 	}
+	ignoreBrokenPipe()          // before the first log line, which may go to a pipe
 	level := new(slog.LevelVar) // SIGTTIN and SIGTTOU change it
 	level.Set(f.verbose.level())
 	logTo := env.Stderr

@@ -531,3 +531,83 @@ func TestProxyAsNutcracker(t *testing.T) {
 		t.Errorf("with --output, standard error has log lines:\n%s", out)
 	}
 }
+
+// TestProxyLogPipeClosed runs chash proxy with its log going to a pipe whose
+// reader is gone, as when a log shipper dies: the proxy's writes to it fail,
+// and it serves on, reloads and exits 0 at SIGTERM, as nutcracker, which
+// ignores SIGPIPE, does. (Go ends a program whose write to standard error
+// meets a closed pipe.)
+func TestProxyLogPipeClosed(t *testing.T) {
+	s := memcachedtest.Start(t)
+	listen := testprog.FreeAddr(t)
+	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
+	yaml := fmt.Sprintf("alpha:\n  listen: %s\n  servers:\n   - %s:1 one\n", listen, s.Addr)
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(buildChash(t), "proxy", "--config", conf, "--admin", "", "--stats-port", "0")
+	cmd.Env, cmd.Stdout, cmd.Stderr = chashEnv(), w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan struct{}) // closed once cmd.Wait has set waitErr
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	ready := testprog.Listening(listen)
+	gone := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}
+	if !poll(10*time.Second, func() bool { return gone() || ready(context.Background()) == nil }) {
+		t.Fatalf("chash proxy does not listen on %s", listen)
+	}
+	if gone() {
+		t.Fatalf("chash proxy exited with its log's reader gone: %v", waitErr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil { // a reload, and its log lines
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		time.Sleep(100 * time.Millisecond)
+		if gone() {
+			t.Fatalf("chash proxy exited with its log's reader gone: %v", waitErr)
+		}
+		c := dialText(t, listen)
+		k := fmt.Sprintf("k%d", i)
+		if got := c.roundTrip("set " + k + " 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+			t.Fatalf("set = %q", got)
+		}
+		if got := c.roundTrip("get " + k + "\r\n"); got != "VALUE "+k+" 0 1\r\nv\r\nEND\r\n" {
+			t.Fatalf("get = %q", got)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("after SIGTERM, chash proxy: %v; want exit status 0", waitErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("chash proxy still runs 10s after SIGTERM")
+	}
+}

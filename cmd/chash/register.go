@@ -94,6 +94,7 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	ignoreBrokenPipe() // a dead log reader must not end the registration
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	r, err := membership.Register(wctx, reg)
 	cancel()

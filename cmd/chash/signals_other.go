@@ -9,3 +9,5 @@ var (
 	logUp, logDown    os.Signal
 	nutcrackerSignals map[os.Signal]string
 )
+
+func ignoreBrokenPipe() {}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/signal"
 	"syscall"
 )
 
@@ -18,3 +19,10 @@ var (
 		syscall.SIGTTIN: "SIGTTIN", syscall.SIGTTOU: "SIGTTOU", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
 	}
 )
+
+// ignoreBrokenPipe makes a write to a closed pipe or socket fail with EPIPE
+// instead of ending the process, as nutcracker ignores SIGPIPE: Go ends a
+// program whose write to standard output or error meets a closed pipe, so a
+// proxy logging to a pipe whose reader died (a log shipper, journald
+// restarting) would die with it.
+func ignoreBrokenPipe() { signal.Ignore(syscall.SIGPIPE) }
