@@ -44,7 +44,7 @@ type Server struct {
 }
 
 // Start starts memcached on a free port of 127.0.0.1, with args after its own
-// (-l, -p, -U 0, and -u nobody when run as root, which memcached requires),
+// (-l, -p, -U 0, and -u root when run as root, which memcached requires),
 // and waits until it accepts connections. The server is stopped when the test
 // ends.
 func Start(t testing.TB, args ...string) *Server {
@@ -60,8 +60,9 @@ func Start(t testing.TB, args ...string) *Server {
 // directory of its own that the test's end removes.
 func StartUnix(t testing.TB, args ...string) *Server {
 	t.Helper()
-	// Not t.TempDir: memcached run as nobody must be able to create the
-	// socket, and a path must stay under the 108 bytes a socket name allows.
+	// Not t.TempDir: a path must stay under the 108 bytes a socket name
+	// allows; and the directory is open to all, for a memcached run as
+	// another user.
 	dir, err := os.MkdirTemp("", "memcachedtest")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,11 @@ func StartUnix(t testing.TB, args ...string) *Server {
 // program returns memcached with args, ready once addr accepts connections.
 func program(addr string, args []string) testprog.Program {
 	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
+		// As root, memcached wants a user to become. Root itself: a
+		// change of user would clear the parent-death signal that stops
+		// memcached when the test binary dies (a -timeout panic, say),
+		// and "-u nobody" left such memcacheds running.
+		args = append(args, "-u", "root")
 	}
 	return testprog.Program{Name: "memcached", Args: args, Ready: testprog.Listening(addr)}
 }

@@ -4,8 +4,13 @@ package memcachedtest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,4 +126,47 @@ func TestParseStats(t *testing.T) {
 			t.Errorf("ParseStats(%q) = nil error; want one", bad)
 		}
 	}
+}
+
+// TestDiesWithTestBinary runs this test binary again as a child that starts
+// memcached and exits without stopping it, as a binary that go test's
+// -timeout ends does: the memcached must go with it (on Linux, where
+// testprog sets the parent-death signal; memcached as root used to become
+// nobody, which cleared it).
+func TestDiesWithTestBinary(t *testing.T) {
+	if os.Getenv("MEMCACHEDTEST_CHILD") != "" {
+		s := Start(t)
+		fmt.Println("pid", s.Pid())
+		os.Exit(0) // no cleanup: the memcached is left to the parent-death signal
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	LookPath(t, "memcached") // the child would skip, leaving nothing to check
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDiesWithTestBinary$")
+	cmd.Env = append(os.Environ(), "MEMCACHEDTEST_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var pid int
+	if _, serr := fmt.Sscanf(string(out), "pid %d", &pid); err != nil || serr != nil {
+		t.Fatalf("child: %v, %v:\n%s", err, serr, out)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("memcached (pid %d) runs 5s after the test binary that started it exited", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a process that has not exited (a zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) STATE ...: the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
