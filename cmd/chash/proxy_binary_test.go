@@ -550,45 +550,19 @@ func TestProxyLogPipeClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	cmd := exec.Command(buildChash(t), "proxy", "--config", conf, "--admin", "", "--stats-port", "0")
-	cmd.Env, cmd.Stdout, cmd.Stderr = chashEnv(), w, w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	exited := make(chan struct{}) // closed once cmd.Wait has set waitErr
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
+	p := testprog.Start(t, testprog.Program{
+		Name:   buildChash(t),
+		Args:   []string{"proxy", "--config", conf, "--admin", "", "--stats-port", "0"},
+		Env:    chashEnv(),
+		Output: w,
+		Ready:  testprog.Listening(listen),
 	})
-	ready := testprog.Listening(listen)
-	gone := func() bool {
-		select {
-		case <-exited:
-			return true
-		default:
-			return false
-		}
-	}
-	if !poll(10*time.Second, func() bool { return gone() || ready(context.Background()) == nil }) {
-		t.Fatalf("chash proxy does not listen on %s", listen)
-	}
-	if gone() {
-		t.Fatalf("chash proxy exited with its log's reader gone: %v", waitErr)
-	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil { // a reload, and its log lines
-		t.Fatal(err)
-	}
+	w.Close()
+	sendSignal(t, p, syscall.SIGHUP) // a reload, and its log lines
 	for i := range 3 {
 		time.Sleep(100 * time.Millisecond)
-		if gone() {
-			t.Fatalf("chash proxy exited with its log's reader gone: %v", waitErr)
+		if p.Exited() {
+			t.Fatalf("chash proxy exited with its log's reader gone: %v", p.Err())
 		}
 		c := dialText(t, listen)
 		k := fmt.Sprintf("k%d", i)
@@ -599,15 +573,6 @@ func TestProxyLogPipeClosed(t *testing.T) {
 			t.Fatalf("get = %q", got)
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("after SIGTERM, chash proxy: %v; want exit status 0", waitErr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Errorf("chash proxy still runs 10s after SIGTERM")
-	}
+	sendSignal(t, p, syscall.SIGTERM)
+	waitExit(t, p, "SIGTERM")
 }

@@ -146,6 +146,9 @@ type Program struct {
 	Env []string
 	// Dir is the program's working directory. If empty, it is the test's.
 	Dir string
+	// Output, if not nil, takes the program's standard output and error
+	// (a pipe, say) instead of the Proc, whose Output is then empty.
+	Output *os.File
 	// Ready reports whether the started program is ready for the test, such as
 	// Listening(addr). Start calls it, every 10ms, until it returns nil, the
 	// program exits or Timeout passes; ctx ends at that deadline. If nil, a
@@ -228,6 +231,9 @@ func (p *Proc) start() error {
 	cmd.Env, cmd.Dir = p.prog.Env, p.prog.Dir
 	out := &Buffer{Limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = out, out
+	if p.prog.Output != nil {
+		cmd.Stdout, cmd.Stderr = p.prog.Output, p.prog.Output
+	}
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("testprog: start %s: %w", p.name, err)
