@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,14 +65,6 @@ func (c *clock) start() {
 func (c *clock) report() {
 	c.stop()
 	c.b.ReportMetric(float64(c.cpu.Nanoseconds())/float64(c.b.N), "cpu-ns/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func sized(b *testing.B, f func(b *testing.B, n int)) {

@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
@@ -128,7 +126,7 @@ func TestProxyBinary(t *testing.T) {
 	// SIGTERM with requests in flight: they wait on a frozen server, and are
 	// all answered once it thaws; then the proxy exits 0.
 	frozen := servers[0]
-	frozen.Signal(syscall.SIGSTOP)
+	frozen.Freeze()
 	var burst bytes.Buffer
 	waiting := 0
 	for _, k := range keys {
@@ -151,7 +149,7 @@ func TestProxyBinary(t *testing.T) {
 		nc.Close()
 		t.Error("after SIGTERM, the proxy accepts clients")
 	}
-	frozen.Signal(syscall.SIGCONT)
+	frozen.Thaw()
 	for i, k := range keys {
 		line, err := c.br.ReadString('\n')
 		if err != nil || line != "STORED\r\n" {
@@ -457,31 +455,7 @@ func TestProxyAsNutcracker(t *testing.T) {
 		t.Errorf("stats port: %s, %v; want nutcracker's document with pool alpha and server one", doc, err)
 	}
 
-	// nutcracker's other signals: SIGTTOU and SIGTTIN lower and raise the
-	// log level (-v 6 here), SIGUSR1 and SIGUSR2 do nothing; none stops or
-	// ends the proxy.
-	logged := func(want string) bool {
-		return poll(10*time.Second, func() bool { b, _ := os.ReadFile(logFile); return strings.Contains(string(b), want) })
-	}
-	for _, step := range []struct {
-		sig  syscall.Signal
-		want string // the line it logs; "" for none
-	}{
-		{syscall.SIGTTOU, "signal=SIGTTOU verbose_from=6 verbose_to=5"},
-		{syscall.SIGTTOU, "signal=SIGTTOU verbose_from=5 verbose_to=4"},
-		{syscall.SIGUSR1, ""}, // its line is at info, under the level of 4 (warnings)
-		{syscall.SIGTTIN, "signal=SIGTTIN verbose_from=4 verbose_to=5"},
-		{syscall.SIGUSR2, `msg="signal received: nothing to do, as for nutcracker" signal=SIGUSR2`},
-	} {
-		sendSignal(t, p, step.sig)
-		if step.want != "" && !logged(step.want) {
-			b, _ := os.ReadFile(logFile)
-			t.Fatalf("10s after %s, the log has no %q:\n%s", unix.SignalName(step.sig), step.want, b)
-		}
-	}
-	if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "SIGUSR1") {
-		t.Errorf("SIGUSR1's line is logged at level 4 (warnings):\n%s", b)
-	}
+	checkNutcrackerSignals(t, p, logFile)
 	if got := c.roundTrip("get k\r\n"); got != "VALUE k 0 1\r\nv\r\nEND\r\n" {
 		t.Fatalf("get after the signals = %q", got)
 	}

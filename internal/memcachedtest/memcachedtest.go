@@ -91,13 +91,20 @@ func program(addr string, args []string) testprog.Program {
 // Pid returns the server's process ID.
 func (s *Server) Pid() int { return s.proc.Pid() }
 
-// Signal sends sig to the running server: fault tests freeze it with SIGSTOP,
-// thaw it with SIGCONT or kill it with SIGKILL. SIGSTOP and SIGCONT return once
-// the server has stopped or runs again (see testprog.Proc.Freeze). It fails the
-// test if the server is stopped or has exited.
-func (s *Server) Signal(sig os.Signal) {
+// Signal sends sig to the running server, SIGKILL in fault tests (Freeze and
+// Thaw stop and resume it). It fails the test if the server has exited.
+func (s *Server) Signal(sig os.Signal) { s.check(s.proc.Signal(sig)) }
+
+// Freeze stops the server with SIGSTOP, as a hung server: it keeps its
+// connections and answers nothing until Thaw. It returns once the server has
+// stopped (see testprog.Proc.Freeze).
+func (s *Server) Freeze() { s.check(s.proc.Freeze()) }
+
+// Thaw resumes a frozen server with SIGCONT.
+func (s *Server) Thaw() { s.check(s.proc.Thaw()) }
+
+func (s *Server) check(err error) {
 	s.t.Helper()
-	err := send(s.proc, sig)
 	if err != nil {
 		s.t.Fatalf("memcachedtest: memcached on %s: %v", s.Addr, err)
 	}

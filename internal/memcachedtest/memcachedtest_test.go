@@ -48,16 +48,16 @@ func TestServer(t *testing.T) {
 		t.Fatalf("version on %s = %q, %v; want VERSION ...", addr, got, err)
 	}
 
-	s.Signal(syscall.SIGSTOP)
+	s.Freeze()
 	if got, err := version(addr, 300*time.Millisecond); err == nil {
 		t.Errorf("version on %s after SIGSTOP = %q; want a timeout", addr, got)
 	}
-	s.Signal(syscall.SIGCONT)
+	s.Thaw()
 	if got, err := version(addr, 10*time.Second); err != nil || !strings.HasPrefix(got, "VERSION ") {
 		t.Errorf("version on %s after SIGCONT = %q, %v; want VERSION ...", addr, got, err)
 	}
 
-	s.Signal(syscall.SIGSTOP) // Stop must end a frozen server too
+	s.Freeze() // Stop must end a frozen server too
 	s.Stop()
 	if got, err := version(addr, 10*time.Second); err == nil {
 		t.Errorf("version on %s after Stop = %q; want an error", addr, got)

@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ func TestEjectionOwes(t *testing.T) {
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys)
 
-	victim.Signal(syscall.SIGSTOP)
+	victim.Freeze()
 	if got := c.mustDo("get " + kept + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
 		t.Fatalf("get from the frozen server: %q; want a timeout", got)
 	}
@@ -54,7 +53,7 @@ func TestEjectionOwes(t *testing.T) {
 		t.Errorf("the ejected server owes %d deletes; want 2 (%s, %s)", n, updated, deleted)
 	}
 
-	victim.Signal(syscall.SIGCONT)
+	victim.Thaw()
 	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
 		t.Fatal("the thawed server was not readmitted")
 	}
@@ -121,7 +120,7 @@ func TestOwedBound(t *testing.T) {
 			mine = append(mine, k)
 		}
 	}
-	victim.Signal(syscall.SIGSTOP)
+	victim.Freeze()
 	c.mustDo("get " + mine[0] + "\r\n") // times out on the victim if it is first, and ejects it
 	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
 		// Not a replica first in line for that key: a write ejects it.
@@ -133,7 +132,7 @@ func TestOwedBound(t *testing.T) {
 	for _, k := range mine[1:6] {
 		c.mustDo("delete " + k + "\r\n")
 	}
-	victim.Signal(syscall.SIGCONT)
+	victim.Thaw()
 	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
 		t.Fatal("the thawed server was not readmitted")
 	}

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -486,7 +485,7 @@ func TestFaults(t *testing.T) {
 
 	// Freeze: errors for the victim's keys only, for about timeout × failure
 	// limit, then none.
-	servers[1].Signal(syscall.SIGSTOP)
+	servers[1].Freeze()
 	frozen := time.Now()
 	deadline := time.Now().Add(5 * time.Second)
 	for !p.ejected("alpha", victim) && time.Now().Before(deadline) {
@@ -523,7 +522,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Thaw: readmitted after a probe, within a retry interval and a timeout.
-	servers[1].Signal(syscall.SIGCONT)
+	servers[1].Thaw()
 	deadline = time.Now().Add(3 * time.Second)
 	for p.ejected("alpha", victim) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -775,7 +774,7 @@ func TestShutdown(t *testing.T) {
 	addr := p.Addr("alpha").String()
 	c := dial(t, addr)
 	c.mustDo("set a 0 0 1\r\nx\r\n")
-	s.Signal(syscall.SIGSTOP)
+	s.Freeze()
 	reply := make(chan string, 1)
 	go func() {
 		got, _ := c.do("get a\r\n")
@@ -789,7 +788,7 @@ func TestShutdown(t *testing.T) {
 		c.Close()
 		t.Error("shutting down proxy accepts clients")
 	}
-	s.Signal(syscall.SIGCONT)
+	s.Thaw()
 	if got := <-reply; got != "VALUE a 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("request in flight at shutdown: %q", got)
 	}

@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func TestReplicas(t *testing.T) {
 
 	// One server frozen: every get hits, and deletes succeed.
 	victim := servers[1]
-	victim.Signal(syscall.SIGSTOP)
+	victim.Freeze()
 	if got := getMany(t, c, keys); len(got) != len(keys) {
 		t.Errorf("with %s frozen, %d of %d gets hit; want all", victim.Addr, len(got), len(keys))
 	}
@@ -73,7 +72,7 @@ func TestReplicas(t *testing.T) {
 	}
 
 	// Thawed and readmitted: the deleted keys are gone from it too.
-	victim.Signal(syscall.SIGCONT)
+	victim.Thaw()
 	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
 		t.Fatal("the thawed server was not readmitted")
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -153,7 +152,7 @@ func TestReloadRemovedPoolAnswers(t *testing.T) {
 	addr := p.Addr("beta").String()
 	c := dial(t, addr)
 	c.mustDo("set a 0 0 1\r\nx\r\n")
-	s.Signal(syscall.SIGSTOP)
+	s.Freeze()
 	c.c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c.c, "get a\r\n"); err != nil {
 		t.Fatal(err)
@@ -167,7 +166,7 @@ func TestReloadRemovedPoolAnswers(t *testing.T) {
 		nc.Close()
 		t.Error("a removed pool accepts clients")
 	}
-	s.Signal(syscall.SIGCONT)
+	s.Thaw()
 	got, err := io.ReadAll(c.br)
 	if string(got) != "VALUE a 0 1\r\nx\r\nEND\r\n" || err != nil {
 		t.Errorf("a request in flight when its pool was removed: %q, %v; want its reply and the end of the stream", got, err)

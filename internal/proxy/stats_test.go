@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestStatsQueues(t *testing.T) {
 		outBytes, _ = st["out_queue_bytes"].(float64)
 		return
 	}
-	s.Signal(syscall.SIGSTOP)
+	s.Freeze()
 	var wg sync.WaitGroup
 	send := func(req, want string) {
 		c := dial(t, addr)
@@ -69,7 +68,7 @@ func TestStatsQueues(t *testing.T) {
 		in, inBytes, out, outBytes := queues()
 		t.Errorf("16 sets of 512 KiB to a frozen server: in_queue %v (%v bytes), out_queue %v (%v bytes); want some waiting to be written", in, inBytes, out, outBytes)
 	}
-	s.Signal(syscall.SIGCONT)
+	s.Thaw()
 	wg.Wait()
 	if !waitFor(5*time.Second, func() bool { in, inBytes, out, outBytes := queues(); return in+inBytes+out+outBytes == 0 }) {
 		in, inBytes, out, outBytes := queues()
