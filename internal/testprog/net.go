@@ -81,7 +81,11 @@ func Network(addr string) string {
 }
 
 // Listening returns a Program.Ready check that holds once every one of addrs
-// ("host:port", or the path of a Unix socket) accepts connections.
+// ("host:port", or the path of a Unix socket) accepts connections. On Linux a
+// TCP port must also be the started program's: a port taken by another
+// process between FreePort and the start (a test binary running beside this
+// one) accepts connections too, and the program is then not ready (it exits,
+// failing to listen, and StartOnFreePorts tries other ports).
 func Listening(addrs ...string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var d net.Dialer
@@ -95,9 +99,27 @@ func Listening(addrs ...string) func(context.Context) error {
 				return fmt.Errorf("%s: %w", addr, err)
 			}
 			c.Close()
+			pid, ok := ctx.Value(pidKey{}).(int)
+			if !ok || Network(addr) != "tcp" {
+				continue
+			}
+			if port := c.RemoteAddr().(*net.TCPAddr).Port; !ownsListener(pid, port) {
+				return fmt.Errorf("%s: another process listens there", addr)
+			}
 		}
 		return nil
 	}
+}
+
+// pidKey is the key of the started process's ID in the context of its
+// Program.Ready check.
+type pidKey struct{}
+
+// ownsListener reports whether the process pid holds the socket that listens
+// on TCP port, or it cannot be told.
+func ownsListener(pid, port int) bool {
+	held, known := listenerOf(pid, port)
+	return held || !known
 }
 
 // Exchange sends in to addr (TCP) on a connection of its own, ends the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -73,4 +74,46 @@ func threadStates(pid int) ([]byte, error) {
 		return nil, errors.New("exited")
 	}
 	return states, nil
+}
+
+// listenerOf reports whether the TCP port on which a socket listens, in this
+// network namespace, is held by the process pid (a descriptor of pid is that
+// socket). known is false when it cannot tell: no socket listens on port, or
+// pid's descriptors cannot be read.
+func listenerOf(pid, port int) (held, known bool) {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n"))[1:] {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			f := bytes.Fields(line)
+			if len(f) < 10 || string(f[3]) != "0A" { // 0A: TCP_LISTEN
+				continue
+			}
+			_, hexPort, ok := bytes.Cut(f[1], []byte(":"))
+			if !ok {
+				continue
+			}
+			if p, err := strconv.ParseUint(string(hexPort), 16, 16); err == nil && int(p) == port {
+				inodes["socket:["+string(f[9])+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return false, false
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false, false
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && inodes[link] {
+			return true, true
+		}
+	}
+	return false, true
 }

@@ -248,12 +248,19 @@ func (p *Proc) start() error {
 		return nil
 	}
 	timeout := orDefault(p.prog.Timeout, DefaultTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	ctx = context.WithValue(ctx, pidKey{}, cmd.Process.Pid)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	var last error
 	for {
 		err := p.prog.Ready(ctx)
+		if err != nil && last != nil && !time.Now().Before(deadline) {
+			err = last // the deadline cut this check short: say why the last failed
+		}
+		last = err
 		if err == nil {
 			if p.Exited() { // ready, as another process on its port is
 				return fmt.Errorf("testprog: %s %w (%v): %s", p, errExited, p.Err(), tail(out.String()))

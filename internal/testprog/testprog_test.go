@@ -530,3 +530,42 @@ func TestListening(t *testing.T) {
 		t.Errorf("Listening(%s, %s) with nothing on the second = %v; want an error naming it", tcp.Addr(), free, err)
 	}
 }
+
+// TestListeningOthers: a port on which another process listens (here the test
+// binary) does not make a started program ready, where the system tells who
+// holds a socket (Linux); a program that listens on its own port is ready.
+func TestListeningOthers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("which process holds a socket is read from Linux's /proc")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().String()
+	mine := context.WithValue(context.Background(), pidKey{}, os.Getpid())
+	if err := Listening(taken)(mine); err != nil {
+		t.Errorf("Listening(%s) for the process that listens there = %v; want nil", taken, err)
+	}
+
+	own := FreeAddr(t)
+	p := helperProgram(t, "serve", own)
+	p.Ready = Listening(taken)
+	p.Timeout = time.Second
+	proc, err := p.Start()
+	if err == nil {
+		proc.Stop()
+		t.Fatalf("a program ready on %s, where the test binary listens", taken)
+	}
+	if want := taken + ": another process listens there"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Start = %v; want it not ready: %q", err, want)
+	}
+
+	p.Ready = Listening(own)
+	proc, err = p.Start()
+	if err != nil {
+		t.Fatalf("a program that listens on %s: %v", own, err)
+	}
+	proc.Stop()
+}
