@@ -80,7 +80,7 @@ bars to FILE, a .png or .svg.
 
 "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
 "add" and "remove" have chash diff's fields: the fraction of the key space that
-moves, the least any scheme must move and what modulo hashing over the same
+moves, the ideal (every server at its fair share) and what modulo hashing over the same
 servers moves. A distribution without figures has only its name, its
 capabilities and "error". --format csv prints the same, one row per
 distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
@@ -282,7 +282,7 @@ func (f *compareFlags) write(w io.Writer, out *compareOutput) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(bw, "\nmoves: keys that change server, as a multiple of the least any distribution must move.")
+	fmt.Fprintln(bw, "\nmoves: keys that change server, as a multiple of the ideal, the joining or leaving server's fair share\n(below 1× when a joining server takes less than its share).")
 	for _, r := range out.Distributions {
 		if r.Error != "" {
 			fmt.Fprintf(bw, "%s: %s\n", r.Name, r.Error)

@@ -44,11 +44,13 @@ func newDiff() *Command {
 given one file, with that pool changed by --add and --remove, and prints what
 moves: the fraction of the key space that changes server, a from -> to table of
 the moved fractions, and the moved hash ranges, a migration plan. For
-comparison it prints the ideal, the least any scheme must move (the joining
-servers' fair share for an addition, the leaving servers' share for a
-removal), and what modulo hashing (hash mod n over the same servers in the
-same order, each repeated by its weight as twemproxy's modula does) would
-move.
+comparison it prints the ideal, what moves when every server ends at its
+fair share (the joining servers' fair share for an addition, the leaving
+servers' share for a removal; a distribution whose joining server takes less
+than its share moves less), and what modulo hashing would move: hash mod n over
+the same servers, each repeated by its weight, in the order twemproxy's modula
+gives them (by length of name, then name), so that listing the servers in
+another order moves nothing.
 
 --add SERVER adds a server written as in a servers list, "host:port:weight"
 with an optional " alias"; --remove NAME removes the server of that name
@@ -335,7 +337,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	describe("old:", out.Old)
 	describe("new:", out.New)
 	fmt.Fprintln(bw)
-	ideal := "the least any scheme must move"
+	ideal := "every server at its fair share"
 	switch {
 	case len(out.Added) > 0 && len(out.Removed) == 0 && len(out.Reweighted) == 0:
 		ideal = "the joining servers' fair share"
@@ -350,7 +352,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	writeTable(bw, "  ", nil, [][]string{
 		{label, pct(out.Moved), movedMethod(out)},
 		{"ideal", pct(out.Ideal), ideal},
-		{"modulo hashing", pct(out.ModuloMoved), "hash mod n over the same servers in the same order, by weight"},
+		{"modulo hashing", pct(out.ModuloMoved), "hash mod n over the same servers by weight, in modula's order"},
 	}, "lrl")
 	if len(out.Flows) > 0 {
 		fmt.Fprintln(bw)

@@ -161,7 +161,7 @@
 //
 // "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
 // "add" and "remove" have chash diff's fields: the fraction of the key space that
-// moves, the least any scheme must move and what modulo hashing over the same
+// moves, the ideal (every server at its fair share) and what modulo hashing over the same
 // servers moves. A distribution without figures has only its name, its
 // capabilities and "error". --format csv prints the same, one row per
 // distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
@@ -576,11 +576,13 @@
 // given one file, with that pool changed by --add and --remove, and prints what
 // moves: the fraction of the key space that changes server, a from -> to table of
 // the moved fractions, and the moved hash ranges, a migration plan. For
-// comparison it prints the ideal, the least any scheme must move (the joining
-// servers' fair share for an addition, the leaving servers' share for a
-// removal), and what modulo hashing (hash mod n over the same servers in the
-// same order, each repeated by its weight as twemproxy's modula does) would
-// move.
+// comparison it prints the ideal, what moves when every server ends at its
+// fair share (the joining servers' fair share for an addition, the leaving
+// servers' share for a removal; a distribution whose joining server takes less
+// than its share moves less), and what modulo hashing would move: hash mod n over
+// the same servers, each repeated by its weight, in the order twemproxy's modula
+// gives them (by length of name, then name), so that listing the servers in
+// another order moves nothing.
 //
 // --add SERVER adds a server written as in a servers list, "host:port:weight"
 // with an optional " alias"; --remove NAME removes the server of that name
@@ -1134,8 +1136,8 @@
 //	            "remove": {"moved", "ideal", "modulo_moved"}}, ...]}
 //
 // The movement's three fields are chash diff's: the fraction of the key space
-// that moves, the least any scheme must move (the joining server's fair share;
-// the leaving server's share) and what modulo hashing would move. A ring of one
+// that moves, the ideal (the joining server's fair share; the leaving server's
+// share) and what modulo hashing would move. A ring of one
 // server has no "remove".
 //
 // --format csv prints both tables as rows of one table, whose first column,

@@ -93,8 +93,8 @@ evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
 	            "remove": {"moved", "ideal", "modulo_moved"}}, ...]}
 
 The movement's three fields are chash diff's: the fraction of the key space
-that moves, the least any scheme must move (the joining server's fair share;
-the leaving server's share) and what modulo hashing would move. A ring of one
+that moves, the ideal (the joining server's fair share; the leaving server's
+share) and what modulo hashing would move. A ring of one
 server has no "remove".
 
 --format csv prints both tables as rows of one table, whose first column,

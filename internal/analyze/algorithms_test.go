@@ -120,7 +120,7 @@ func TestModuloAgreesWithModula(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := ModuloMoved(ModuloTable(op.Nodes), ModuloTable(np.Nodes))
+		want := ModuloMovedNodes(op.Nodes, np.Nodes)
 		if se := math.Sqrt(want * (1 - want) / keys); math.Abs(d.Moved-want) > 4*se {
 			t.Errorf("%v → %v: modula moved %.5f of sample keys; ModuloMoved says %.5f", op.Names(), np.Names(), d.Moved, want)
 		}

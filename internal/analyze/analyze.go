@@ -24,9 +24,9 @@
 //     keys, a key file's or generated ones (SampleKeys), and counting. Such figures
 //     are exact for those keys and estimates of the key space's shares, with the
 //     standard error that NodeShare.StdErr reports.
-//   - Modulo hashing (hash mod n over the same servers in the same order, each
-//     repeated by its weight as twemproxy's modula does) is computed exactly for
-//     hashes uniform over 32 bits, in closed form (ModuloMoved).
+//   - Modulo hashing (hash mod n over the same servers, each repeated by its
+//     weight, in the order of twemproxy's modula) is computed exactly for hashes
+//     uniform over 32 bits, without hashing a key (ModuloMovedNodes).
 //
 // All shares are fractions of the key space, and all figures are deterministic.
 package analyze

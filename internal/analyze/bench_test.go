@@ -64,6 +64,19 @@ func BenchmarkModuloMoved(b *testing.B) {
 	}
 }
 
+// BenchmarkModuloMovedNodes: three servers of weight 65536 (a weight in MB of
+// memory) and a fourth joining; counted along the hashes, as the pairs of
+// slots number 3·2^32.
+func BenchmarkModuloMovedNodes(b *testing.B) {
+	var old []chash.Node
+	for i := range 4 {
+		old = append(old, chash.Node{Name: fmt.Sprintf("10.0.0.%d:11211", i+1), Weight: 65536})
+	}
+	for b.Loop() {
+		ModuloMovedNodes(old[:3], old)
+	}
+}
+
 // BenchmarkSweep measures the default grid (5, 10, 50 and 100 nodes, 1 to 500
 // points), which chash sweep runs.
 func BenchmarkSweep(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/dist"
@@ -40,12 +41,13 @@ type Range struct {
 func (r Range) Len() uint64 { return uint64(r.End) - uint64(r.Start) + 1 }
 
 // Movement is how much of the key space changes owner when nodes change, next
-// to the least any scheme must move and to what modulo hashing would move.
+// to the ideal and to what modulo hashing would move.
 // diff, sweep and compare report movement with these three names.
 type Movement struct {
 	// Moved is the fraction of the key space whose owner changes.
 	Moved float64 `json:"moved"`
-	// Ideal is the least any scheme must move between the two configurations: the
+	// Ideal is what moves between the two configurations when every node ends at
+	// its fair share (a scheme that leaves a joining node short moves less): the
 	// larger of what leaving nodes hold (their actual old share) plus what
 	// reweighted nodes must give up (their drop in fair share), and what joining
 	// nodes must take (their fair new share) plus what reweighted nodes must gain.
@@ -53,7 +55,8 @@ type Movement struct {
 	// the leaving nodes' share.
 	Ideal float64 `json:"ideal"`
 	// ModuloMoved is what would move with modulo hashing (hash mod n) over the same
-	// nodes in the same order, each repeated by its weight (ModuloTable), exactly,
+	// nodes, each repeated by its weight, in twemproxy's modula order
+	// (ModuloMovedNodes), exactly,
 	// for hashes uniform over 32 bits.
 	ModuloMoved float64 `json:"modulo_moved"`
 }
@@ -357,7 +360,7 @@ func newDiff(method string, total uint64, on, nn []chash.Node, ob, nb *Balance) 
 		}
 	}
 	d.Ideal = max(out, in)
-	d.ModuloMoved = ModuloMoved(ModuloTable(on), ModuloTable(nn))
+	d.ModuloMoved = ModuloMovedNodes(on, nn)
 	return d
 }
 
@@ -390,67 +393,195 @@ func weights(nodes []chash.Node) map[string]int {
 
 // ModuloMoved returns the fraction of 32-bit hashes h for which old[h mod len(old)]
 // differs from new[h mod len(new)]: what moves with modulo hashing, exactly, when
-// key hashes are uniform over 32 bits. A name may appear several times, as a
-// weighted modulo table (twemproxy's modula) repeats a server by its weight; see
-// ModuloTable. It takes time linear in the lengths. It returns 1 if either list
-// is empty.
+// key hashes are uniform over 32 bits. A name may appear several times, as in a
+// weighted modulo table. It returns 1 if either list is empty.
 func ModuloMoved(old, new []string) float64 {
+	return moduloMoved(blocksOf(old), blocksOf(new))
+}
+
+// ModuloMovedNodes is ModuloMoved for the weighted modulo tables of nodes, laid
+// out as twemproxy's modula lays out a pool: one slot per unit of weight, the
+// nodes sorted by the length of their names, then bytewise (compat.Modula), so
+// that the order in which nodes are listed does not matter. It takes time that
+// grows with the nodes, not with their weights.
+func ModuloMovedNodes(old, new []chash.Node) float64 {
+	return moduloMoved(nodeBlocks(old), nodeBlocks(new))
+}
+
+func moduloMoved(old, new []block) float64 {
 	if len(old) == 0 || len(new) == 0 {
 		return 1
 	}
 	return float64(RingSize-moduloKept(old, new, RingSize)) / RingSize
 }
 
-// ModuloTable returns the table of a weighted modulo hash over nodes, in their
-// order: each node's name as many times as its weight, as twemproxy lays out its
-// modula distribution.
-func ModuloTable(nodes []chash.Node) []string {
-	var t []string
-	for _, n := range nodes {
-		for range max(n.Weight, 1) {
-			t = append(t, n.Name)
-		}
-	}
-	return t
+// A block is a run of slots of a modulo table held by one name.
+type block struct {
+	name string
+	n    uint64
 }
 
-// moduloKept counts the h in [0, space) with old[h mod n] == new[h mod m].
+func blocksOf(names []string) []block {
+	b := make([]block, 0, len(names))
+	for _, name := range names {
+		if len(b) > 0 && b[len(b)-1].name == name {
+			b[len(b)-1].n++
+		} else {
+			b = append(b, block{name, 1})
+		}
+	}
+	return b
+}
+
+func nodeBlocks(nodes []chash.Node) []block {
+	sorted := slices.Clone(nodes)
+	slices.SortStableFunc(sorted, func(a, b chash.Node) int {
+		return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
+	})
+	b := make([]block, 0, len(sorted))
+	for _, n := range sorted {
+		b = append(b, block{n.Name, uint64(max(n.Weight, 1))})
+	}
+	return b
+}
+
+func slots(b []block) uint64 {
+	var n uint64
+	for _, x := range b {
+		n += x.n
+	}
+	return n
+}
+
+// moduloKept counts the h in [0, space) whose slot h mod n of old (n slots)
+// and slot h mod m of new hold the same name, by the cheaper of two exact
+// counts: over the pairs of slots that hold the same name (keptByPairs), whose
+// number grows with the product of the weights, or along h (keptByRuns), whose
+// steps grow with space and the blocks per slot.
+func moduloKept(old, new []block, space uint64) uint64 {
+	n, m := slots(old), slots(new)
+	at := spansOf(new)
+	var pairs uint64
+	for _, b := range old {
+		for i := at.first(b.name); i >= 0; i = at.spans[i].next {
+			hi, lo := bits.Mul64(b.n, at.spans[i].n)
+			if sum, carry := bits.Add64(pairs, lo, 0); hi == 0 && carry == 0 {
+				pairs = sum
+			} else {
+				pairs = math.MaxUint64
+			}
+		}
+	}
+	if runs := (space/n+1)*uint64(len(old)) + (space/m+1)*uint64(len(new)); runs < pairs {
+		return keptByRuns(old, new, space)
+	}
+	return keptByPairs(old, new, at, space)
+}
+
+// spans indexes the blocks of a table by name: first(name) is the index in
+// spans of the name's first block, and each span the index of the next.
+type spans struct {
+	head  map[string]int
+	spans []span
+}
+
+type span struct {
+	start, n uint64 // the block's slots
+	next     int    // the name's next block in spans, or -1
+}
+
+func spansOf(table []block) spans {
+	s := spans{head: make(map[string]int, len(table)), spans: make([]span, len(table))}
+	var start uint64
+	for i := len(table) - 1; i >= 0; i-- {
+		start += table[i].n
+	}
+	for i := len(table) - 1; i >= 0; i-- { // backwards, so each name's list runs forwards
+		b := table[i]
+		start -= b.n
+		next, ok := s.head[b.name]
+		if !ok {
+			next = -1
+		}
+		s.spans[i] = span{start, b.n, next}
+		s.head[b.name] = i
+	}
+	return s
+}
+
+func (s spans) first(name string) int {
+	if i, ok := s.head[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// keptByRuns walks h from 0 to space a run at a time, a run being the h over
+// which neither slot leaves its block.
+func keptByRuns(old, new []block, space uint64) uint64 {
+	var kept uint64
+	i, j := 0, 0                 // the blocks of old and new h is in
+	ai, bj := old[0].n, new[0].n // the slots left in them
+	for h := uint64(0); h < space; {
+		step := min(ai, bj, space-h)
+		if old[i].name == new[j].name {
+			kept += step
+		}
+		h += step
+		if ai -= step; ai == 0 {
+			i = (i + 1) % len(old)
+			ai = old[i].n
+		}
+		if bj -= step; bj == 0 {
+			j = (j + 1) % len(new)
+			bj = new[j].n
+		}
+	}
+	return kept
+}
+
+// keptByPairs counts over the pairs of slots (a, b) that hold the same name,
+// at indexing new's blocks.
 //
-// Such an h is fixed mod L = lcm(n, m) by a pair (a, b) with old[a] == new[b]
-// (by the Chinese remainder theorem, when a ≡ b mod gcd(n, m)). With
-// space = q·L + rem, residue r occurs q times, plus once more if r < rem.
-func moduloKept(old, new []string, space uint64) uint64 {
-	n, m := uint64(len(old)), uint64(len(new))
+// Such a pair fixes h mod L = lcm(n, m) (by the Chinese remainder theorem, when
+// a ≡ b mod gcd(n, m)). With space = q·L + rem, residue r occurs q times, plus
+// once more if r < rem.
+func keptByPairs(old, new []block, at spans, space uint64) uint64 {
+	n, m := slots(old), slots(new)
 	g := gcd(n, m)
 	l := n / g * m
 	q, rem := space/l, space%l
-	at := make(map[string][]uint64, m)
-	for b, name := range new {
-		at[name] = append(at[name], uint64(b))
-	}
 	mg := m / g
 	inv := modInverse((n/g)%mg, mg)
 	var kept uint64
-	for a, name := range old {
-		a := uint64(a)
-		for _, b := range at[name] {
-			var diff uint64 // (b − a) mod m
-			if b >= a%m {
-				diff = b - a%m
-			} else {
-				diff = b + m - a%m
-			}
-			if diff%g != 0 {
-				continue
-			}
-			// r = a + n·k with n·k ≡ b − a (mod m), so k ≡ (diff/g)·inv (mod m/g).
-			k := mulMod(diff/g, inv, mg)
-			r := a + n*k
-			kept += q
-			if r < rem {
-				kept++
+	var start uint64
+	for _, ob := range old {
+		first := at.first(ob.name)
+		for a := start; a < start+ob.n; a++ {
+			am := a % m
+			for i := first; i >= 0; i = at.spans[i].next {
+				sp := at.spans[i]
+				for b := sp.start; b < sp.start+sp.n; b++ {
+					var diff uint64 // (b − a) mod m
+					if b >= am {
+						diff = b - am
+					} else {
+						diff = b + m - am
+					}
+					if diff%g != 0 {
+						continue
+					}
+					// r = a + n·k with n·k ≡ b − a (mod m), so k ≡ (diff/g)·inv (mod m/g).
+					k := mulMod(diff/g, inv, mg)
+					r := a + n*k
+					kept += q
+					if r < rem {
+						kept++
+					}
+				}
 			}
 		}
+		start += ob.n
 	}
 	return kept
 }

@@ -301,7 +301,14 @@ func TestModuloKeptBruteForce(t *testing.T) {
 						want++
 					}
 				}
-				if got := moduloKept(old, new, space); got != want {
+				ob, nb := blocksOf(old), blocksOf(new)
+				if got := keptByPairs(ob, nb, spansOf(nb), space); got != want {
+					t.Errorf("keptByPairs(%q, %q, %d) = %d; want %d", old, new, space, got, want)
+				}
+				if got := keptByRuns(ob, nb, space); got != want {
+					t.Errorf("keptByRuns(%q, %q, %d) = %d; want %d", old, new, space, got, want)
+				}
+				if got := moduloKept(ob, nb, space); got != want {
 					t.Errorf("moduloKept(%q, %q, %d) = %d; want %d", old, new, space, got, want)
 				}
 			}
@@ -330,9 +337,62 @@ func TestModuloMoved(t *testing.T) {
 	if got := ModuloMoved([]string{"a", "b"}, []string{"b", "a"}); got != 1 {
 		t.Errorf("swapped: moved %v; want 1", got)
 	}
-	table := ModuloTable([]chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 2}})
-	if !slices.Equal(table, []string{"a", "b", "b"}) {
-		t.Errorf("ModuloTable = %q; want [a b b]", table)
+}
+
+// TestModuloMovedNodes checks the weighted tables in modula's order: the
+// order nodes are listed in does not matter, a weight counts as that many
+// slots, and large weights take no time (the pairs of slots of one server
+// number 2^40 here; the count goes along the hashes instead).
+func TestModuloMovedNodes(t *testing.T) {
+	abc := []chash.Node{{Name: "a", Weight: 1}, {Name: "bb", Weight: 2}, {Name: "c", Weight: 1}}
+	cba := []chash.Node{abc[1], abc[2], abc[0]}
+	if got := ModuloMovedNodes(abc, cba); got != 0 {
+		t.Errorf("reordered: moved %v; want 0", got)
+	}
+	// Modula's table of abc is a c bb bb; with bb's weight 1, a c bb: the
+	// same as the lists.
+	abc1 := slices.Clone(abc)
+	abc1[1].Weight = 1
+	if got, want := ModuloMovedNodes(abc, abc1), ModuloMoved([]string{"a", "c", "bb", "bb"}, []string{"a", "c", "bb"}); got != want {
+		t.Errorf("reweighted: moved %v; want %v", got, want)
+	}
+	heavy := func(names ...string) []chash.Node {
+		var nodes []chash.Node
+		for _, n := range names {
+			nodes = append(nodes, chash.Node{Name: n, Weight: 1 << 20})
+		}
+		return nodes
+	}
+	// 3·2^20 slots to 4·2^20: a period of lcm = 3·2^22 hashes keeps a
+	// quarter, as for three unweighted servers to four; 2^32 is 341 periods
+	// and 2^22 hashes, of which the first 3·2^20 keep their server (a, b and c
+	// in both tables). Kept: 341·3·2^20 + 3·2^20 = 1026·2^20 of 2^32.
+	if got, want := ModuloMovedNodes(heavy("a", "b", "c"), heavy("a", "b", "c", "d")), 1-1026.0/4096; got != want {
+		t.Errorf("heavy 3 → 4: moved %v; want %v", got, want)
+	}
+	if got := ModuloMovedNodes(heavy("a", "b", "c", "d"), heavy("a", "b", "c", "d")); got != 0 {
+		t.Errorf("heavy, same: moved %v; want 0", got)
+	}
+}
+
+// TestModuloKeptMethods checks the two exact counts against each other on
+// weighted tables too large to count by brute force.
+func TestModuloKeptMethods(t *testing.T) {
+	tables := [][]block{
+		{{"a", 3}, {"b", 5}},
+		{{"a", 1}, {"b", 5}, {"c", 7}},
+		{{"b", 4}, {"a", 2}, {"c", 7}, {"d", 1}},
+		{{"x", 9}},
+		{{"a", 100}, {"b", 37}},
+	}
+	for _, old := range tables {
+		for _, new := range tables {
+			for _, space := range []uint64{1, 1000, 1 << 20, 1<<20 + 12345} {
+				if p, r := keptByPairs(old, new, spansOf(new), space), keptByRuns(old, new, space); p != r {
+					t.Errorf("%v → %v over %d: %d kept by pairs, %d along the hashes", old, new, space, p, r)
+				}
+			}
+		}
 	}
 }
 

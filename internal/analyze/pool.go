@@ -135,13 +135,14 @@ func (p *Pool) Arcs() []Arc {
 // distribution (PlaceDiff), and otherwise by routing keys, passed through
 // old's hash tag. The balances are in the order of each pool's servers, the
 // flows sorted by source, then target, in that order, and ModuloMoved is
-// modulo hashing over the servers in that order.
+// modulo hashing over the servers as twemproxy's modula orders them
+// (ModuloMovedNodes).
 func DiffPools(old, new *Pool, keys iter.Seq[[]byte]) (*Diff, error) {
 	d, err := diffPools(old, new, old.hashKeys(keys))
 	if err != nil {
 		return nil, err
 	}
-	d.ModuloMoved = ModuloMoved(ModuloTable(old.Nodes), ModuloTable(new.Nodes))
+	d.ModuloMoved = ModuloMovedNodes(old.Nodes, new.Nodes)
 	oldNames, newNames := old.Names(), new.Names()
 	d.Old.reorder(oldNames)
 	d.New.reorder(newNames)

@@ -112,8 +112,8 @@ func TestDiffPoolsOrder(t *testing.T) {
 	}) {
 		t.Errorf("flows %v; want them in the order of the new servers", d.Flows)
 	}
-	if want := ModuloMoved(ModuloTable(op.Nodes), ModuloTable(np.Nodes)); d.ModuloMoved != want {
-		t.Errorf("ModuloMoved %v; want %v, over the servers' order", d.ModuloMoved, want)
+	if want := ModuloMovedNodes(op.Nodes, np.Nodes); d.ModuloMoved != want {
+		t.Errorf("ModuloMoved %v; want %v, over the servers in modula order", d.ModuloMoved, want)
 	}
 }
 

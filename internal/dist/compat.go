@@ -28,6 +28,9 @@ func buildKetama(p *config.Pool, servers []config.Server, prev Router) (Router, 
 // buildModula builds twemproxy's modula table (compat.Modula): servers named as
 // for ketama, which orders the table.
 func buildModula(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
+	if err := checkSlots(p, servers); err != nil {
+		return nil, err
+	}
 	h, nodes, err := programNodes(p, servers, config.DefaultHash, twemproxyName, byNameLength)
 	if err != nil {
 		return nil, err

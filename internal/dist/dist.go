@@ -358,7 +358,25 @@ func checkPoints(p *config.Pool, servers []config.Server, per int) error {
 			n = min(s.Weight, maxPoints/per+1) * per // no overflow
 		}
 		if total += n; total > maxPoints {
+			if p.Points == 0 { // the distribution's own count: blame the weights
+				return p.ErrorAt("servers", fmt.Errorf("the weights give the %s ring more than %d points (%d per unit of weight); lower the weights", p.Distribution, maxPoints, max(per, 1)))
+			}
 			return p.ErrorAt("points", fmt.Errorf("%d points per unit of weight give the %s ring more than %d points; lower points or the weights", per, p.Distribution, maxPoints))
+		}
+	}
+	return nil
+}
+
+// checkSlots reports an error if the weights add up to more than maxPoints,
+// the slots of a table with one per unit of weight (modula's).
+func checkSlots(p *config.Pool, servers []config.Server) error {
+	total := 0
+	for _, s := range servers {
+		if s.Weight < 1 {
+			return p.ErrorAt("servers", fmt.Errorf("server %q: weight %d is not positive", s.Name(), s.Weight))
+		}
+		if total += min(s.Weight, maxPoints+1); total > maxPoints {
+			return p.ErrorAt("servers", fmt.Errorf("the weights add up to more than %d, the slots of the %s table (one per unit of weight); lower the weights", maxPoints, p.Distribution))
 		}
 	}
 	return nil

@@ -355,6 +355,8 @@ func TestBuildErrors(t *testing.T) {
 		{"duplicate", &config.Pool{Name: "p", Distribution: "chash", Servers: []config.Server{srv[0], srv[0]}}, `duplicate node "h:1"`},
 		{"too many points", &config.Pool{Name: "p", Distribution: "chash", Servers: []config.Server{{Host: "h", Port: 1, Weight: 100000}}}, "more than 4194304 points"},
 		{"points overflow", &config.Pool{Name: "p", Distribution: "seed", Points: 1 << 40, Servers: []config.Server{{Host: "h", Port: 1, Weight: 1 << 40}}}, "more than 4194304 points"},
+		{"too many slots", &config.Pool{Name: "p", Distribution: "modula", Servers: []config.Server{{Host: "h", Port: 1, Weight: 1<<31 - 1}}}, "the weights add up to more than 4194304, the slots of the modula table"},
+		{"slots overflow", &config.Pool{Name: "p", Distribution: "modula", Servers: []config.Server{{Host: "h", Port: 1, Weight: 1 << 62}, {Host: "h", Port: 2, Weight: 1 << 62}}}, "more than 4194304"},
 		{"points not taken", &config.Pool{Name: "p", Distribution: "ketama", Points: 3, Servers: srv}, "points is not used by distribution ketama (only by chash, groupcache, stathat, seed, multiprobe, bounded and balanced)"},
 		{"label not taken", &config.Pool{Name: "p", Distribution: "chash", Label: "{name}{i}", Servers: srv}, "label is only used by distribution seed, not chash"},
 		{"replicas not taken", &config.Pool{Name: "p", Distribution: "ketama", Replicas: 2, Servers: srv}, "replicas 2: distribution ketama has no replica sets (those with: chash, rendezvous, multiprobe and balanced)"},
@@ -380,6 +382,8 @@ func TestBuildErrorLine(t *testing.T) {
 	tests := []struct{ conf, want string }{
 		{"a:\n  distribution: chash\n  points: 100000\n  servers: [h:1:1000]\n",
 			`config: test.yml:3: pool "a": 100000 points per unit of weight give the chash ring more than 4194304 points`},
+		{"a:\n  distribution: nginx\n  servers: [h:1:1, h:2:100000]\n",
+			`config: test.yml:3: pool "a": the weights give the nginx ring more than 4194304 points (160 per unit of weight); lower the weights`},
 		{"a:\n  distribution: ring\n  servers: [h:1:1]\n",
 			`config: test.yml:2: pool "a": distribution "ring" is unknown (known: balanced, bounded, chash,`},
 		{"a:\n  servers: [h:1:1]\n  points: 3\n",

@@ -172,33 +172,50 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 
 	top := newPlot(title, "points (virtual nodes) per node", "std / mean of the shares")
 	bottom := newPlot("", "points (virtual nodes) per node", "most loaded node / fair share")
+	topData := false
 	for k, n := range order {
 		s := sizes[n]
 		slices.SortFunc(s, func(a, b analyze.SweepPoint) int { return cmp.Compare(a.Points, b.Points) })
-		std, rnd, mx := make(plotter.XYs, len(s)), make(plotter.XYs, len(s)), make(plotter.XYs, len(s))
+		var std, rnd plotter.XYs // positive values only: the axis is logarithmic
+		mx := make(plotter.XYs, len(s))
 		for i, sp := range s {
 			x := float64(sp.Points)
-			std[i] = plotter.XY{X: x, Y: sp.StdOverMean}
-			rnd[i] = plotter.XY{X: x, Y: sp.Random}
+			if sp.StdOverMean > 0 {
+				std = append(std, plotter.XY{X: x, Y: sp.StdOverMean})
+			}
+			if sp.Random > 0 {
+				rnd = append(rnd, plotter.XY{X: x, Y: sp.Random})
+			}
 			mx[i] = plotter.XY{X: x, Y: sp.MaxOverMean}
 		}
 		c := Color(k)
-		l1, err := line(std, c, false, 1.6)
-		if err != nil {
-			return nil, err
+		name := fmt.Sprintf("%d nodes", n)
+		if n == 1 {
+			name = "1 node"
 		}
-		l2, err := line(rnd, c, true, 1)
-		if err != nil {
-			return nil, err
+		if len(rnd) > 0 {
+			l, err := line(rnd, c, true, 1)
+			if err != nil {
+				return nil, err
+			}
+			top.Add(l)
+		}
+		if len(std) > 0 {
+			// One node, or a ring whose nodes hold equal shares, varies
+			// by nothing, which a logarithmic axis cannot show.
+			l, err := line(std, c, false, 1.6)
+			if err != nil {
+				return nil, err
+			}
+			top.Add(l)
+			top.Legend.Add(name, l)
+			topData = true
 		}
 		l3, err := line(mx, c, false, 1.6)
 		if err != nil {
 			return nil, err
 		}
-		top.Add(l2, l1)
 		bottom.Add(l3)
-		name := fmt.Sprintf("%d nodes", n)
-		top.Legend.Add(name, l1)
 		bottom.Legend.Add(name, l3)
 	}
 	ref, err := line(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}}, grey, true, 1)
@@ -206,14 +223,19 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 		return nil, err
 	}
 	top.Legend.Add("random points: √((N−1)/(N·V+1))", ref)
-	if logX {
-		for _, p := range []*gonum.Plot{top, bottom} {
+	for _, p := range []*gonum.Plot{top, bottom} {
+		// Both panels span the points swept, the upper one also when
+		// it has nothing to draw (one node).
+		p.X.Min, p.X.Max = minP, maxP
+		if logX {
 			p.X.Scale = gonum.LogScale{}
 			p.X.Tick.Marker = logTicks{}
 		}
 	}
-	top.Y.Scale = gonum.LogScale{}
-	top.Y.Tick.Marker = logTicks{}
+	if topData {
+		top.Y.Scale = gonum.LogScale{}
+		top.Y.Tick.Marker = logTicks{}
+	}
 	fair, err := line(plotter.XYs{{X: minP, Y: 1}, {X: maxP, Y: 1}}, black, true, 1)
 	if err != nil {
 		return nil, err

@@ -208,6 +208,9 @@ type logTicks struct{ percent bool }
 func (t logTicks) Ticks(min, max float64) []gonum.Tick {
 	var ts []gonum.Tick
 	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
+	if math.IsInf(lo, 0) || math.IsNaN(lo) || math.IsInf(hi, 0) || math.IsNaN(hi) {
+		return nil // not a range a logarithmic axis has (min ≤ 0)
+	}
 	for e := lo; e <= hi; e++ {
 		for _, m := range []float64{1, 2, 5} {
 			v := m * math.Pow(10, e)

@@ -72,6 +72,20 @@ func charts(t *testing.T) map[string]*Chart {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One node varies by nothing, which the upper panel's logarithmic axis
+	// cannot show: alone, that panel is empty; beside five nodes, it has
+	// theirs.
+	sweep1 := map[string][]analyze.SweepPoint{}
+	for name, nodes := range map[string][]int{"sweep-1": {1}, "sweep-1-5": {1, 5}} {
+		sweep1[name], err = analyze.Sweep(analyze.SweepConfig{
+			Scheme: func(p int) chash.Scheme { return chash.Standard{Points: p} },
+			Nodes:  nodes,
+			Points: []int{1, 10, 100},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	churn, err := analyze.Churn(analyze.SweepConfig{
 		Scheme: func(p int) chash.Scheme { return chash.Standard{Points: p} },
 		Nodes:  []int{2, 5, 10, 20, 50, 100},
@@ -108,6 +122,8 @@ func charts(t *testing.T) map[string]*Chart {
 		"shares-many":     must(Shares(balance(t, ring(t, nil, many...)), "60 nodes, 160 points each")),
 		"shares-weighted": must(Shares(balance(t, weighted), "Weights 1, 3 and 2")),
 		"sweep":           must(Sweep(sweep, "Balance against points per node")),
+		"sweep-1":         must(Sweep(sweep1["sweep-1"], "One node")),
+		"sweep-1-5":       must(Sweep(sweep1["sweep-1-5"], "One node and five")),
 		"churn":           must(Churn(churn, "Keys moved when one node joins or leaves")),
 		"moves": must(Moves("Five servers: one joins, one leaves", []Move{
 			{Label: "192.168.0.5:111 joins", Ring: d.Moved, Ideal: d.Ideal, Modulo: d.ModuloMoved},
