@@ -137,6 +137,12 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 	if code != 0 {
 		return code
 	}
+	var arcs []analyze.Arc
+	if f.ringPlot != "" {
+		if arcs = pool.Arcs(); arcs == nil {
+			return cmd.UsageError(env.Stderr, "--ring-plot: distribution %s has no ring to draw", p.Distribution)
+		}
+	}
 	out := analyzeOutput{Config: f.config, Pool: p.Name, Distribution: p.Distribution}
 	sample := func() iter.Seq[[]byte] {
 		return progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")
@@ -175,11 +181,6 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 		}
 	}
 	if f.ringPlot != "" {
-		arcs := pool.Arcs()
-		if arcs == nil {
-			cmd.Errorf(env.Stderr, "--ring-plot: distribution %s has no ring to draw", p.Distribution)
-			return 1
-		}
 		pic := plot.RingPicture{Title: title, Nodes: pool.Names(), Labels: shareLabels(b, pool.Names()), Layers: []plot.Layer{{Arcs: arcs}}}
 		if err := savePlot(f.ringPlot, func() (*plot.Chart, error) { return plot.Ring(pic) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
@@ -207,9 +208,23 @@ func countKeyFile(env *Env, path string, pool *analyze.Pool) (*analyze.Balance, 
 	if err != nil {
 		return nil, err
 	}
-	b, err := pool.Count(lines)
+	n := 0
+	b, err := pool.Count(func(yield func([]byte) bool) {
+		for k := range lines {
+			n++
+			if !yield(k) {
+				return
+			}
+		}
+	})
 	if err := readErr(); err != nil {
 		return nil, err
+	}
+	if n == 0 {
+		if path == "-" {
+			path = "standard input"
+		}
+		return nil, fmt.Errorf("%s has no keys", path)
 	}
 	return b, err
 }

@@ -194,9 +194,18 @@ func TestAnalyzePlots(t *testing.T) {
 	}
 	checkImage(t, bars)
 	checkImage(t, ring)
-	_, stderr, code = runChash(t, nil, "analyze", "--config", "testdata/modula.yml", "--sample", "1000", "--ring-plot", ring)
-	if code != 1 || !strings.Contains(stderr, "no ring to draw") {
-		t.Errorf("--ring-plot of a modula pool = %d, %q; want 1 and no ring", code, stderr)
+	// Refused before the analysis is printed, as a usage error.
+	stdout, stderr, code := runChash(t, nil, "analyze", "--config", "testdata/modula.yml", "--sample", "1000", "--ring-plot", ring)
+	if code != 2 || !strings.Contains(stderr, "--ring-plot: distribution modula has no ring to draw") || stdout != "" {
+		t.Errorf("--ring-plot of a modula pool = %d, %q, stdout %q; want 2, no ring and nothing printed", code, stderr, stdout)
+	}
+	stdout, stderr, code = runChash(t, nil, "analyze", "--config", "testdata/seed5.yml", "--plot", filepath.Join(dir, "none", "x.png"))
+	if code != 2 || !strings.Contains(stderr, "none/x.png: no directory") || stdout != "" {
+		t.Errorf("--plot into a missing directory = %d, %q, stdout %q; want 2, its name and nothing printed", code, stderr, stdout)
+	}
+	stdout, stderr, code = runChash(t, nil, "analyze", "--config", "testdata/seed5.yml", "--keys", os.DevNull)
+	if code != 1 || !strings.Contains(stderr, os.DevNull+" has no keys") || stdout != "" {
+		t.Errorf("--keys of an empty file = %d, %q, stdout %q; want 1 and that it has no keys", code, stderr, stdout)
 	}
 }
 
@@ -258,6 +267,12 @@ func TestAnalysisUsage(t *testing.T) {
 		{[]string{"diff", "--add", "10.0.0.1:x:1", "testdata/seed5.yml"}, 2, `port "x"`},
 		{[]string{"diff", "--add", "192.168.0.1:111:1", "testdata/seed5.yml"}, 2, `server "192.168.0.1:111" is already in the pool`},
 		{[]string{"diff", "--remove", "nope", "testdata/seed5.yml"}, 2, `--remove "nope": no such server`},
+		{[]string{"diff", "--remove", "192.168.0.1:111", "--remove", "192.168.0.1:111", "testdata/seed5.yml"}, 2, `--remove "192.168.0.1:111" is given twice`},
+		{[]string{"diff", "--remove", "192.168.0.0:111", "--remove", "192.168.0.1:111", "--remove", "192.168.0.2:111",
+			"--remove", "192.168.0.3:111", "--remove", "192.168.0.4:111", "testdata/seed5.yml"}, 2, "--remove: no server would be left"},
+		{[]string{"diff", "--add", "10.0.0.9:11211:1", "--ranges", "-1", "testdata/seed5.yml"}, 2, "--ranges -1: want 0 or more"},
+		{[]string{"demo", "--dir", ""}, 2, "--dir is empty"},
+		{[]string{"sweep", "--nodes", "200000", "--points", "1"}, 2, "--nodes 200000, --churn-points 160: more than 16777216 points"},
 		{[]string{"sweep", "--scheme", "nope"}, 2, `--scheme "nope": unknown (known: chash, groupcache, ketama, libketama, libmemcached, nginx, seed, spymemcached, stathat)`},
 		{[]string{"sweep", "--scheme", "jump"}, 2, `--scheme "jump": distribution jump is not a ring of points to sweep (rings: chash,`},
 		{[]string{"sweep", "--nodes", "0"}, 2, `--nodes "0": "0" is not a positive integer`},

@@ -92,6 +92,9 @@ func (f *demoFlags) run(_ context.Context, cmd *Command, env *Env, args []string
 	if f.keys < 1 {
 		return cmd.UsageError(env.Stderr, "--keys %d: want at least 1", f.keys)
 	}
+	if f.dir == "" {
+		return cmd.UsageError(env.Stderr, "--dir is empty: name a directory")
+	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1

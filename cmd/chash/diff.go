@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -151,8 +152,11 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 	if code := checkOutput(cmd, env, f.format, f.plot, f.ringPlot); code != 0 {
 		return code
 	}
-	if f.sample < 1 || f.ranges < 0 {
-		return cmd.UsageError(env.Stderr, "--sample %d, --ranges %d: want at least 1 and 0", f.sample, f.ranges)
+	if f.sample < 1 {
+		return cmd.UsageError(env.Stderr, "--sample %d: want at least 1", f.sample)
+	}
+	if f.ranges < 0 {
+		return cmd.UsageError(env.Stderr, "--ranges %d: want 0 or more", f.ranges)
 	}
 	var adds []config.Server
 	for _, a := range f.add {
@@ -194,6 +198,16 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 	if code != 0 {
 		return code
 	}
+	var before, after []analyze.Arc
+	if f.ringPlot != "" {
+		before, after = old.Arcs(), new.Arcs()
+		if before == nil {
+			return cmd.UsageError(env.Stderr, "--ring-plot: distribution %s has no ring to draw", oldPool.Distribution)
+		}
+		if after == nil {
+			return cmd.UsageError(env.Stderr, "--ring-plot: distribution %s has no ring to draw", newPool.Distribution)
+		}
+	}
 	out := diffOutput{
 		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, pool: old},
 		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, pool: new,
@@ -220,8 +234,7 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 		}
 	}
 	if f.ringPlot != "" {
-		before, after := old.Arcs(), new.Arcs()
-		if before == nil || after == nil || d.Method != analyze.MethodArcs {
+		if d.Method != analyze.MethodArcs {
 			cmd.Errorf(env.Stderr, "--ring-plot: no two comparable rings to draw")
 			return 1
 		}
@@ -282,12 +295,19 @@ func diffTitle(out *diffOutput) string {
 // change returns servers with those named by remove removed and adds appended.
 func change(servers, adds []config.Server, remove []string) ([]config.Server, error) {
 	out := slices.Clone(servers)
-	for _, name := range remove {
+	for k, name := range remove {
 		i := slices.IndexFunc(out, func(s config.Server) bool { return s.Name() == name })
-		if i < 0 {
+		switch {
+		case i >= 0:
+		case slices.Contains(remove[:k], name):
+			return nil, fmt.Errorf("--remove %q is given twice", name)
+		default:
 			return nil, fmt.Errorf("--remove %q: no such server", name)
 		}
 		out = slices.Delete(out, i, i+1)
+	}
+	if len(out) == 0 && len(adds) == 0 {
+		return nil, errors.New("--remove: no server would be left")
 	}
 	for _, a := range adds {
 		if slices.ContainsFunc(out, func(s config.Server) bool { return s.Name() == a.Name() }) {

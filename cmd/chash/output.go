@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -90,8 +92,17 @@ func checkOutput(cmd *Command, env *Env, format string, plots ...string) int {
 		if _, err := plot.Format(p); err != nil {
 			return cmd.UsageError(env.Stderr, "%v", err)
 		}
+		// Refused before the work, not after it is printed.
+		if dir := filepath.Dir(p); !isDir(dir) {
+			return cmd.UsageError(env.Stderr, "%s: no directory %s to write it in", p, dir)
+		}
 	}
 	return 0
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // savePlot builds a chart and saves it.

@@ -154,8 +154,11 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	if f.trials < 1 || f.trials > 10000 || f.churnPoints < 1 {
 		return cmd.UsageError(env.Stderr, "--trials %d, --churn-points %d: want 1 to 10000 trials and at least 1 point", f.trials, f.churnPoints)
 	}
-	if n, p := slices.Max(nodes), max(slices.Max(points), f.churnPoints); n*p > maxSweepPoints {
-		return cmd.UsageError(env.Stderr, "%d nodes of %d points: more than %d points in a ring", n, p, maxSweepPoints)
+	if n, p := slices.Max(nodes), slices.Max(points); n*p > maxSweepPoints {
+		return cmd.UsageError(env.Stderr, "--nodes %d, --points %d: more than %d points in a ring", n, p, maxSweepPoints)
+	}
+	if n, p := slices.Max(nodes), f.churnPoints; n*p > maxSweepPoints {
+		return cmd.UsageError(env.Stderr, "--nodes %d, --churn-points %d: more than %d points in a ring", n, p, maxSweepPoints)
 	}
 	var work, done int
 	for _, n := range nodes {
