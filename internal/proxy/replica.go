@@ -526,7 +526,7 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 			continue
 		}
 		prev := w.prevOwner(hashed)
-		if prev == nil || prev == p.warmSrv[i] || slices.Contains(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
+		if prev == nil || prev.same(p.warmSrv[i]) || containsServer(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
 			continue
 		}
 		p.warming[i], p.warmSrv[i] = true, prev
@@ -566,13 +566,13 @@ func (c *client) warmed(r *clientReq, p *plan, st *state, i int, cl *call) bool 
 		return true
 	}
 	for _, s := range targets {
-		if !s.ejected.Load() && s != cl.srv {
+		if !s.ejected.Load() && !s.same(cl.srv) {
 			job.to = append(job.to, s)
 		}
 	}
 	job.key = slices.Clone(key)
 	job.from = cl.srv
-	job.del = !slices.Contains(targets, cl.srv)
+	job.del = !containsServer(targets, cl.srv)
 	for _, s := range st.warm.appendStale(nil, hashed, append(targets, cl.srv)) {
 		if s.ejected.Load() {
 			s.owe(job.key, false)

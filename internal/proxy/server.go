@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,20 @@ func newServer(pl *pool, s config.Server, nconns int) *server {
 		srv.conns[i] = &serverConn{srv: srv}
 	}
 	return srv
+}
+
+// same reports whether s and o are the same server process: one address. A
+// server that leaves a pool and comes back, or comes back with another weight
+// or name, is a new *server for the same process, and a warm-up window still
+// holds the old one: to the window it must not look like another server that
+// held the key before (warmup.go).
+func (s *server) same(o *server) bool {
+	return s == o || s != nil && o != nil && s.addr == o.addr
+}
+
+// containsServer reports whether list holds the same server as s.
+func containsServer(list []*server, s *server) bool {
+	return slices.ContainsFunc(list, s.same)
 }
 
 // serverAddr returns the address to dial: "host:port", or a socket path.

@@ -108,7 +108,7 @@ func (w *window) chained(now time.Time) []*window {
 func (w *window) prevOwner(key []byte) *server {
 	var buf [8]*server
 	for _, s := range w.prevSet(buf[:0], key) {
-		if s != w.skip && !s.ejected.Load() {
+		if !s.same(w.skip) && !s.ejected.Load() {
 			return s
 		}
 	}
@@ -148,7 +148,7 @@ func (w *window) appendStale(dst []*server, key []byte, keep []*server) []*serve
 			continue
 		}
 		for _, s := range o.prevSet(buf[:0], key) {
-			if !slices.Contains(keep, s) && !slices.Contains(dst, s) {
+			if !containsServer(keep, s) && !containsServer(dst, s) {
 				dst = append(dst, s)
 			}
 		}

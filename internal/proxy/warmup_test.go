@@ -314,3 +314,43 @@ func TestWarmupUpdateServers(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupRejoin: a server that leaves and comes back while the window of
+// its leaving is open (a restarted registration, a lease that lapsed, a
+// reload that removes and adds it) is the same memcached as the one that
+// window remembers, though the proxy made it anew. Neither a write to one of
+// its keys nor the copy of a warm-up read may then delete the key there as
+// the copy of a previous owner.
+func TestWarmupRejoin(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, _ := warmPool(t, opts, "rejoin:", 40)
+	both, first := parseConfig(t, poolYAML(opts, servers...)), parseConfig(t, poolYAML(opts, servers[0]))
+	c := dial(t, p.Addr("alpha").String())
+	away, back := moved[:20], moved[20:]
+	for _, cfg := range []*config.File{both, first} { // servers[1] joins, then leaves
+		if err := p.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setMany(t, c, away) // on servers[0] while servers[1] is away
+	if err := p.Reload(both); err != nil { // and back
+		t.Fatal(err)
+	}
+	st := &p.pools["alpha"].stats
+	setMany(t, c, back)
+	if found := getMany(t, c, away); len(found) != len(away) {
+		t.Errorf("%d of %d keys written while the server was away read back; want all (warm-up reads)", len(found), len(away))
+	}
+	waitCount(10*time.Second, st.warmHits.Load(), st.warmCopies.Load)
+	for _, tt := range []struct {
+		what string
+		keys []string
+	}{{"written after it came back", back}, {"copied by warm-up reads", away}} {
+		if got := getMany(t, c, tt.keys); len(got) != len(tt.keys) {
+			t.Errorf("keys %s: %d of %d read back; want all", tt.what, len(got), len(tt.keys))
+		}
+		if on := holds(t, dial(t, servers[1].Addr), tt.keys); len(on) != len(tt.keys) {
+			t.Errorf("keys %s: the server holds %d of %d; want all", tt.what, len(on), len(tt.keys))
+		}
+	}
+}
