@@ -10,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 )
 
@@ -43,7 +45,24 @@ func newClient(endpoints []string) (*clientv3.Client, error) {
 		// each change of state once instead.
 		Logger: zap.NewNop(),
 		// No AutoSyncInterval: the endpoints stay the ones the URL names.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(connectParams)},
 	})
+}
+
+// connectParams paces gRPC's attempts to connect to etcd again: by default
+// each waits 1.6 times longer than the last, up to two minutes, so that a
+// source or registration came back 5 to 30 seconds after an etcd that had
+// been down for a minute, each proxy at another time, while the leases of
+// registrations lapsed. Here they wait at most a second: an attempt to
+// connect to a few endpoints costs next to nothing.
+var connectParams = grpc.ConnectParams{
+	Backoff: grpcbackoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   time.Second,
+	},
+	MinConnectTimeout: 5 * time.Second,
 }
 
 func (e *etcdKind) close() error { return e.cli.Close() }

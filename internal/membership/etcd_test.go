@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,6 +299,34 @@ func TestEtcdRestart(t *testing.T) {
 	}
 	w.expect("y/1", e.Delete(prefix+"x"))
 	checkOutageLogs(t, w, 2)
+}
+
+// TestEtcdReconnectPace: while etcd's connections fail, the source's client
+// tries again at least every second or so, as the source's own backoff
+// (MaxBackoff) would, and not at gRPC's default pace, 1.6 times longer after
+// each failure up to two minutes (4 seconds apart after 9, 26 after a
+// minute: proxies and registrations then came back tens of seconds after an
+// etcd that had been down for a minute and a half, each at another time).
+func TestEtcdReconnectPace(t *testing.T) {
+	e := etcdtest.Start(t)
+	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
+	f := newForwarder(t, e.Endpoint)
+	w := open(t, etcdURL(f.addr))
+	f.rejectAll()
+	w.until("disconnected", func(st Status) bool { return !st.Connected })
+	time.Sleep(12 * time.Second)
+	at := f.attempts()
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i].Sub(at[i-1]).Round(10*time.Millisecond))
+	}
+	t.Logf("%d attempts to connect in 12s, apart by %v", len(at), gaps)
+	if len(gaps) == 0 || slices.Max(gaps) > 2500*time.Millisecond || len(at) < 8 {
+		t.Errorf("%d attempts to connect in 12s, apart by %v; want at least 8, at most 2.5s apart", len(at), gaps)
+	}
+	f.heal()
+	w.until("connected", func(st Status) bool { return st.Connected })
+	w.expect("a/1 b/1", e.Put(prefix+"b", "10.0.0.2:11211:1 b"))
 }
 
 // TestEtcdUnreachableAtStart: Open and Read wait for etcd until their context

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,6 +155,30 @@ type forwarder struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns []net.Conn
+	// While reject is set, connections are accepted and closed at once,
+	// their times kept in rejected: an etcd whose port answers and whose
+	// connections fail.
+	reject   bool
+	rejected []time.Time
+}
+
+// rejectAll closes every connection and, until heal, closes each new one as
+// it comes, noting when.
+func (f *forwarder) rejectAll() {
+	f.mu.Lock()
+	f.reject = true
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+	f.mu.Unlock()
+}
+
+// attempts returns the times of the connections rejected so far.
+func (f *forwarder) attempts() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.rejected)
 }
 
 func newForwarder(t *testing.T, target string) *forwarder {
@@ -177,6 +202,16 @@ func (f *forwarder) serve(ln net.Listener) {
 			c, err := ln.Accept()
 			if err != nil {
 				return // cut
+			}
+			f.mu.Lock()
+			reject := f.reject
+			if reject {
+				f.rejected = append(f.rejected, time.Now())
+			}
+			f.mu.Unlock()
+			if reject {
+				c.Close()
+				continue
 			}
 			u, err := net.Dial("tcp", f.target)
 			if err != nil {
@@ -209,6 +244,13 @@ func (f *forwarder) cut() {
 // heal accepts connections again, on the same address.
 func (f *forwarder) heal() {
 	f.t.Helper()
+	f.mu.Lock()
+	wasRejecting := f.reject
+	f.reject = false
+	f.mu.Unlock()
+	if wasRejecting {
+		return // still listening
+	}
 	var ln net.Listener
 	var err error
 	for i := 0; ; i++ {

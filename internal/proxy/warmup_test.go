@@ -332,8 +332,9 @@ func TestWarmupRejoin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setMany(t, c, away) // on servers[0] while servers[1] is away
-	if err := p.Reload(both); err != nil { // and back
+	setMany(t, c, away) // on servers[0], while servers[1] is away
+	// servers[1] comes back.
+	if err := p.Reload(both); err != nil {
 		t.Fatal(err)
 	}
 	st := &p.pools["alpha"].stats
