@@ -355,7 +355,8 @@
 //
 //	The database the proxy selects with SELECT on each connection to a Redis
 //	server (after AUTH), and in chash proxy's probes. To clients it is
-//	database 0: chash proxy answers SELECT 0 and refuses any other.
+//	database 0: chash proxy answers SELECT 0 and refuses any other, and so
+//	MOVE and COPY's DB of another database.
 //	Default: 0.
 //	Example:
 //		redis_db: 3

@@ -206,7 +206,8 @@ var settings = []setting{
 			Default: "0",
 			Doc: "The database the proxy selects with SELECT on each connection to a Redis " +
 				"server (after AUTH), and in chash proxy's probes. To clients it is database 0: " +
-				"chash proxy answers SELECT 0 and refuses any other.",
+				"chash proxy answers SELECT 0 and refuses any other, and so MOVE and COPY's DB " +
+				"of another database.",
 			Example: "redis_db: 3",
 		},
 		parse: intSetting(func(p *Pool) *int { return &p.RedisDB }),

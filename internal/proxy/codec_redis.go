@@ -232,6 +232,10 @@ func (c *redisClient) read(r request) (action, error) {
 	if cmd.Route == resp.RouteLocal {
 		return c.answer(req), nil
 	}
+	if (cmd.Name == "move" || cmd.Name == "copy") && !otherDatabase(req) {
+		return local, nil
+	}
+	args = req.q.Args
 	keys, ok := cmd.AppendKeys(req.keys[:0], args)
 	if !ok {
 		// A count of keys that is not one, XINFO HELP: Redis answers without
@@ -334,6 +338,62 @@ func selectCommand(req *redisRequest) {
 	default:
 		req.local = resp.AppendSimple(req.local, "OK")
 	}
+}
+
+// otherDatabase checks the database that MOVE key db and COPY ... DB db
+// name. The proxy serves one database, which its clients see as 0 and the
+// servers as redis_db: database 0 is answered as Redis answers it (MOVE to
+// the same database is an error; COPY's DB 0 is dropped, so that the copy
+// stays in redis_db), another is refused as SELECT of it is, and a request
+// that names none goes on. It reports whether the request goes on.
+func otherDatabase(req *redisRequest) bool {
+	args := req.q.Args
+	number := func(arg []byte) (int64, bool) {
+		n, ok := parseRedisInt(arg)
+		if !ok || n < -1<<31 || n > 1<<31-1 {
+			req.refuse(refusedArgument, resp.ReplyNotInteger)
+			return 0, false
+		}
+		return n, true
+	}
+	db := func(n int64, arg []byte) bool {
+		switch {
+		case n < 0:
+			req.refuse(refusedArgument, resp.ReplyDBRange)
+		case n > 0:
+			req.refuse(refusedDB, "ERR database "+string(arg)+" is not served by the proxy (only 0, as SELECT)")
+		}
+		return n == 0
+	}
+	if req.cmd.Name == "move" {
+		if n, ok := number(args[2]); ok && db(n, args[2]) {
+			req.refuse(refusedArgument, "ERR source and destination objects are the same")
+		}
+		return false
+	}
+	// COPY source destination [DB db] [REPLACE]: Redis reads the options in
+	// order, each DB's a number, and copies into the last one's database.
+	var last []byte
+	kept := args[:3]
+	for i := 3; i < len(args); i++ {
+		if i+1 < len(args) && bytes.EqualFold(args[i], []byte("db")) {
+			if _, ok := number(args[i+1]); !ok {
+				return false
+			}
+			last = args[i+1]
+			i++
+			continue
+		}
+		kept = append(kept, args[i])
+	}
+	if last == nil {
+		return true
+	}
+	if n, _ := parseRedisInt(last); !db(n, last) {
+		return false
+	}
+	req.q.Args = kept
+	return true
 }
 
 // helloCommand answers HELLO [protover [AUTH user pass] [SETNAME name]] as
@@ -469,7 +529,7 @@ const (
 	refusedArgument    = "invalid argument"          // of AUTH, SELECT, HELLO: not a number, a bad option
 	refusedNoAuth      = "noauth"                    // a command before AUTH, with redis_auth
 	refusedWrongPass   = "wrongpass"                 // AUTH with a password the pool does not have
-	refusedDB          = "unsupported database"      // SELECT of a database other than 0
+	refusedDB          = "unsupported database"      // SELECT, MOVE, COPY of a database other than 0
 	refusedProto       = "unsupported protocol"      // HELLO 3: the proxy speaks RESP2
 	refusedNoKeys      = "script without keys"       // EVAL, FCALL, ...: nothing to route by
 )
@@ -496,6 +556,12 @@ func (r *redisRequest) refusal() (string, []byte) {
 	case r.class == refusedProtocol:
 		return r.class, r.near
 	}
+	return r.class, r.quote()
+}
+
+// quote returns what a log line quotes of the request: its command's name as
+// sent and its number of arguments.
+func (r *redisRequest) quote() []byte {
 	r.line = r.line[:0]
 	if len(r.q.Args) > 0 {
 		name := r.q.Args[0]
@@ -507,7 +573,7 @@ func (r *redisRequest) refusal() (string, []byte) {
 		}
 		r.line = append(r.line, ']')
 	}
-	return r.class, r.line
+	return r.line
 }
 
 var _ refuser = (*redisRequest)(nil)

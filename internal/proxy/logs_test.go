@@ -93,7 +93,7 @@ func TestLogs(t *testing.T) {
 	for _, r := range refused {
 		classes[r["class"].(string)]++
 	}
-	if len(refused) != 2 || classes["ERROR"] != 1 || classes["CLIENT_ERROR bad command line format"] != 1 {
+	if len(refused) != 2 || classes["error"] != 1 || classes["bad_command_line_format"] != 1 {
 		t.Errorf("requests refused: %v; want one line for each of two classes", refused)
 	}
 	if s := statLines(t, c.mustDo("stats\r\n")); s["refused_error"] != "5" || s["refused_bad_command_line_format"] != "5" {

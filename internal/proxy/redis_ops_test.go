@@ -24,7 +24,7 @@ import (
 // the servers refuse, so its keys land in database 0.
 func TestRedisAuthAndDB(t *testing.T) {
 	servers := startRedisServers(t, 3, "--requirepass", "sesame")
-	yaml := redisPoolYAML("redis_auth: sesame\nredis_db: 3", servers...)
+	yaml := redisPoolYAML("redis_auth: sesame\nredis_db: 3\nhash_tag: \"{}\"", servers...)
 	p := startProxy(t, yaml)
 	c := redistest.Dial(t, p.Addr("alpha").String())
 	noauth := "-" + resp.ReplyNoAuth + "\r\n"
@@ -42,6 +42,17 @@ func TestRedisAuthAndDB(t *testing.T) {
 		{[]string{"GET", "k"}, "$1\r\nv\r\n"},
 		{[]string{"SELECT", "0"}, "+OK\r\n"},
 		{[]string{"SELECT", "3"}, "-ERR command 'select' is not supported by the proxy\r\n"},
+		// MOVE and COPY's DB name databases as clients see them: 0 is
+		// redis_db, another is not served.
+		{[]string{"SET", "{k}1", "v"}, "+OK\r\n"},
+		{[]string{"MOVE", "{k}1", "0"}, "-ERR source and destination objects are the same\r\n"},
+		{[]string{"MOVE", "{k}1", "3"}, "-ERR database 3 is not served by the proxy (only 0, as SELECT)\r\n"},
+		{[]string{"MOVE", "{k}1", "x"}, "-" + resp.ReplyNotInteger + "\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "DB", "5"}, "-ERR database 5 is not served by the proxy (only 0, as SELECT)\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "-1"}, "-" + resp.ReplyDBRange + "\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "0"}, ":1\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "DB", "0", "REPLACE"}, ":1\r\n"},
+		{[]string{"GET", "{k}2"}, "$1\r\nv\r\n"},
 	} {
 		if got := c.Do(tt.args...); got != tt.want {
 			t.Errorf("%q = %q; want %q", tt.args, got, tt.want)
@@ -65,7 +76,7 @@ func TestRedisAuthAndDB(t *testing.T) {
 	for i, s := range servers {
 		name := fmt.Sprintf("s%d", i+1)
 		var want, wantNC []string
-		for _, k := range []string{"a", "b", "c", "k"} {
+		for _, k := range []string{"a", "b", "c", "k", "{k}1", "{k}2"} {
 			if owner(k) == name {
 				want = append(want, k)
 			}

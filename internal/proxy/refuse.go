@@ -66,7 +66,9 @@ func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr 
 			// as go-redis does on each new connection: nothing went wrong.
 			level = slog.LevelInfo
 		}
-		log.Log(context.Background(), level, "requests refused", "pool", pool, "class", class, "count", n,
+		// The class as the metric's label and the data port's stats name
+		// it (unknown_command, line_too_long), which the docs list.
+		log.Log(context.Background(), level, "requests refused", "pool", pool, "class", strings.TrimPrefix(refusalStat(class), "refused_"), "count", n,
 			"every", refusalLogEvery, "client", addr, "line", string(line))
 	}
 }
@@ -114,6 +116,9 @@ func (c *client) noteRefusal(r *clientReq) {
 	switch {
 	case r.act == forward && r.ncalls == 0 && r.err == errKeysSpread:
 		class = errKeysSpread.Error()
+		if q, ok := r.req.(interface{ quote() []byte }); ok {
+			line = q.quote()
+		}
 	default:
 		if rf, ok := r.req.(refuser); ok {
 			class, line = rf.refusal()
