@@ -93,7 +93,8 @@ func (s *server) probe(timeout time.Duration) error {
 }
 
 // withConn runs f on a connection of its own to the server, with a deadline
-// of timeout (a second if zero) that f may extend by as much, and closes it.
+// of timeout (a second if zero) that f may extend by as much, and closes it;
+// the server is marked up if f succeeds.
 func (s *server) withConn(timeout time.Duration, f func(conn net.Conn, timeout time.Duration) error) error {
 	if timeout <= 0 {
 		timeout = time.Second
@@ -103,8 +104,13 @@ func (s *server) withConn(timeout time.Duration, f func(conn net.Conn, timeout t
 	if err != nil {
 		return err
 	}
-	s.markUp()
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	return f(conn, timeout)
+	if err := f(conn, timeout); err != nil {
+		return err
+	}
+	// Up once it answered: a hung server's kernel still takes connections,
+	// and each probe of it would log it up, then down.
+	s.markUp()
+	return nil
 }

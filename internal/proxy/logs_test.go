@@ -144,3 +144,41 @@ func TestLogs(t *testing.T) {
 		t.Errorf("shutdown: %v; want one line, graceful", got)
 	}
 }
+
+// TestLogsHungServer: a server that hangs (SIGSTOP) is ejected and probed
+// again and again; its kernel still takes the probes' connections, which is
+// not the server being up: one "server down" line, none "server up", until it
+// answers again.
+func TestLogsHungServer(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	var logs testprog.Buffer
+	yaml := poolYAML("timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 200", servers...)
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	c := dial(t, p.Addr("alpha").String())
+	key := "k"
+	for i := 0; owner(key) != servers[1].Addr; i++ {
+		key = "k" + itoa(i)
+	}
+	servers[1].Freeze()
+	for deadline := time.Now().Add(5 * time.Second); len(jsonLogs(t, &logs, "server ejected")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a hung server not ejected in 5s; logs:\n%s", logs.String())
+		}
+		c.mustDo("get " + key + "\r\n")
+	}
+	time.Sleep(1500 * time.Millisecond) // some five probes, each timing out
+	if up, down := jsonLogs(t, &logs, "server up"), jsonLogs(t, &logs, "server down"); len(up) != 0 || len(down) != 1 {
+		t.Errorf("while the server hangs: %d server up lines, %d server down; want 0 and 1; logs:\n%s", len(up), len(down), logs.String())
+	}
+	servers[1].Thaw()
+	for deadline := time.Now().Add(5 * time.Second); len(jsonLogs(t, &logs, "server readmitted after a successful probe")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not readmitted 5s after it answers again; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if up := jsonLogs(t, &logs, "server up"); len(up) != 1 {
+		t.Errorf("after it answers again: %d server up lines; want 1; logs:\n%s", len(up), logs.String())
+	}
+}
