@@ -58,6 +58,15 @@ type clientSource struct {
 	// noRead forbids reading the connection: set while serving requests
 	// that the codec found whole in head (see rawIO.serveClient).
 	noRead bool
+	// c is the client whose connection it reads: its requests read and not
+	// yet answered are answered before a read that waits (see Read).
+	c *client
+}
+
+// nowReader is a reader that can tell it has nothing to read without
+// waiting: rawIO.
+type nowReader interface {
+	readNow(p []byte) (n int, again bool, err error)
 }
 
 // errReadPast is a read of the connection while noRead is set: a request
@@ -75,6 +84,21 @@ func (s *clientSource) Read(p []byte) (int, error) {
 	}
 	if s.stopping.Load() {
 		return 0, io.EOF
+	}
+	if s.c != nil && len(s.c.pending) > 0 {
+		// The codec needs more of a request, and requests read before it
+		// wait for their replies: if the client has not sent more yet (a
+		// large value uploading, a client that waits for replies before
+		// it sends the rest), answer them first, as the server would.
+		// Over TLS, whose reader cannot tell, they wait.
+		if nr, ok := s.rw.(nowReader); ok {
+			n, again, err := nr.readNow(p)
+			if !again {
+				s.read.Add(uint64(n))
+				return n, err
+			}
+			s.c.flush()
+		}
 	}
 	n, err := s.rw.Read(p)
 	s.read.Add(uint64(n))
@@ -154,7 +178,7 @@ func (c *client) serve() {
 		pl.clients.Done()
 	}()
 	c.rw = socketIO(c.conn)
-	c.src.rw, c.src.stopping, c.src.read = c.rw, &pl.stopping, &pl.stats.bytesIn
+	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
 	c.cc = pl.codec.newClient(&c.src)
 	raw, _ := c.rw.(clientServer)
 	for {
@@ -200,6 +224,10 @@ type clientServer interface {
 func (c *client) serveRead() end {
 	pl := c.pool
 	for {
+		if c.broken { // a write failed while a request was read (clientSource.Read)
+			c.flush()
+			return endClose
+		}
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
 		mem := pl.proxy.mem
 		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() || c.barrier {

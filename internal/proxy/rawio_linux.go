@@ -24,6 +24,7 @@ type rawIO struct {
 	rc syscall.RawConn
 
 	readFn  func(fd uintptr) bool
+	nowFn   func(fd uintptr) bool // readNow's
 	rbuf    []byte
 	rn      uintptr
 	rerrno  syscall.Errno
@@ -56,7 +57,7 @@ func socketIO(conn net.Conn) io.ReadWriter {
 		return conn
 	}
 	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn = r.tryRead, r.tryWrite
+	r.readFn, r.writeFn, r.nowFn = r.tryRead, r.tryWrite, r.readOnce
 	return r
 }
 
@@ -88,6 +89,34 @@ func (r *rawIO) tryRead(fd uintptr) bool {
 			return r.rerrno != syscall.EAGAIN
 		}
 	}
+}
+
+// readNow reads into p if the socket has bytes (or has ended), without
+// waiting: again reports that it had none. It is one system call.
+func (r *rawIO) readNow(p []byte) (n int, again bool, err error) {
+	if len(p) == 0 {
+		return 0, false, nil
+	}
+	r.rbuf, r.rn, r.rerrno = p, 0, 0
+	err = r.rc.Read(r.nowFn)
+	r.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, false, err
+	case r.rerrno == syscall.EAGAIN:
+		return 0, true, nil
+	case r.rerrno != 0:
+		return 0, false, &net.OpError{Op: "read", Net: "raw", Err: r.rerrno}
+	case r.rn == 0:
+		return 0, false, io.EOF
+	}
+	return int(r.rn), false, nil
+}
+
+// readOnce is readNow's read function: one read, whatever it finds.
+func (r *rawIO) readOnce(fd uintptr) bool {
+	r.tryRead(fd)
+	return true
 }
 
 func (r *rawIO) Write(p []byte) (int, error) {
