@@ -147,7 +147,10 @@ var settings = []setting{
 			Default: "0: no limit",
 			Doc: "How long, in milliseconds, the proxy waits to connect to a server or for its " +
 				"reply; a server that does not answer in time counts a failure (see " +
-				"auto_eject_hosts) and the client gets an error.",
+				"auto_eject_hosts) and the client gets an error. A request pipelined behind " +
+				"others on a server connection has the time from when the server answered " +
+				"the one before, if that is later than when it was sent: a server sending " +
+				"large replies is busy, not late.",
 			Example: "timeout: 400",
 		},
 		parse: msSetting(func(p *Pool) *time.Duration { return &p.Timeout }),

@@ -241,9 +241,16 @@ func (ss *session) peek() *call {
 }
 
 // pop removes the oldest call, whose reply has been read, sets the read
-// deadline to the next one's and returns it, or nil if none is queued. Only
+// deadline for the next one and returns it, or nil if none is queued. Only
 // the reader removes calls, so the call returned stays the oldest until the
 // reader pops it.
+//
+// The next call has its timeout from when it was sent or from now, when the
+// server has just answered the one before, whichever is later: a server
+// still sending the replies of a pipeline (fifty replies of a megabyte) is
+// answering, not late, and timing out the last of them would also count
+// against the server and eject it. A server that stops answering still
+// times out a timeout after its last reply.
 func (ss *session) pop() *call {
 	ss.qmu.Lock()
 	ss.ring[ss.head] = nil
@@ -251,7 +258,13 @@ func (ss *session) pop() *call {
 	var next *call
 	if ss.n--; ss.n > 0 {
 		next = ss.ring[ss.head]
-		ss.conn.SetReadDeadline(next.deadline)
+		d := next.deadline
+		if !d.IsZero() && !next.start.IsZero() {
+			if t := time.Now().Add(d.Sub(next.start)); t.After(d) {
+				d = t
+			}
+		}
+		ss.conn.SetReadDeadline(d)
 	}
 	ss.qmu.Unlock()
 	<-ss.slots
