@@ -44,7 +44,9 @@ lost), the lease lapses within --ttl and etcd removes the key: the proxies
 watching the prefix drop the server. If the lease is lost while register runs
 (etcd was unreachable for longer than --ttl, or restored from a backup, or
 someone revoked it), register puts the key again under a new lease as soon
-as etcd answers.
+as etcd answers. A key deleted by hand while register runs is put back at
+once. A second register of the same server (the same key) takes the key
+over; the first logs it, and puts the key back when the second stops.
 
 At start register waits --wait (10s by default) for etcd to answer, then
 exits 1 naming the endpoints; a supervisor that restarts it waits longer. A

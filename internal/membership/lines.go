@@ -49,9 +49,18 @@ func stripComment(line string) string {
 	return line
 }
 
+// maxLine bounds a server line: host, port, weight and name.
+const maxLine = 1024
+
 // parseLine parses one server line, "host:port:weight [name]", already
-// trimmed of surrounding white space. Its errors quote the line.
+// trimmed of surrounding white space. Its errors quote the line, or the
+// beginning of one too long.
 func parseLine(text string) (config.Server, error) {
+	if len(text) > maxLine {
+		// Quoted whole, a value of megabytes would make every error line
+		// that large, once a revision on every proxy.
+		return config.Server{}, fmt.Errorf("server %q... (%d bytes): longer than a server line of %d bytes", strings.ToValidUTF8(text[:64], "?"), len(text), maxLine)
+	}
 	if !utf8.ValidString(text) {
 		return config.Server{}, fmt.Errorf("server %q: not valid UTF-8", text)
 	}

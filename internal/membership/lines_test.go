@@ -70,6 +70,8 @@ func TestParseFileErrors(t *testing.T) {
 		{"a:1:1\tx\n", `control character '\t'`},
 		{"a:1:1 \x00\n", `control character '\x00'`},
 		{"a:1:1 \xff\n", `not valid UTF-8`},
+		{"10.0.0.1:11211:1 " + strings.Repeat("garbage ", 40000) + "\n",
+			`server "10.0.0.1:11211:1 garbage garbage garbage garbage garbage garbage"... (320016 bytes): longer than a server line of 1024 bytes`},
 	}
 	for _, tt := range tests {
 		got, err := parseFile("servers", []byte(tt.in))

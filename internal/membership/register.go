@@ -87,8 +87,10 @@ type Registrar struct {
 // behind, even one whose put reached etcd as ctx ended. A bad registration (no endpoints, a prefix
 // not ending in "/", a server line that is not one) fails at once.
 //
-// One registrar per server: two would replace each other's key, and the
-// first to stop would remove it.
+// The registrar also watches the key: deleted by someone else, it is put back
+// at once under the lease; put by another registration of the server (which
+// replaces the key, as Register does), it is left to that one, with a
+// warning, and put back when that one's key goes.
 func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 	if err := reg.Validate(); err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 		return nil, fmt.Errorf("membership: register: %w", err)
 	}
 	b := newBackoff(cfg)
-	lease, err := r.put(ctx)
+	lease, rev, err := r.put(ctx)
 	for err != nil {
 		if ctx.Err() != nil {
 			r.cli.Close()
@@ -125,11 +127,11 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 			r.cli.Close()
 			return nil, err
 		}
-		lease, err = r.put(ctx)
+		lease, rev, err = r.put(ctx)
 	}
 	kctx, stop := context.WithCancel(context.Background())
 	r.stop = stop
-	go r.keep(kctx, lease)
+	go r.keep(kctx, lease, rev)
 	return r, nil
 }
 
@@ -174,14 +176,19 @@ func (r *Registrar) Status() RegistrarStatus {
 	return r.status
 }
 
-// put grants a lease and puts the key under it.
-func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
+// put grants a lease and puts the key under it; it returns the lease and the
+// revision of the put.
+func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	lease, err := r.cli.Grant(ctx, r.ttl)
+	var rev int64
 	if err == nil {
-		if _, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID)); err != nil {
+		var resp *clientv3.PutResponse
+		if resp, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID)); err == nil {
+			rev = resp.Header.Revision
+		} else {
 			// The put may have reached etcd, its answer lost or given up
 			// on (ctx done by a signal, say): revoke the lease, and the key
 			// with it, rather than leave a key to lapse after the caller
@@ -192,7 +199,7 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
 		}
 	}
 	if err != nil {
-		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
+		return 0, 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -203,7 +210,7 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, error) {
 	}
 	r.status.Registered, r.status.Lease = true, int64(lease.ID)
 	r.status.Registrations++
-	return lease.ID, nil
+	return lease.ID, rev, nil
 }
 
 // failed records a failed attempt to register and returns the number of
@@ -217,11 +224,18 @@ func (r *Registrar) failed(err error) uint64 {
 }
 
 // keep keeps the lease alive and registers again when it is lost, until ctx
-// is done (by Close).
-func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
+// is done (by Close); meanwhile guard keeps the key. rev is the revision of
+// the lease's put.
+func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID, rev int64) {
 	defer close(r.done)
 	b := newBackoff(r.cfg)
 	for {
+		gctx, stopGuard := context.WithCancel(ctx)
+		guarded := make(chan struct{})
+		go func() {
+			defer close(guarded)
+			r.guard(gctx, lease, rev)
+		}()
 		// The channel closes when the lease is gone or has had no answer
 		// for its TTL, or when ctx is done.
 		kept := false
@@ -230,6 +244,8 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
 				kept = true
 			}
 		}
+		stopGuard()
+		<-guarded
 		if ctx.Err() != nil {
 			return
 		}
@@ -245,12 +261,108 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID) {
 			return
 		}
 		var err error
-		for lease, err = r.put(ctx); err != nil; lease, err = r.put(ctx) {
+		for lease, rev, err = r.put(ctx); err != nil; lease, rev, err = r.put(ctx) {
 			r.failed(err)
 			if !b.wait(ctx) {
 				return
 			}
 		}
+	}
+}
+
+// guard watches the key from the revision after rev while the registrar
+// holds lease, until ctx is done. The key deleted by someone else (by hand,
+// or by another registration of the same server that stopped) is put back
+// under lease; the key put under another lease (another registration of the
+// server, which replaces it) is left to that one, with a warning, until it
+// goes. Without it a server stayed out of every ring while its registrar
+// ran.
+func (r *Registrar) guard(ctx context.Context, lease clientv3.LeaseID, rev int64) {
+	b := newBackoff(r.cfg)
+	others := false // another lease holds the key
+	for {
+		wch := r.cli.Watch(clientv3.WithRequireLeader(ctx), r.key, clientv3.WithRev(rev+1))
+		compacted := false
+		for resp := range wch {
+			if resp.CompactRevision != 0 {
+				compacted = true
+				break
+			}
+			if resp.Err() != nil || resp.Canceled {
+				break
+			}
+			b.reset()
+			for _, ev := range resp.Events {
+				rev = ev.Kv.ModRevision
+				switch {
+				case ctx.Err() != nil:
+					return // Close revokes the lease: the key goes
+				case ev.Type == clientv3.EventTypeDelete:
+					r.putBack(ctx, lease, others)
+					others = false
+				case clientv3.LeaseID(ev.Kv.Lease) != lease:
+					if !others {
+						r.log.Warn("membership: another registration of the server took the key over; this one puts it back when it goes",
+							"lease", fmt.Sprintf("%x", int64(lease)), "their_lease", fmt.Sprintf("%x", ev.Kv.Lease), "value", string(ev.Kv.Value))
+					}
+					others = true
+				default:
+					others = false
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if compacted {
+			// The events are gone: look at the key as it is now.
+			gctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+			resp, err := r.cli.Get(gctx, r.key)
+			cancel()
+			if err == nil {
+				rev = resp.Header.Revision
+				if len(resp.Kvs) == 0 {
+					r.putBack(ctx, lease, others)
+					others = false
+				}
+			}
+		}
+		if !b.wait(ctx) {
+			return
+		}
+	}
+}
+
+// putBack puts the key again under lease, if it is still absent, after
+// someone deleted it (the one who took it over, if others), retrying with
+// backoff while etcd does not answer, until the lease is found gone (keep
+// then registers again) or ctx is done.
+func (r *Registrar) putBack(ctx context.Context, lease clientv3.LeaseID, others bool) {
+	b := newBackoff(r.cfg)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+		resp, err := r.cli.Txn(pctx).
+			If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", 0)).
+			Then(clientv3.OpPut(r.key, r.value, clientv3.WithLease(lease))).
+			Commit()
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			// The lease lapsed, which deleted the key: keep registers again.
+		case err != nil:
+			r.failed(err)
+			if b.wait(ctx) {
+				continue
+			}
+		case !resp.Succeeded:
+			// Someone put it meanwhile: the watch tells who.
+		case others:
+			r.log.Info("membership: the registration that took the key over has gone; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
+		default:
+			r.log.Warn("membership: the key was deleted while registered; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
+		}
+		return
 	}
 }
 

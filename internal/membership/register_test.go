@@ -247,3 +247,60 @@ func ExampleRegister() {
 	defer r.Close() // removes the key
 	// ... until the server stops.
 }
+
+// TestRegisterGuardsKey: the key deleted behind the registrar's back (by
+// hand, etcdctl del) is put back at once; a second registration of the same
+// server takes the key over, the first says so, and when the second stops
+// (which revokes its lease and so deletes the key) the first puts it back:
+// the server never stays out of the ring while a registrar of it runs.
+func TestRegisterGuardsKey(t *testing.T) {
+	e := etcdtest.Start(t)
+	w := open(t, etcdURL(e.Endpoint))
+	logs := new(testprog.Buffer)
+	r := register(t, e, "10.0.0.1:11211:1 a", 5*time.Second, logs)
+	w.expect("a/1", 0)
+
+	e.Delete(r.Key())
+	w.expect("", 0)
+	w.expect("a/1", 0)
+	if _, id := lease(t, e, r.Key()); id != clientv3.LeaseID(r.Status().Lease) {
+		t.Errorf("the key put back under lease %x; want the registrar's, %x", id, r.Status().Lease)
+	}
+
+	other := register(t, e, "10.0.0.9:11211:1 a", 5*time.Second, new(testprog.Buffer))
+	w.expect("a/1", 0) // a's line, now at another address
+	waitFor(t, "the takeover logged", func() bool { return strings.Contains(logs.String(), "took the key over") })
+	if v, _ := lease(t, e, r.Key()); v != "10.0.0.9:11211:1 a" {
+		t.Errorf("after the second registration the key holds %q; want its line", v)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the key back under the first lease", func() bool {
+		v, id := lease(t, e, r.Key())
+		return v == "10.0.0.1:11211:1 a" && id == clientv3.LeaseID(r.Status().Lease)
+	})
+	for _, want := range []string{"the key was deleted while registered; put it back", "the registration that took the key over has gone; put it back"} {
+		if strings.Count(logs.String(), want) != 1 {
+			t.Errorf("logged %q %d times; want once:\n%s", want, strings.Count(logs.String(), want), logs)
+		}
+	}
+	// Close still removes the key, and nothing puts it back.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if v, _ := lease(t, e, r.Key()); v != "" {
+		t.Errorf("after Close the key holds %q", v)
+	}
+}
+
+// waitFor waits up to wait for cond, failing the test with what otherwise.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(wait); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s after %v", what, wait)
+		}
+	}
+}

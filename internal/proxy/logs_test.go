@@ -124,16 +124,52 @@ func TestLogs(t *testing.T) {
 	if len(moved) != 1 {
 		t.Fatalf("reload: %d lines %v; want one", len(moved), moved)
 	}
-	for _, key := range []string{"pool", "moved", "method", "added", "removed", "flows", "changes"} {
+	for _, key := range []string{"pool", "moved", "method", "added", "removed", "readdressed", "flows", "changes"} {
 		if _, ok := moved[0][key]; !ok {
 			t.Errorf("reload line %v lacks %q", moved[0], key)
 		}
 	}
-	if len(moved[0]) != 3+7 { // time, level, msg and the seven
+	if len(moved[0]) != 3+8 { // time, level, msg and the eight
 		t.Errorf("reload line %v: keys beyond the fixed ones", moved[0])
 	}
 	if flows, _ := moved[0]["flows"].([]any); len(flows) != 1 || !strings.HasPrefix(flows[0].(string), servers[1].Addr+"->"+servers[0].Addr+":0.") {
 		t.Errorf("reload flows %v; want one, from %s to %s", moved[0]["flows"], servers[1].Addr, servers[0].Addr)
+	}
+	// A server named by an alias moves to another address: nothing moves in
+	// the ring, and the line says where it went. A reload that changes no
+	// server logs no line at Info.
+	reload := func(lines ...string) {
+		t.Helper()
+		f := parseConfig(t, poolOf("timeout: 300", lines))
+		f.Pools[0].Listen = p.Addr("alpha").String()
+		if err := p.Reload(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each reload waits for the line of the one before: changes within a
+	// second of each other are measured together.
+	lines := func() int { return len(jsonLogs(t, &logs, "reload: key space moved")) }
+	waitLine := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); lines() < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no reload line %d in 10s; logs:\n%s", n, logs.String())
+			}
+		}
+	}
+	reload(servers[0].Addr + ":1 s0")
+	waitLine(2)
+	reload(servers[1].Addr + ":1 s0")
+	waitLine(3)
+	reload(servers[1].Addr + ":1 s0")
+	time.Sleep(moveEvery + 200*time.Millisecond) // a line of the reload that changed nothing would be out
+	moved = jsonLogs(t, &logs, "reload: key space moved")
+	want := "s0:" + servers[0].Addr + "->" + servers[1].Addr
+	if r, _ := moved[2]["readdressed"].([]any); len(r) != 1 || r[0] != want || moved[2]["moved"] != "0.000000" {
+		t.Errorf("the readdressing's line %v; want readdressed [%s], nothing moved", moved[2], want)
+	}
+	if len(moved) != 3 {
+		t.Errorf("%d reload lines; want 3, none at Info for the reload that changed nothing: %v", len(moved), moved)
 	}
 
 	// A clean shutdown.

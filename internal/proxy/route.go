@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strconv"
 	"time"
@@ -299,8 +301,20 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 	for i, fl := range d.Flows {
 		flows[i] = fl.From + "->" + fl.To + ":" + strconv.FormatFloat(fl.Share, 'f', 6, 64)
 	}
-	pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
-		"method", d.Method, "added", d.Added, "removed", d.Removed, "flows", flows, "changes", changes)
+	// A server that kept its name and moved to another address keeps its
+	// keys in the ring, and goes cold: say so.
+	readdressed := []string{}
+	for _, s := range cur.list {
+		if o := old.servers[s.name]; o != nil && o.addr != s.addr {
+			readdressed = append(readdressed, s.name+":"+o.addr+"->"+s.addr)
+		}
+	}
+	level := slog.LevelInfo
+	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(d.Reweighted)+len(readdressed) == 0 {
+		level = slog.LevelDebug // a reload that changed no server
+	}
+	pl.proxy.log.Log(context.Background(), level, why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "readdressed", readdressed, "flows", flows, "changes", changes)
 }
 
 func serverNames(servers []*server) []string {
