@@ -513,7 +513,8 @@
 //	under an etcd key prefix (the URL's path, slashes included), each
 //	holding one server line as in servers: ("host:port:weight [name]"; the
 //	key's own name does not matter, the list is in the keys' order); or
-//	"file:PATH", a file of server lines, one a line, '#' starting a comment.
+//	"file:PATH", a file of server lines, one a line, '#' starting a comment
+//	(a relative PATH is from the working directory, as for the TLS files).
 //	chash proxy reads the list at start, then follows it: each change is
 //	applied as a reload applies new servers, an invalid list is refused and
 //	the last good one keeps serving, and an unreachable etcd leaves the last
@@ -757,7 +758,9 @@
 // remembered as a delete and replayed before it serves reads again. A server
 // listed in drain:, or drained with POST /drain?pool=P&server=S[&ms=N] on the
 // admin listener (DELETE takes it back), owns no keys but stays connected, its
-// keys warmed from it, and may leave the pool once the window closes.
+// keys warmed from it, and may leave the pool once the window closes. A drain
+// by POST is the proxy's own: drain the server on every proxy, or their rings
+// differ meanwhile.
 //
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
@@ -815,8 +818,10 @@
 // servers are the ring's, named as 'chash route' names them (an ejected
 // server whose keys move to the others is out of the ring, and of the
 // fingerprint, while it is out); source is the servers_from URL, "" for
-// servers listed in the file; revision is etcd's revision of the list, the
-// same on every proxy (a file's count of changes, the proxy's own); connected
+// servers listed in the file; revision is the etcd revision at which the
+// proxy last read or was told the list, which differs between proxies that
+// read the same list at different moments: compare fingerprints (for a file,
+// the proxy's own count of changes); connected
 // says whether the source answers. The metric
 // chash_proxy_ring_info{pool,fingerprint} is 1 for the fingerprint in use, so
 // a dashboard shows proxies that disagree:

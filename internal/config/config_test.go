@@ -220,7 +220,7 @@ func TestParseErrors(t *testing.T) {
 		{"port leading zero", "a:\n  distribution: chash\n  servers:\n   - h:011211:1\n", 4, "a", `port "011211" has a leading zero`},
 		{"empty host", "a:\n  distribution: chash\n  servers:\n   - :11211:1\n", 4, "a", "empty host"},
 		{"empty alias", "a:\n  distribution: chash\n  servers:\n   - \"h:1:1 \"\n", 4, "a", "empty name after the space"},
-		{"alias with a space", "a:\n  distribution: chash\n  servers:\n   - h:1:1 my server\n", 4, "a", `weight "1 my" is not a positive integer`},
+		{"alias with a space", "a:\n  distribution: chash\n  servers:\n   - h:1:1 my server\n", 4, "a", `weight "1 my" is not a positive integer (a name has no spaces)`},
 		{"socket path with a colon", "a:\n  distribution: chash\n  servers:\n   - /tmp/a:b:1\n", 4, "a", `want "host:port:weight [name]"`},
 		{"duplicate server", "a:\n  distribution: chash\n  servers:\n   - h:1:1\n   - h:1:2\n", 5, "a", `server "h:1:2": name "h:1" is also the server's on line 4`},
 		{"duplicate alias", "a:\n  distribution: chash\n  servers:\n   - h:1:1 x\n   - g:2:1 x\n", 5, "a", `name "x" is also the server's on line 4`},

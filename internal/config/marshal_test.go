@@ -153,7 +153,7 @@ func TestMarshalErrors(t *testing.T) {
 		{"weight 0", func(p *Pool) { p.Servers[0].Weight = 0 }, `config: pool "alpha": server "10.0.0.1:11211:0": weight "0" is not a positive integer`},
 		{"two servers of one name", func(p *Pool) { p.Servers[1].Alias = "10.0.0.1:11211" }, `config: pool "alpha": server "10.0.0.2:11211:1 10.0.0.1:11211": name "10.0.0.1:11211" is also`},
 		{"redis_auth without redis", func(p *Pool) { p.RedisAuth = "x" }, `config: pool "alpha": redis_auth is only valid in a pool with redis: true`},
-		{"alias with a space", func(p *Pool) { p.Servers[0].Alias = "a b" }, `config: pool "alpha": server "10.0.0.1:11211:1 a b": weight "1 a" is not a positive integer`},
+		{"alias with a space", func(p *Pool) { p.Servers[0].Alias = "a b" }, `config: pool "alpha": server "10.0.0.1:11211:1 a b": weight "1 a" is not a positive integer (a name has no spaces)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

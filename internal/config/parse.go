@@ -531,6 +531,10 @@ func ParseServer(line string) (Server, error) {
 	}
 	w, ok := atoi(weight)
 	if !ok || w == 0 {
+		if strings.Contains(weight, " ") {
+			// The name is what follows the last space, as twemproxy reads it.
+			return s, fmt.Errorf("weight %q is not a positive integer (a name has no spaces)", weight)
+		}
 		return s, fmt.Errorf("weight %q is not a positive integer", weight)
 	}
 	s.Weight = w

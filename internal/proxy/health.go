@@ -23,7 +23,7 @@ func (s *server) fail() {
 		return
 	}
 	if s.ejected.CompareAndSwap(false, true) {
-		s.ejectedAt.Store(time.Now().Unix())
+		s.ejectedAt.Store(time.Now().UnixMicro())
 		s.pool.stats.ejects.Add(1)
 		s.stats.ejects.Add(1)
 		s.pool.proxy.log.Warn("server ejected", "pool", s.pool.name, "server", s.name, "failures", n)

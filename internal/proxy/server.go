@@ -37,7 +37,7 @@ type server struct {
 
 	failures     atomic.Int32
 	ejected      atomic.Bool
-	ejectedAt    atomic.Int64 // unix seconds of the last ejection
+	ejectedAt    atomic.Int64 // unix microseconds of the last ejection, as nutcracker's stats give it
 	ctx          context.Context
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup

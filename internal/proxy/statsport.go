@@ -81,7 +81,7 @@ var serverFields = []serverField{
 	{"server_connections", "# active server connections", func(s *serverCounts) int64 { return s.stats.connections.Load() }},
 	// As nutcracker's, the time of the last ejection stays after the server
 	// is back; 0 if it never was ejected.
-	{"server_ejected_at", "timestamp when server was ejected in usec since epoch", func(s *serverCounts) int64 { return s.ejectedAt.Load() * 1e6 }},
+	{"server_ejected_at", "timestamp when server was ejected in usec since epoch", func(s *serverCounts) int64 { return s.ejectedAt.Load() }},
 	{"requests", "# requests", func(s *serverCounts) int64 { return int64(s.stats.requests.Load()) }},
 	{"request_bytes", "total request bytes", func(s *serverCounts) int64 { return int64(s.stats.requestBytes.Load()) }},
 	{"responses", "# responses", func(s *serverCounts) int64 { return int64(s.stats.responses.Load()) }},

@@ -570,3 +570,24 @@ func keysOfEachServer(t *testing.T, pool *config.Pool, n int) []string {
 	}
 	return keys
 }
+
+// TestStatsEjectedAt: server_ejected_at is the time of the ejection in
+// microseconds since the epoch, as nutcracker gives it, not whole seconds.
+func TestStatsEjectedAt(t *testing.T) {
+	s := memcachedtest.Start(t)
+	dead := testprog.FreeAddr(t) // nothing listens there
+	yaml := poolOf("auto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 60000", []string{s.Addr + ":1", dead + ":1"})
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) { p.StatsAddr = "127.0.0.1:0" })
+	key := "k"
+	for i := 0; owner(key) != dead; i++ {
+		key = fmt.Sprint("k", i)
+	}
+	before := time.Now().UnixMicro()
+	dial(t, p.Addr("alpha").String()).mustDo("get " + key + "\r\n")
+	after := time.Now().UnixMicro()
+	got := parseStats(t, readStatsPort(t, p.StatsPortAddr().String())).obj(t, "alpha").obj(t, dead).num(t, "server_ejected_at")
+	if got < before || got > after {
+		t.Errorf("server_ejected_at = %d; want the ejection's microsecond, in [%d, %d]", got, before, after)
+	}
+}

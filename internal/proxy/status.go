@@ -227,8 +227,8 @@ func (p *Proxy) status(now time.Time) *statusPage {
 				Hits: s.stats.hits.Load(), Misses: s.stats.misses.Load(), Connections: s.stats.connections.Load(),
 			}
 			if at := s.ejectedAt.Load(); at != 0 {
-				ss.EjectedAt = time.Unix(at, 0).UTC().Format(time.RFC3339)
-				ss.EjectedClock = time.Unix(at, 0).UTC().Format("15:04:05 UTC")
+				ss.EjectedAt = time.UnixMicro(at).UTC().Format(time.RFC3339)
+				ss.EjectedClock = time.UnixMicro(at).UTC().Format("15:04:05 UTC")
 			}
 			ss.ReqRate, ss.ErrRate = p.statusRates.rates(s, now)
 			sp.Servers = append(sp.Servers, ss)
