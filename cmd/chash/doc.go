@@ -860,8 +860,9 @@
 // default): past it, clients are not read until replies are written, so a
 // client that sends faster than its replies are read cannot make the proxy
 // hold ever more. Replies to requests already sent may take it past the bound
-// (at most 256 requests per client are in flight). An idle client holds no
-// buffer.
+// (at most 256 requests per client are in flight), and so may the one request
+// each client is reading, counted once read whole (up to --max-value or
+// --max-bulk). An idle client holds no buffer.
 //
 // --procs sets how many threads run Go code. By default (0) it adapts to the
 // load: one thread while the proxy uses less than most of a core, where
