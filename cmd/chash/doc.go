@@ -877,7 +877,9 @@
 // itself every 5 seconds, readable without JavaScript and in a terminal
 // browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
 // port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
-// the server that gets the key now, ejections included; 400 or 404 with
+// the server that gets the key now, ejections included, and with replicas
+// "replicas", the key's replica set in the order reads try it, each
+// {"server":NAME} with "ejected":true if it is; 400 or 404 with
 // {"error":...} for a missing key or an unknown pool), /ring (each pool's ring
 // fingerprint, servers and source), /reload, /drain and /healthz. POST
 // /reload and POST and DELETE /drain must carry the header Chash-Admin, with

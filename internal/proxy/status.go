@@ -278,6 +278,14 @@ type routeReply struct {
 	Key     string `json:"key"`
 	Server  string `json:"server"`
 	Ejected bool   `json:"ejected,omitempty"` // the server is ejected and answers its keys with errors
+	// Replicas are the key's replica set, with replicas > 1, in the order
+	// reads try them; Server is the first of them that is not ejected.
+	Replicas []routeReplica `json:"replicas,omitempty"`
+}
+
+type routeReplica struct {
+	Server  string `json:"server"`
+	Ejected bool   `json:"ejected,omitempty"`
 }
 
 // serveRoute answers GET /route?pool=P&key=K with the server that gets K in
@@ -322,6 +330,14 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusServiceUnavailable, "pool %q: %v", name, err)
 		return
 	}
+	reply := routeReply{Pool: name, Key: key, Server: srv.name, Ejected: ejected}
+	if st.replicas > 1 && st.rrouter != nil {
+		var p plan
+		set, _ := p.replicasOf(nil, st, st.cfg.HashKey([]byte(key)))
+		for _, s := range set {
+			reply.Replicas = append(reply.Replicas, routeReplica{Server: s.name, Ejected: s.ejected.Load()})
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(routeReply{Pool: name, Key: key, Server: srv.name, Ejected: ejected})
+	json.NewEncoder(w).Encode(reply)
 }

@@ -205,3 +205,33 @@ beta:
 		t.Errorf("GET /nothing = %d; want 404", code)
 	}
 }
+
+// TestRouteReplicas: in a pool with replicas: 2, /route names each key's
+// replica set, the servers that hold the key after a set through the proxy
+// and no other; its server is the first of them.
+func TestRouteReplicas(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := fmt.Sprintf("alpha:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  replicas: 2\n  servers:\n   - %s:1 one\n   - %s:1 two\n   - %s:1 three\n",
+		servers[0].Addr, servers[1].Addr, servers[2].Addr)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	byName := map[string]*memcachedtest.Server{"one": servers[0], "two": servers[1], "three": servers[2]}
+	c := dial(t, p.Addr("alpha").String())
+	for i := range 20 {
+		k := fmt.Sprintf("user:%d", i)
+		if got := c.mustDo("set " + k + " 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+			t.Fatalf("set %s: %q", k, got)
+		}
+		code, body := adminResponse(t, p, "/route?pool=alpha&key="+url.QueryEscape(k))
+		var r routeReply
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || len(r.Replicas) != 2 || r.Server != r.Replicas[0].Server {
+			t.Fatalf("/route of %q: %d %s; want two replicas, the first the server", k, code, body)
+		}
+		for name, s := range byName {
+			has := dial(t, s.Addr).mustDo("get "+k+"\r\n") != "END\r\n"
+			listed := name == r.Replicas[0].Server || name == r.Replicas[1].Server
+			if has != listed {
+				t.Errorf("key %s: server %s holds it %v, /route lists it %v (%s)", k, name, has, listed, body)
+			}
+		}
+	}
+}
