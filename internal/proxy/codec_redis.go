@@ -232,7 +232,7 @@ func (c *redisClient) read(r request) (action, error) {
 	if cmd.Route == resp.RouteLocal {
 		return c.answer(req), nil
 	}
-	if (cmd.Name == "move" || cmd.Name == "copy") && !otherDatabase(req) {
+	if (cmd.Name == "move" || cmd.Name == "copy") && !checkDatabase(req) {
 		return local, nil
 	}
 	args = req.q.Args
@@ -340,13 +340,13 @@ func selectCommand(req *redisRequest) {
 	}
 }
 
-// otherDatabase checks the database that MOVE key db and COPY ... DB db
+// checkDatabase checks the database that MOVE key db and COPY ... DB db
 // name. The proxy serves one database, which its clients see as 0 and the
 // servers as redis_db: database 0 is answered as Redis answers it (MOVE to
 // the same database is an error; COPY's DB 0 is dropped, so that the copy
 // stays in redis_db), another is refused as SELECT of it is, and a request
 // that names none goes on. It reports whether the request goes on.
-func otherDatabase(req *redisRequest) bool {
+func checkDatabase(req *redisRequest) bool {
 	args := req.q.Args
 	number := func(arg []byte) (int64, bool) {
 		n, ok := parseRedisInt(arg)
