@@ -472,7 +472,7 @@ func Compare(results []analyze.Comparison, title string) (*Chart, error) {
 	if len(ok) == 0 {
 		return nil, errNoData
 	}
-	p := newPlot(title, "", "multiple of the fair share or of the least movement")
+	p := newPlot(title, "", "multiple of the fair share or of the ideal movement")
 	series := []struct {
 		label string
 		get   func(analyze.Comparison) float64
@@ -499,7 +499,11 @@ func Compare(results []analyze.Comparison, title string) (*Chart, error) {
 				continue
 			case v > compareCap:
 				cut.XYs = append(cut.XYs, plotter.XY{X: float64(i), Y: compareCap})
-				cut.Labels = append(cut.Labels, strconv.FormatFloat(v, 'f', 0, 64)+"×")
+				prec := 0 // 37×, but 5.5×: a cut bar's label says it goes on
+				if v < 10 {
+					prec = 1
+				}
+				cut.Labels = append(cut.Labels, strconv.FormatFloat(v, 'f', prec, 64)+"×")
 				v = compareCap
 			}
 			vals[i] = v
@@ -523,7 +527,9 @@ func Compare(results []analyze.Comparison, title string) (*Chart, error) {
 				labels.TextStyle[i].Font = fontSize(8)
 				labels.TextStyle[i].XAlign = draw.XCenter
 			}
-			labels.Offset = vg.Point{X: offset, Y: vg.Points(2)}
+			// Neighbouring cut bars' labels (modula's two movements)
+			// one above the other, not overlapping.
+			labels.Offset = vg.Point{X: offset, Y: vg.Points(2 + 10*float64(s%2))}
 			p.Add(labels)
 		}
 	}
