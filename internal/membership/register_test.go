@@ -281,6 +281,9 @@ func TestRegisterGuardsKey(t *testing.T) {
 		return v == "10.0.0.1:11211:1 a" && id == clientv3.LeaseID(r.Status().Lease)
 	})
 	for _, want := range []string{"the key was deleted while registered; put it back", "the registration that took the key over has gone; put it back"} {
+		// Logged once the put is answered, which may come after the
+		// key shows.
+		waitFor(t, "logged: "+want, func() bool { return strings.Contains(logs.String(), want) })
 		if strings.Count(logs.String(), want) != 1 {
 			t.Errorf("logged %q %d times; want once:\n%s", want, strings.Count(logs.String(), want), logs)
 		}
