@@ -78,7 +78,8 @@ const maxIndexBits = 20
 
 // New builds a ring of the given nodes with scheme s (Standard{} when s is nil).
 // It returns an error, naming the node, for an empty or duplicate name or a weight
-// below 1. An empty node list gives an empty ring.
+// below 1, and if the scheme gives the nodes more than MaxPoints points in all. An
+// empty node list gives an empty ring.
 func New(s Scheme, nodes []Node) (*Ring, error) {
 	if s == nil {
 		s = Standard{}
@@ -88,7 +89,29 @@ func New(s Scheme, nodes []Node) (*Ring, error) {
 	}
 	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, compareNodes)
+	if err := checkPoints(s, ns); err != nil {
+		return nil, err
+	}
 	return build(s, ns), nil
+}
+
+// MaxPoints bounds the points of a ring: 2^24 take 64 MiB, and twice that
+// while the ring is built. A weight or Points that would give more (160 points
+// per unit of weight and a weight in megabytes of memory, say) is refused
+// rather than built or, overflowing, silently given no points.
+const MaxPoints = 1 << 24
+
+// checkPoints reports an error if s gives the nodes ns more than MaxPoints
+// points in all, naming the node that takes it past.
+func checkPoints(s Scheme, ns []Node) error {
+	total := 0
+	for i, c := range pointCounts(s, ns) {
+		if c > MaxPoints-total {
+			return fmt.Errorf("chash: node %q: weight %d gives the ring more than %d points; lower the weights or the points per unit of weight", ns[i].Name, ns[i].Weight, MaxPoints)
+		}
+		total += c
+	}
+	return nil
 }
 
 // CheckNodes reports the first problem that makes nodes unusable by any of

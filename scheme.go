@@ -2,6 +2,7 @@ package chash
 
 import (
 	"github.com/cespare/xxhash/v2"
+	"math"
 
 	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/splitmix"
@@ -45,13 +46,23 @@ type Standard struct {
 	KeyHash hashfn.Func
 }
 
-// NumPoints returns Points (or DefaultPoints) times weight.
+// NumPoints returns Points (or DefaultPoints) times weight (see MulPoints).
 func (s Standard) NumPoints(weight, total, n int) int {
 	p := s.Points
 	if p <= 0 {
 		p = DefaultPoints
 	}
-	return p * weight
+	return MulPoints(p, weight)
+}
+
+// MulPoints returns per·weight, the points of a node of weight for per points
+// per unit of weight, or math.MaxInt if that overflows, which a ring refuses as
+// more than MaxPoints. Schemes whose points grow with the weight use it.
+func MulPoints(per, weight int) int {
+	if per > 0 && weight > math.MaxInt/per {
+		return math.MaxInt
+	}
+	return per * weight
 }
 
 const golden64 = 0x9E3779B97F4A7C15

@@ -16,6 +16,9 @@ func (r *Ring) Add(nodes ...Node) (*Ring, error) {
 		return nil, err
 	}
 	slices.SortFunc(ns, compareNodes)
+	if err := checkPoints(r.Scheme(), ns); err != nil {
+		return nil, err
+	}
 	return r.rebuild(ns), nil
 }
 
@@ -52,6 +55,9 @@ func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 			return nil, fmt.Errorf("chash: reweight %q: no such node", n.Name)
 		}
 		ns[i].Weight = n.Weight
+	}
+	if err := checkPoints(r.Scheme(), ns); err != nil {
+		return nil, err
 	}
 	return r.rebuild(ns), nil
 }

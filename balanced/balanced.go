@@ -100,13 +100,20 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 // each takes its fair share of keys, from the most loaded nodes. The result is
 // what New gives for the old list followed by nodes. r is never changed.
 func (r *Ring) Add(nodes ...chash.Node) (*Ring, error) {
+	if r.points == 0 { // the zero Ring, which New had not set up
+		z, err := New(r.cfg, nil)
+		if err != nil {
+			return nil, err
+		}
+		r = z
+	}
 	all := slices.Concat(r.nodes, nodes)
 	if err := chash.CheckNodes(all); err != nil {
 		return nil, fmt.Errorf("balanced: %w", err)
 	}
 	count := 0
 	for _, n := range all {
-		if count += n.Weight * r.points; n.Weight > maxTokens || count > maxTokens {
+		if count += chash.MulPoints(n.Weight, r.points); n.Weight > maxTokens || count > maxTokens || count < 0 {
 			return nil, fmt.Errorf("balanced: more than %d tokens", maxTokens)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/chash-dev/chash/hashfn"
+
+	"github.com/chash-dev/chash"
 )
 
 // GroupcacheReplicas is the replica count groupcache's HTTPPool gives its
@@ -41,7 +43,7 @@ type Groupcache struct {
 
 // NumPoints returns Replicas·weight.
 func (g Groupcache) NumPoints(weight, total, n int) int {
-	return replicas(g.Replicas, GroupcacheReplicas) * weight
+	return chash.MulPoints(replicas(g.Replicas, GroupcacheReplicas), weight)
 }
 
 // AppendPoints appends points from..to-1 of name: HashFunc(itoa(i) + name).
@@ -89,7 +91,7 @@ type Stathat struct {
 
 // NumPoints returns Replicas·weight.
 func (s Stathat) NumPoints(weight, total, n int) int {
-	return replicas(s.Replicas, StathatReplicas) * weight
+	return chash.MulPoints(replicas(s.Replicas, StathatReplicas), weight)
 }
 
 // AppendPoints appends points from..to-1 of name: CRC-32(itoa(i) + name).

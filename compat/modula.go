@@ -58,10 +58,14 @@ func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula
 	return m, nil
 }
 
-// Lookup returns the name of the node that owns key. It never fails; the error is
+// Lookup returns the name of the node that owns key. It fails only for the zero
+// Modula, which NewModula does not return, with chash.ErrEmpty; the error is
 // there to match chash.Ring's Lookup.
 func (m *Modula) Lookup(key []byte) (string, error) {
-	if len(m.nodes) == 1 {
+	switch len(m.nodes) {
+	case 0:
+		return "", chash.ErrEmpty
+	case 1:
 		return m.nodes[0].Name, nil
 	}
 	h := twemproxyHash(m.keyHash, m.hashTag, key)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"strings"
+
+	"github.com/chash-dev/chash"
 )
 
 // NginxPoints is the points per unit of weight of nginx's consistent hash.
@@ -40,7 +42,7 @@ const NginxPoints = 160
 type Nginx struct{}
 
 // NumPoints returns 160·weight.
-func (Nginx) NumPoints(weight, total, n int) int { return NginxPoints * weight }
+func (Nginx) NumPoints(weight, total, n int) int { return chash.MulPoints(NginxPoints, weight) }
 
 // AppendPoints appends points from..to-1 of the server called name. Each point
 // depends on the previous one, so the chain is walked from point 0.

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/chash-dev/chash/hashfn"
+
+	"github.com/chash-dev/chash"
 )
 
 // DefaultSeedLabel is the string the seed articles hash for virtual node i of a
@@ -54,7 +56,7 @@ func (s Seed) NumPoints(weight, total, n int) int {
 	if s.Points <= 0 {
 		return 1
 	}
-	return s.Points * weight
+	return chash.MulPoints(s.Points, weight)
 }
 
 // AppendPoints appends the positions of virtual nodes from..to-1 of name.

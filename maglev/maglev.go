@@ -96,10 +96,14 @@ func New(cfg Config, nodes []chash.Node) (*Table, error) {
 	ns := slices.Clone(nodes)
 	total := 0
 	for _, n := range ns {
+		if n.Weight > m-total { // also before the sum could overflow
+			total = m + 1
+			break
+		}
 		total += n.Weight
 	}
 	if total > m {
-		return nil, fmt.Errorf("maglev: table size %d is smaller than the total weight %d", m, total)
+		return nil, fmt.Errorf("maglev: table size %d is smaller than the total weight", m)
 	}
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
 	t := &Table{cfg: cfg, nodes: ns, names: make([]string, len(ns)), m: uint64(m)}

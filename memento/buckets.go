@@ -86,6 +86,9 @@ func (b *Buckets) Remove(names ...string) (*Buckets, error) {
 
 // Lookup returns the name of the node that owns key. It allocates nothing.
 func (b *Buckets) Lookup(key []byte) (string, error) {
+	if b.t == nil { // the zero Buckets
+		return "", chash.ErrEmpty
+	}
 	var h uint64
 	if b.cfg.KeyHash != nil {
 		h = b.cfg.KeyHash(key)

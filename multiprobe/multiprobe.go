@@ -89,6 +89,16 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	}
 	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
+	total := 0
+	for _, n := range ns {
+		// An overflow would give the node no point, and AppendN would then
+		// look for it forever.
+		if c := chash.MulPoints(per, n.Weight); c > chash.MaxPoints-total {
+			return nil, fmt.Errorf("multiprobe: node %q: weight %d gives more than %d points; lower the weights or the points", n.Name, n.Weight, chash.MaxPoints)
+		} else {
+			total += c
+		}
+	}
 	type point struct {
 		pos uint64
 		own uint32

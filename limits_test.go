@@ -1,0 +1,56 @@
+package chash_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/chash-dev/chash"
+)
+
+// TestPointsCap: a weight or Points that would give a ring more than
+// MaxPoints points is an error from New, Add and Reweight, never a ring built
+// at that size nor, overflowing, a node silently given no point.
+func TestPointsCap(t *testing.T) {
+	small := chash.Node{Name: "a", Weight: 1}
+	for _, tt := range []struct {
+		name   string
+		scheme chash.Scheme
+		weight int
+	}{
+		{"weight in megabytes", nil, 1 << 20},
+		{"weight that overflows", nil, math.MaxInt/160 + 1},
+		{"largest weight", nil, math.MaxInt},
+		{"points that overflow", chash.Standard{Points: math.MaxInt / 2}, 3}, // a is over the cap already: the error names it
+	} {
+		big := chash.Node{Name: "b", Weight: tt.weight}
+		name := `node "b"`
+		if tt.scheme != nil {
+			name = `node "a"`
+		}
+		if _, err := chash.New(tt.scheme, []chash.Node{small, big}); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "more than 16777216 points") {
+			t.Errorf("%s: New = %v; want the cap's error naming %s", tt.name, err, name)
+		}
+		if tt.scheme != nil {
+			continue // a node of weight 1 is over the cap already
+		}
+		r, err := chash.New(nil, []chash.Node{small})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Add(big); err == nil {
+			t.Errorf("%s: Add: no error", tt.name)
+		}
+		if _, err := r.Reweight(chash.Node{Name: "a", Weight: tt.weight}); err == nil {
+			t.Errorf("%s: Reweight: no error", tt.name)
+		}
+	}
+	if got := chash.MulPoints(160, math.MaxInt/100); got != math.MaxInt {
+		t.Errorf("MulPoints overflowing = %d; want math.MaxInt", got)
+	}
+	// One point past the cap, with two nodes (the sum is what counts).
+	two := []chash.Node{{Name: "a", Weight: chash.MaxPoints / 2}, {Name: "b", Weight: chash.MaxPoints/2 + 1}}
+	if _, err := chash.New(chash.Standard{Points: 1}, two); err == nil {
+		t.Errorf("a ring of MaxPoints+1 points: no error")
+	}
+}
