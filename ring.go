@@ -89,10 +89,11 @@ func New(s Scheme, nodes []Node) (*Ring, error) {
 	}
 	ns := slices.Clone(nodes)
 	slices.SortFunc(ns, compareNodes)
-	if err := checkPoints(s, ns); err != nil {
+	counts, err := pointCounts(s, ns)
+	if err != nil {
 		return nil, err
 	}
-	return build(s, ns), nil
+	return build(s, ns, counts), nil
 }
 
 // MaxPoints bounds the points of a ring: 2^24 take 64 MiB, and twice that
@@ -100,19 +101,6 @@ func New(s Scheme, nodes []Node) (*Ring, error) {
 // per unit of weight and a weight in megabytes of memory, say) is refused
 // rather than built or, overflowing, silently given no points.
 const MaxPoints = 1 << 24
-
-// checkPoints reports an error if s gives the nodes ns more than MaxPoints
-// points in all, naming the node that takes it past.
-func checkPoints(s Scheme, ns []Node) error {
-	total := 0
-	for i, c := range pointCounts(s, ns) {
-		if c > MaxPoints-total {
-			return fmt.Errorf("chash: node %q: weight %d gives the ring more than %d points; lower the weights or the points per unit of weight", ns[i].Name, ns[i].Weight, MaxPoints)
-		}
-		total += c
-	}
-	return nil
-}
 
 // CheckNodes reports the first problem that makes nodes unusable by any of
 // chash's algorithms: an empty name, a weight below 1, or a name given twice.
@@ -157,22 +145,28 @@ func compareNodes(a, b Node) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
-// pointCounts asks s how many points each node owns.
-func pointCounts(s Scheme, ns []Node) []int {
-	total := 0
+// pointCounts asks s how many points each node owns, and reports an error,
+// naming the node that takes it past, if that is more than MaxPoints in all.
+func pointCounts(s Scheme, ns []Node) ([]int, error) {
+	weights := 0
 	for _, n := range ns {
-		total += n.Weight
+		weights += n.Weight
 	}
 	counts := make([]int, len(ns))
+	total := 0
 	for i, n := range ns {
-		counts[i] = max(0, s.NumPoints(n.Weight, total, len(ns)))
+		c := max(0, s.NumPoints(n.Weight, weights, len(ns)))
+		if c > MaxPoints-total {
+			return nil, fmt.Errorf("chash: node %q: weight %d gives the ring more than %d points; lower the weights or the points per unit of weight", n.Name, n.Weight, MaxPoints)
+		}
+		counts[i], total = c, total+c
 	}
-	return counts
+	return counts, nil
 }
 
-// build makes a ring of ns, which is valid and sorted by compareNodes.
-func build(s Scheme, ns []Node) *Ring {
-	counts := pointCounts(s, ns)
+// build makes a ring of ns, which is valid and sorted by compareNodes, each
+// node owning counts points (pointCounts).
+func build(s Scheme, ns []Node, counts []int) *Ring {
 	total := 0
 	for _, c := range counts {
 		total += c

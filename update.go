@@ -8,7 +8,8 @@ import (
 )
 
 // Add returns a new ring with the given nodes added. It is an error, naming the
-// node, if one is already present or is invalid; r is never changed.
+// node, if one is already present or is invalid, or if the ring would have more
+// than MaxPoints points; r is never changed.
 func (r *Ring) Add(nodes ...Node) (*Ring, error) {
 	ns := make([]Node, 0, len(r.nodes)+len(nodes))
 	ns = append(append(ns, r.nodes...), nodes...)
@@ -16,14 +17,12 @@ func (r *Ring) Add(nodes ...Node) (*Ring, error) {
 		return nil, err
 	}
 	slices.SortFunc(ns, compareNodes)
-	if err := checkPoints(r.Scheme(), ns); err != nil {
-		return nil, err
-	}
-	return r.rebuild(ns), nil
+	return r.rebuild(ns)
 }
 
 // Remove returns a new ring without the named nodes. It is an error, naming the
-// node, if one is not present; r is never changed.
+// node, if one is not present (or if the scheme gives the rest more than
+// MaxPoints points); r is never changed.
 func (r *Ring) Remove(names ...string) (*Ring, error) {
 	gone := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -38,12 +37,13 @@ func (r *Ring) Remove(names ...string) (*Ring, error) {
 			ns = append(ns, n)
 		}
 	}
-	return r.rebuild(ns), nil
+	return r.rebuild(ns)
 }
 
 // Reweight returns a new ring in which each given node (matched by Name) has the
-// given Weight; Order is kept. It is an error if a node is not present or a weight
-// is below 1; r is never changed.
+// given Weight; Order is kept. It is an error if a node is not present, a weight
+// is below 1, or the ring would have more than MaxPoints points; r is never
+// changed.
 func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 	ns := slices.Clone(r.nodes)
 	for _, n := range nodes {
@@ -56,10 +56,7 @@ func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 		}
 		ns[i].Weight = n.Weight
 	}
-	if err := checkPoints(r.Scheme(), ns); err != nil {
-		return nil, err
-	}
-	return r.rebuild(ns), nil
+	return r.rebuild(ns)
 }
 
 // rebuild returns the ring of ns (valid, sorted by compareNodes) by merging: points
@@ -67,15 +64,19 @@ func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 // generates only its new points, one that shrinks or leaves generates only the
 // points it drops. Nodes keep their ids, so the points and index entries of
 // unchanged nodes are copied as they are and only the index slots around
-// changed points are computed. Routing is identical to build(r.scheme, ns).
-func (r *Ring) rebuild(ns []Node) *Ring {
+// changed points are computed. Routing is identical to build(r.scheme, ns, counts).
+// It fails if the scheme gives ns more than MaxPoints points (pointCounts).
+func (r *Ring) rebuild(ns []Node) (*Ring, error) {
 	s := r.Scheme()
-	counts := pointCounts(s, ns)
+	counts, err := pointCounts(s, ns)
+	if err != nil {
+		return nil, err
+	}
 
 	if r.NumPoints() == 0 || len(r.names) > 2*len(ns)+64 {
 		// Nothing to merge into, or ids left unused by many removals, which a
 		// fresh build numbers afresh.
-		return build(s, ns)
+		return build(s, ns, counts), nil
 	}
 	// was[k] is the old rank of the node of new rank k, or -1 if it is new.
 	was := make([]int, len(ns))
@@ -151,14 +152,14 @@ func (r *Ring) rebuild(ns []Node) *Ring {
 	}
 	// When most points change, building afresh is as cheap and simpler.
 	if len(add)+len(del) > kept {
-		return build(s, ns)
+		return build(s, ns, counts), nil
 	}
 	sortPoints(add)
 	r2.rankTies(add)
 	sortPoints(del)
 	drop, ok := r.locate(del)
 	if !ok {
-		return build(s, ns) // the scheme did not give the same points twice
+		return build(s, ns, counts), nil // the scheme did not give the same points twice
 	}
 
 	n0 := r.NumPoints()
@@ -185,7 +186,7 @@ func (r *Ring) rebuild(ns []Node) *Ring {
 	copy(pts[k:], r.pts[j:n0])
 	r2.pts = pts
 	r2.finishFrom(r, add, del)
-	return r2
+	return r2, nil
 }
 
 // rankTies puts points sorted by position<<32 | id that share a position in

@@ -47,15 +47,19 @@ func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula
 		return nil, fmt.Errorf("compat: modula: %w", err)
 	}
 	m := &Modula{keyHash: keyHash, hashTag: hashTag, nodes: slices.Clone(nodes)}
-	slices.SortStableFunc(m.nodes, func(a, b chash.Node) int {
-		return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortStableFunc(m.nodes, ModulaOrder)
 	for i, n := range m.nodes {
 		for range n.Weight {
 			m.slots = append(m.slots, int32(i))
 		}
 	}
 	return m, nil
+}
+
+// ModulaOrder orders nodes as twemproxy orders a pool's servers, and so lays
+// out its modula table: by length of name, then bytewise (see Modula).
+func ModulaOrder(a, b chash.Node) int {
+	return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
 }
 
 // Lookup returns the name of the node that owns key. It fails only for the zero

@@ -8,9 +8,9 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/internal/dist"
 )
 
@@ -435,9 +435,7 @@ func blocksOf(names []string) []block {
 
 func nodeBlocks(nodes []chash.Node) []block {
 	sorted := slices.Clone(nodes)
-	slices.SortStableFunc(sorted, func(a, b chash.Node) int {
-		return cmp.Or(cmp.Compare(len(a.Name), len(b.Name)), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortStableFunc(sorted, compat.ModulaOrder)
 	b := make([]block, 0, len(sorted))
 	for _, n := range sorted {
 		b = append(b, block{n.Name, uint64(max(n.Weight, 1))})
