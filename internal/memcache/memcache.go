@@ -10,7 +10,9 @@
 // otherwise is refused:
 //
 //   - A line holds no control characters (bytes below 0x20, and 0x7f): memcached
-//     stops reading a line at a NUL byte, and keys must not hold them.
+//     stops reading a line at a NUL byte, and keys must not hold them. A storage
+//     command with one in the token memcached ignores after its numbers, and a
+//     value too large, is refused as too large, as memcached refuses it.
 //   - A key is at most MaxKeyLen bytes as sent, a base64 key (meta flag b) too,
 //     and it must be base64 as memcached writes it (padded, canonical).
 //   - Numbers are decimal digits, with a sign only where memcached takes a

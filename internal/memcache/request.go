@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"bytes"
 	"encoding/base64"
 	"io"
 	"math"
@@ -387,7 +388,7 @@ func (r *Reader) storage() error {
 	r.noreply()
 	size, sizeOK := parseSize(tok[4])
 	key := tok[1]
-	if r.badKey(key) {
+	if len(key) > MaxKeyLen {
 		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
 	flags, ok1 := parseUint(tok[2], math.MaxUint32)
@@ -397,6 +398,14 @@ func (r *Reader) storage() error {
 		req.Cas, ok3 = parseUint(tok[5], math.MaxUint64)
 	}
 	if !ok1 || !ok2 || !sizeOK || !ok3 {
+		return r.refuse(ReplyBadFormat, size, sizeOK)
+	}
+	if r.ctl && (size <= r.lim.maxValue() || hasControl(key) || bytes.IndexByte(r.req.line, 0) >= 0) {
+		// A control character that can stand only in the key or in the
+		// token memcached ignores after the numbers. Where it is in that
+		// token, the line has no NUL (which ends memcached's line), and the
+		// value is too large, memcached refuses the request as too large
+		// and drops the key's item: so does value, below.
 		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
 	req.Keys = append(req.Keys, key)

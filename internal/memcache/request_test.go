@@ -123,6 +123,13 @@ var readRequestTests = []struct {
 	{in: "set a 0 0 1 noreply\r\nxyz\r\n", reply: ReplyBadChunk, fatal: true, noreply: true, mc: "ERROR\r\nMN\r\n"},
 	{in: "set a 0 0 2000000\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
 	{in: "set a 0 0 2000000 noreply\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, noreply: true, mc: "MN\r\n"},
+	// A control character in the token memcached ignores after the numbers:
+	// refused, but a value too large is refused as memcached refuses it (which
+	// drops the key's item), unless a NUL byte ends memcached's line early.
+	{in: "set a 0 0 2000000 \x03\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
+	{in: "set a 0 0 1 \x03\r\nx\r\n", reply: ReplyBadFormat, mc: "STORED\r\nMN\r\n"},
+	{in: "set a\x03 0 0 2000000 x\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyBadFormat, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
+	{in: "set a 0 0 2000000 x\x00\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyBadFormat, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
 
 	// delete, incr, decr, touch.
 	{in: "delete a\r\n", want: "delete a\r\n", mc: "NOT_FOUND\r\nMN\r\n"},
@@ -429,6 +436,7 @@ func TestReadRequestEOF(t *testing.T) {
 	for _, tt := range []struct{ in, reply string }{
 		{"set " + k251 + " 0 0 5\r\nab", ReplyBadFormat},
 		{"set a 0 0 2000000\r\nab", ReplyTooLarge},
+		{"set a 0 0 2000000 \xd5\r\x03\r\nab", ReplyTooLarge},
 		{"ms a 2000000 T0\r\n", ReplyTooLarge},
 	} {
 		r := NewReader(strings.NewReader(tt.in), Limits{})
