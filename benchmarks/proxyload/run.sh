@@ -5,6 +5,7 @@
 #
 #   ./run.sh                  # 3 s per run, about 3 minutes
 #   DURATION=10s ./run.sh
+#   CHASH_ARGS="--procs 1" ./run.sh    # flags added to chash proxy's
 #
 # Needs memcached and nutcracker (apt-get install memcached nutcracker). The
 # load generator, the proxy and memcached share this machine's cores, so the
@@ -22,7 +23,7 @@ start_memcached 4
 {
 	echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 	echo "# $(go version); $(memcached -V); $(nutcracker -V 2>&1 | head -1)"
-	echo "# command: DURATION=$dur ./run.sh"
+	echo "# command: ${CHASH_ARGS:+CHASH_ARGS=\"$CHASH_ARGS\" }DURATION=$dur ./run.sh"
 } | tee "$out"
 
 for n in 1 2 4; do
@@ -42,7 +43,7 @@ for n in 1 2 4; do
 			for s in "${servers[@]:0:$n}"; do echo "   - $s:1"; done
 		} >"$conf"
 		if [ $prog = chash ]; then
-			"$work/chash" proxy --config "$conf" --admin "" 2>"$work/chash-$n.log" &
+			"$work/chash" proxy --config "$conf" --admin "" ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
 			chash_pid=$!
 			pids+=($!)
 		else

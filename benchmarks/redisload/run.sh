@@ -10,6 +10,7 @@
 #
 #   ./run.sh                          # REQUESTS=20000 per run (×5 pipelined)
 #   REQUESTS=500 ./run.sh             # a smoke run
+#   CHASH_ARGS="--procs 1" ./run.sh   # flags added to chash proxy's
 #   for i in 1 2 3 4 5; do OUT=res$i.txt ./run.sh; done
 #   go run ../cmd/loadtable res*.txt  # medians, side by side, targets checked
 #
@@ -38,7 +39,7 @@ done
 {
 	echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 	echo "# $(go version); $(redis-server --version | cut -d' ' -f1-3); $(nutcracker -V 2>&1 | head -1)"
-	echo "# command: REQUESTS=$requests ./run.sh"
+	echo "# command: ${CHASH_ARGS:+CHASH_ARGS=\"$CHASH_ARGS\" }REQUESTS=$requests ./run.sh"
 } | tee "$out"
 
 for n in 1 3; do
@@ -57,7 +58,7 @@ for n in 1 3; do
 			for s in "${servers[@]:0:$n}"; do echo "   - $s:1"; done
 		} >"$conf"
 		if [ "$prog" = chash ]; then
-			"$work/chash" proxy --config "$conf" --admin "" 2>"$work/chash-$n.log" &
+			"$work/chash" proxy --config "$conf" --admin "" ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
 		else
 			nutcracker -c "$conf" -s "$(free_port)" -a 127.0.0.1 -o "$work/nc-$n.log" -p "$work/nc-$n.pid" &
 		fi
