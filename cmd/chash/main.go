@@ -107,14 +107,24 @@ func all() []*Command {
 func (c *Command) Runnable() bool { return c.Run != nil }
 
 func main() {
-	args := os.Args[1:]
-	if filepath.Base(os.Args[0]) == "nutcracker" {
-		// Installed as (or linked to) nutcracker, chash is chash proxy, so
-		// that init scripts and unit files written for nutcracker run it
-		// unchanged.
-		args = append([]string{"proxy"}, args...)
+	os.Exit(run(aliasArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// nutcrackerConf is the configuration nutcracker reads without -c, as Debian
+// builds it.
+const nutcrackerConf = "/etc/nutcracker/nutcracker.yml"
+
+// aliasArgs returns the chash command line of a program named argv0 run with
+// args. Installed as (or linked to) nutcracker, chash is chash proxy of
+// nutcracker's configuration file unless args name another, so that init
+// scripts and unit files written for nutcracker run it unchanged; it never
+// serves the embedded default there, where nutcracker would read its file.
+func aliasArgs(argv0 string, args []string) []string {
+	if filepath.Base(argv0) != "nutcracker" {
+		return args
 	}
-	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+	// A later -c or --conf-file overrides this one.
+	return append([]string{"proxy", "--config", nutcrackerConf}, args...)
 }
 
 // run runs the chash command line args (without the program name) and returns

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -402,11 +404,16 @@ gets, gat, gats, mg; Redis's GET, MGET, GETEX, GETDEL, GETSET);
 
 Nutcracker's command line works as it is, so that its init scripts and unit
 files run chash unchanged, as 'chash proxy' or through a link named
-nutcracker to the chash binary (which then runs proxy): -c/--conf-file is
+nutcracker to the chash binary (which then runs proxy, its configuration
+/etc/nutcracker/nutcracker.yml unless -c names another, as Debian's
+nutcracker's; the embedded default is chash proxy's alone): -c/--conf-file is
 --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
 (append the log to a file, which SIGHUP opens again, as nutcracker's does,
 so that logrotate's create and copytruncate both work),
--p/--pid-file (written once serving, removed at exit), -v/--verbose N
+-p/--pid-file (opened before the listeners, so that a file that cannot be
+written stops the proxy before it serves; written once serving; removed at
+exit unless another process wrote its id there since, as the new process of
+a restart does), -v/--verbose N
 (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
 -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
@@ -605,17 +612,27 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		signal.Notify(sigs, sig)
 	}
 	defer signal.Stop(sigs)
+	var pf *pidFile
+	if f.pidFile != "" {
+		// Opened before the listeners: a proxy that cannot write it must
+		// not serve, even for a moment (a restart waits for the new
+		// process's "admin listening" line, then stops the old one).
+		if pf, err = openPidFile(f.pidFile); err != nil {
+			c.Errorf(env.Stderr, "--pid-file: %v", err)
+			return 1
+		}
+		defer pf.remove()
+	}
 	if err := p.Start(file); err != nil {
 		c.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	if f.pidFile != "" {
-		if err := os.WriteFile(f.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if pf != nil {
+		if err := pf.write(); err != nil {
 			p.Close()
 			c.Errorf(env.Stderr, "--pid-file: %v", err)
 			return 1
 		}
-		defer os.Remove(f.pidFile)
 	}
 	if f.mbufSize != 0 {
 		p.Logger.Info("--mbuf-size is accepted for nutcracker's command line and means nothing here: chash proxy sizes its buffers itself", "mbuf_size", f.mbufSize)
@@ -706,4 +723,57 @@ func embeddedDefault() (*config.File, []*memstore.Store, error) {
 		})
 	}
 	return &config.File{Path: "(embedded default)", Pools: []*config.Pool{pool}}, stores, nil
+}
+
+// pidFile is --pid-file: opened (created if absent) before the proxy listens,
+// written once it serves, removed at exit if it still holds this process's id.
+type pidFile struct {
+	path    string
+	f       *os.File
+	created bool // the file did not exist before: removed if never written
+	written bool
+}
+
+func openPidFile(path string) (*pidFile, error) {
+	_, err := os.Stat(path)
+	created := errors.Is(err, fs.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &pidFile{path: path, f: f, created: created}, nil
+}
+
+// write replaces the file's content with the process id.
+func (p *pidFile) write() error {
+	err := p.f.Truncate(0)
+	if err == nil {
+		_, err = p.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if err2 := p.f.Close(); err == nil {
+		err = err2
+	}
+	p.f = nil
+	p.written = err == nil
+	return err
+}
+
+// remove removes the file if it holds this process's id, or if this process
+// created it and never wrote it: in a restart, the new process has written
+// its own id over the old one's, and the old one, exiting, leaves it.
+func (p *pidFile) remove() {
+	if p.f != nil {
+		p.f.Close()
+	}
+	if !p.written {
+		if p.created {
+			if fi, err := os.Stat(p.path); err == nil && fi.Size() == 0 {
+				os.Remove(p.path)
+			}
+		}
+		return
+	}
+	if b, err := os.ReadFile(p.path); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
+		os.Remove(p.path)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 func writeConfig(t *testing.T, yaml string) string {
@@ -137,4 +139,78 @@ func FuzzNutcrackerGetopt(f *testing.F) {
 			t.Errorf("nutcrackerGetopt(%q) = %q: characters changed", args, out)
 		}
 	})
+}
+
+// TestPidFileFirst: a pid file that cannot be written stops the proxy before
+// it listens (a restart stops the old process once the new one listens), and
+// a pid file is removed at exit only if it holds the process's own id.
+func TestPidFileFirst(t *testing.T) {
+	listen := testprog.FreeAddr(t)
+	conf := writeConfig(t, "alpha:\n  listen: "+listen+"\n  servers:\n   - 127.0.0.1:1:1\n")
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "pid")
+	_, stderr, code := runChash(t, nil, "proxy", "-c", conf, "-p", bad, "--admin", "", "-s", "0")
+	if code != 1 || !strings.Contains(stderr, "--pid-file: open ") || strings.Contains(stderr, "listening") {
+		t.Errorf("chash proxy with pid file %s = %d\n%s\nwant 1, a --pid-file error and no listener opened", bad, code, stderr)
+	}
+
+	dir := t.TempDir()
+	mine, other := filepath.Join(dir, "mine.pid"), filepath.Join(dir, "other.pid")
+	for _, path := range []string{mine, other} {
+		pf, err := openPidFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pf.write(); err != nil {
+			t.Fatal(err)
+		}
+		if path == other { // a restart's new process writes its own id
+			if err := os.WriteFile(other, []byte("4194305\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pf.remove()
+	}
+	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+		t.Errorf("pid file holding this process's id after remove: %v; want it gone", err)
+	}
+	if b, err := os.ReadFile(other); string(b) != "4194305\n" {
+		t.Errorf("pid file another process wrote, after remove: %q, %v; want it kept", b, err)
+	}
+	// Opened and never written (the proxy failed to start): a file it
+	// created goes, another's stays as it was.
+	pf, err := openPidFile(mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.remove()
+	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+		t.Errorf("pid file created and never written, after remove: %v; want it gone", err)
+	}
+	if pf, err = openPidFile(other); err != nil {
+		t.Fatal(err)
+	}
+	pf.remove()
+	if b, err := os.ReadFile(other); string(b) != "4194305\n" {
+		t.Errorf("another's pid file, opened and never written, after remove: %q, %v; want it kept", b, err)
+	}
+}
+
+// TestAliasArgs: run as nutcracker, chash is chash proxy of nutcracker's
+// configuration file, unless -c names another (a later flag wins).
+func TestAliasArgs(t *testing.T) {
+	tests := []struct{ argv0, args, want string }{
+		{"/usr/sbin/nutcracker", "-t", "proxy --config /etc/nutcracker/nutcracker.yml -t"},
+		{"nutcracker", "-c x.yml -s 22222", "proxy --config /etc/nutcracker/nutcracker.yml -c x.yml -s 22222"},
+		{"/usr/bin/chash", "route --config x.yml", "route --config x.yml"},
+		{"chash", "proxy", "proxy"},
+	}
+	for _, tt := range tests {
+		if got := strings.Join(aliasArgs(tt.argv0, strings.Fields(tt.args)), " "); got != tt.want {
+			t.Errorf("aliasArgs(%q, %q) = %q; want %q", tt.argv0, tt.args, got, tt.want)
+		}
+	}
+	_, stderr, code := runChash(t, nil, aliasArgs("nutcracker", []string{"-t", "-c", "testdata/two.yml"})...)
+	if code != 0 {
+		t.Errorf("as nutcracker, -t -c testdata/two.yml = %d, %s; want 0 (-c wins)", code, stderr)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,13 +20,14 @@ import (
 // TestHitlessRestartBinary restarts "chash proxy" as chash help proxy tells
 // an operator to: a second process starts on the same pool address while
 // the first serves, and once it listens the first gets SIGTERM and exits
-// 0. A steady load of persistent and short connections runs throughout: no
-// connection is refused or reset (but for one whose handshake completes as
-// the old listener closes, where the kernel does not migrate it:
-// AllowRestartReset) and every request is answered (a request
-// on a connection closed before its reply is sent again, as the proxy
-// answers every request it reads). The pool takes its servers from a file
-// (servers_from), and both processes show one fingerprint in GET /ring.
+// 0, leaving the pid file to the new one. A steady load of persistent and
+// short connections runs throughout: no connection is refused or reset (but
+// for one whose handshake completes as the old listener closes, where the
+// kernel does not migrate it: AllowRestartReset) and every request is
+// answered (a request on a connection closed before its reply is sent again,
+// as the proxy answers every request it reads). The pool takes its servers
+// from a file (servers_from), and both processes show one fingerprint in
+// GET /ring.
 func TestHitlessRestartBinary(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	bin := buildChash(t)
@@ -35,13 +38,14 @@ func TestHitlessRestartBinary(t *testing.T) {
 	// Both processes on one stats port too, as on nutcracker's 22222.
 	_, statsPort, _ := net.SplitHostPort(testprog.FreeAddr(t))
 	conf := filepath.Join(dir, "nutcracker.yml")
+	pidFile := filepath.Join(dir, "nutcracker.pid") // both processes', as an init script's
 	writeFile(t, conf, fmt.Sprintf("alpha:\n  listen: %s\n  hash: fnv1a_64\n  distribution: ketama\n  timeout: 2000\n  servers_from: file:%s\n", listen, list))
 	start := func() (*testprog.Proc, string) {
 		t.Helper()
 		admin := testprog.FreeAddr(t)
 		return testprog.Start(t, testprog.Program{
 			Name: bin,
-			Args: []string{"proxy", "--config", conf, "--admin", admin, "--stats-port", statsPort},
+			Args: []string{"proxy", "--config", conf, "--admin", admin, "--stats-port", statsPort, "--pid-file", pidFile},
 			Env:  chashEnv(),
 			// The admin listener opens after every pool's: once it accepts,
 			// the process listens on the pool address too.
@@ -60,6 +64,10 @@ func TestHitlessRestartBinary(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	sendSignal(t, old, syscall.SIGTERM)
 	waitExit(t, old, "SIGTERM")
+	// The old process leaves the pid file the new one wrote.
+	if b, err := os.ReadFile(pidFile); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(next.Pid()) {
+		t.Errorf("pid file after the old proxy exited: %q, %v; want the new proxy's id %d", b, err, next.Pid())
+	}
 	served := load.Requests()
 	time.Sleep(500 * time.Millisecond)
 	load.Stop()
