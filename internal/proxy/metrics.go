@@ -180,7 +180,7 @@ func (m *metrics) ringShares(st *state) map[string]float64 {
 	}
 	s := map[string]float64{}
 	if st.router != nil && !st.dist.Random {
-		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
+		if b, err := analyze.Measure(st.router, st.nodes(st.live), analyze.SampleKeys(20000, 1)); err == nil {
 			for _, n := range b.Nodes {
 				s[n.Name] = n.Share
 			}
