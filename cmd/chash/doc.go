@@ -764,8 +764,9 @@
 //
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
-// serving; servers that stay keep their connections, and the fraction of the
-// key space that moved is logged. A pool whose listen address, TLS files or
+// serving; servers that stay keep their connections and counters (a weight
+// changed too), and the fraction of the key space that moved is logged, with
+// the servers added, removed, reweighted and readdressed. A pool whose listen address, TLS files or
 // protocol (redis, redis_auth, redis_db) changed restarts on its new listener,
 // closing its clients; a pool keeping
 // its TLS files reads them again for new clients, so a renewed certificate

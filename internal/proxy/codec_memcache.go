@@ -167,6 +167,8 @@ func (c *mcClient) read(r request) (action, error) {
 		switch {
 		case len(req.Args) > 0:
 			req.bad = memcache.ReplyError
+			req.badLine = memcache.AppendRequest(req.badLine[:0], &req.Request)
+			req.badLine = req.badLine[:min(len(req.badLine), 128)]
 		case c.codec.stats != nil:
 			req.stats = c.codec.stats
 			req.counts = req.stats.requestCounts()

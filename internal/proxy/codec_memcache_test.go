@@ -68,6 +68,10 @@ func TestMemcacheCodecRead(t *testing.T) {
 			if got := string(req.appendLocal(nil)); got != tt.local {
 				t.Errorf("read(%.80q): local reply %q; want %q", tt.in, got, tt.local)
 			}
+			// A refusal's log line quotes the request.
+			if class, line := req.refusal(); class != "" && len(line) == 0 {
+				t.Errorf("read(%.80q): refused as %q with no line to log", tt.in, class)
+			}
 			continue
 		}
 		var keys []string

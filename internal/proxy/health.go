@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -13,10 +15,14 @@ func (s *server) ok() {
 	}
 }
 
-// fail records a failed connection or exchange and ejects the server when the
-// pool says so.
-func (s *server) fail() {
-	s.stats.errors.Add(1)
+// fail records a failed connection or exchange, err, and ejects the server
+// when the pool says so. A failure counts once in the stats, as in
+// nutcracker's: a timeout in server_timedout and the server's end of stream
+// in server_eof (where the callers count them), anything else in server_err.
+func (s *server) fail(err error) {
+	if !isTimeout(err) && !errors.Is(err, errTimeout) && !errors.Is(err, io.EOF) {
+		s.stats.errors.Add(1)
+	}
 	n := s.failures.Add(1)
 	st := s.pool.state.Load()
 	if st == nil || !st.cfg.AutoEjectHosts || int(n) < st.cfg.ServerFailureLimit {

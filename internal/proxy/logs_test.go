@@ -124,12 +124,12 @@ func TestLogs(t *testing.T) {
 	if len(moved) != 1 {
 		t.Fatalf("reload: %d lines %v; want one", len(moved), moved)
 	}
-	for _, key := range []string{"pool", "moved", "method", "added", "removed", "readdressed", "flows", "changes"} {
+	for _, key := range []string{"pool", "moved", "method", "added", "removed", "reweighted", "readdressed", "flows", "changes"} {
 		if _, ok := moved[0][key]; !ok {
 			t.Errorf("reload line %v lacks %q", moved[0], key)
 		}
 	}
-	if len(moved[0]) != 3+8 { // time, level, msg and the eight
+	if len(moved[0]) != 3+9 { // time, level, msg and the nine
 		t.Errorf("reload line %v: keys beyond the fixed ones", moved[0])
 	}
 	if flows, _ := moved[0]["flows"].([]any); len(flows) != 1 || !strings.HasPrefix(flows[0].(string), servers[1].Addr+"->"+servers[0].Addr+":0.") {
@@ -170,6 +170,21 @@ func TestLogs(t *testing.T) {
 	}
 	if len(moved) != 3 {
 		t.Errorf("%d reload lines; want 3, none at Info for the reload that changed nothing: %v", len(moved), moved)
+	}
+	// A server's weight changes: the line names it, with both weights, and
+	// the server keeps its connections and counters.
+	reload(servers[1].Addr+":1 s0", servers[0].Addr+":1 s1")
+	waitLine(4)
+	s1 := p.pools["alpha"].state.Load().servers["s1"]
+	reload(servers[1].Addr+":1 s0", servers[0].Addr+":3 s1")
+	waitLine(5)
+	moved = jsonLogs(t, &logs, "reload: key space moved")
+	if r, _ := moved[4]["reweighted"].([]any); len(r) != 1 || r[0] != "s1:1->3" || moved[4]["moved"] == "0.000000" {
+		t.Errorf("the reweighting's line %v; want reweighted [s1:1->3], keys moved", moved[4])
+	}
+	if st := p.pools["alpha"].state.Load(); st.servers["s1"] != s1 || st.nodes(st.live)[1].Weight != 3 {
+		t.Errorf("after s1's weight changed, s1 is a new server (%v) or has weight %d in the ring; want the same, weight 3",
+			st.servers["s1"] != s1, st.nodes(st.live)[1].Weight)
 	}
 
 	// A clean shutdown.

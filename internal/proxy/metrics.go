@@ -180,7 +180,7 @@ func (m *metrics) ringShares(st *state) map[string]float64 {
 	}
 	s := map[string]float64{}
 	if st.router != nil && !st.dist.Random {
-		if b, err := analyze.Measure(st.router, nodesOf(st.live), analyze.SampleKeys(20000, 1)); err == nil {
+		if b, err := analyze.Measure(st.router, st.nodes(st.live), analyze.SampleKeys(20000, 1)); err == nil {
 			for _, n := range b.Nodes {
 				s[n.Name] = n.Share
 			}
@@ -205,7 +205,7 @@ var (
 	descFragments   = prometheus.NewDesc("chash_proxy_fragments_total", "Per-server requests of gets split over servers.", []string{"pool"}, nil)
 	descEjects      = prometheus.NewDesc("chash_proxy_ejections_total", "Server ejections.", []string{"pool"}, nil)
 	descSrvReqs     = prometheus.NewDesc("chash_proxy_server_requests_total", "Requests sent to the server.", []string{"pool", "server"}, nil)
-	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server.", []string{"pool", "server"}, nil)
+	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server, other than timeouts (chash_proxy_server_timeouts_total) and the server closing the connection (server_eof on the stats port).", []string{"pool", "server"}, nil)
 	descSrvBadReply = prometheus.NewDesc("chash_proxy_server_protocol_errors_total", "Replies of the server out of the protocol's grammar; each reset its connection and failed the requests waiting on it.", []string{"pool", "server"}, nil)
 	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
 	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)

@@ -483,8 +483,9 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // added, removed or renamed) changed stops, closing its clients, and starts
 // anew on its new listener (if that fails,
 // Reload stops the pools it started and returns the error). In the other
-// pools, servers that keep their name, address, weight and connection count
-// keep their connections and health, and the routing state is swapped
+// pools, servers that keep their name, address and connection count keep
+// their connections, health and counters (a new weight changes the ring
+// only), and the routing state is swapped
 // atomically, as by UpdateServers; a pool whose settings and servers did not
 // change is left as it is. Requests already routed finish on the servers they
 // were sent to, and servers that left are closed once those requests are done
@@ -608,8 +609,8 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 // for a Unix socket path, a weight of at least 1, and a name no other server
 // of the list has) and the pool's router must build over it; if not, nothing
 // changes and the error says why. Otherwise the pool's routing state is
-// swapped atomically as by Reload: servers that keep their name, address and
-// weight keep their connections and health, requests already routed finish
+// swapped atomically as by Reload: servers that keep their name and address
+// keep their connections, health and counters, requests already routed finish
 // where they were sent, servers that left are closed once those requests are
 // done, and the fraction of the key space that moved is logged, as Reload
 // logs it. An empty list

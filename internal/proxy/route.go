@@ -23,6 +23,9 @@ type state struct {
 	dist    dist.Entry // the pool's distribution, for its capabilities
 	servers map[string]*server
 	list    []*server // in configuration order
+	// confs are the servers' lines in cfg, by name: a server kept across a
+	// reload that changed only its weight (swap) was made with the old one.
+	confs map[string]config.Server
 	// router routes keys over the live servers (all servers when ejected ones
 	// answer errors rather than move) to their index in live; nil when none is
 	// live.
@@ -86,7 +89,11 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map
 		return nil, err
 	}
 	st := &state{cfg: cfg, dist: e, list: servers, servers: make(map[string]*server, len(servers)),
+		confs: make(map[string]config.Server, len(cfg.Servers)),
 		eject: ejectErrors, replicas: max(cfg.Replicas, 1), drained: drained}
+	for _, c := range cfg.Servers {
+		st.confs[c.Name()] = c
+	}
 	// With replicas, ejected servers keep their place in the replica sets:
 	// their keys do not move, reads fail over past them and the writes they
 	// miss are owed.
@@ -98,10 +105,10 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map
 		if drained[s.name] {
 			continue
 		}
-		all = append(all, s.cfg)
+		all = append(all, st.conf(s))
 		st.fullList = append(st.fullList, s)
 		if keep || !s.ejected.Load() {
-			live = append(live, s.cfg)
+			live = append(live, st.conf(s))
 			st.live = append(st.live, s)
 		} else {
 			ejected = true
@@ -206,8 +213,8 @@ func samePool(a, b *config.Pool) bool {
 }
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
-// name, address, weight and number of connections, with their connections and
-// health, and has the fraction of the key space that moved logged, saying why
+// name, address and number of connections, with their connections, health
+// and counters (a new weight is the new state's: see state.conf), and has the fraction of the key space that moved logged, saying why
 // (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
@@ -218,7 +225,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 	reused := map[*server]bool{}
 	for _, s := range cfg.Servers {
 		old := cur.servers[s.Name()]
-		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) && old.cfg.Weight == s.Weight {
+		if old != nil && old.addr == serverAddr(s) && len(old.conns) == max(cfg.ServerConnections, 1) {
 			servers = append(servers, old)
 			reused[old] = true
 			continue
@@ -292,7 +299,7 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 			"added", serverNames(cur.live), "removed", serverNames(old.live), "flows", []string{}, "changes", changes)
 		return
 	}
-	d, err := analyze.Compare(old.router, cur.router, nodesOf(old.live), nodesOf(cur.live), analyze.SampleKeys(100000, 1))
+	d, err := analyze.Compare(old.router, cur.router, old.nodes(old.live), cur.nodes(cur.live), analyze.SampleKeys(100000, 1))
 	if err != nil {
 		pl.proxy.log.Warn(why+": cannot measure movement", "pool", pl.name, "err", err)
 		return
@@ -309,12 +316,19 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 			readdressed = append(readdressed, s.name+":"+o.addr+"->"+s.addr)
 		}
 	}
+	// A server whose weight changed, with its old and new weights.
+	reweighted := []string{}
+	for _, s := range cur.list {
+		if o := old.servers[s.name]; o != nil && old.conf(o).Weight != cur.conf(s).Weight {
+			reweighted = append(reweighted, s.name+":"+strconv.Itoa(old.conf(o).Weight)+"->"+strconv.Itoa(cur.conf(s).Weight))
+		}
+	}
 	level := slog.LevelInfo
-	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(d.Reweighted)+len(readdressed) == 0 {
+	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed) == 0 {
 		level = slog.LevelDebug // a reload that changed no server
 	}
 	pl.proxy.log.Log(context.Background(), level, why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
-		"method", d.Method, "added", d.Added, "removed", d.Removed, "readdressed", readdressed, "flows", flows, "changes", changes)
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed, "flows", flows, "changes", changes)
 }
 
 func serverNames(servers []*server) []string {
@@ -325,10 +339,19 @@ func serverNames(servers []*server) []string {
 	return names
 }
 
-func nodesOf(servers []*server) []chash.Node {
+// conf returns s's line in the state's configuration.
+func (st *state) conf(s *server) config.Server {
+	if c, ok := st.confs[s.name]; ok {
+		return c
+	}
+	return s.cfg
+}
+
+// nodes returns servers as nodes of the state's configuration.
+func (st *state) nodes(servers []*server) []chash.Node {
 	ns := make([]chash.Node, len(servers))
 	for i, s := range servers {
-		ns[i] = chash.Node{Name: s.name, Weight: s.cfg.Weight}
+		ns[i] = chash.Node{Name: s.name, Weight: st.conf(s).Weight}
 	}
 	return ns
 }

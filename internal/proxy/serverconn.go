@@ -372,7 +372,10 @@ func (c *serverConn) queue(cl *call) (*session, error) {
 	if c.ss == nil {
 		ss, err := c.dial(cl.deadline)
 		if err != nil {
-			c.srv.fail()
+			if isTimeout(err) {
+				c.srv.stats.timedout.Add(1)
+			}
+			c.srv.fail(err)
 			return nil, dialError(err)
 		}
 		c.setSession(ss)
@@ -525,6 +528,7 @@ func (c *serverConn) readFailed(ss *session, err error) {
 	if len(calls) == 0 && !bad {
 		return // closed while idle: nothing failed
 	}
+	cause := err
 	switch {
 	case isTimeout(err):
 		c.srv.stats.timedout.Add(1)
@@ -536,7 +540,7 @@ func (c *serverConn) readFailed(ss *session, err error) {
 	}
 	if c.srv.ctx.Err() == nil { // not closing
 		c.srv.pool.proxy.log.Debug("server connection failed", "pool", c.srv.pool.name, "server", c.srv.name, "err", err)
-		c.srv.fail()
+		c.srv.fail(cause)
 	}
 	for i, cl := range calls {
 		if i > 0 {

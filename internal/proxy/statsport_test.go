@@ -591,3 +591,53 @@ func TestStatsEjectedAt(t *testing.T) {
 		t.Errorf("server_ejected_at = %d; want the ejection's microsecond, in [%d, %d]", got, before, after)
 	}
 }
+
+// TestServerFailuresCountOnce: each failure with a server counts in one of
+// server_timedout, server_eof and server_err, as in nutcracker's stats: a
+// frozen server's timeout in server_timedout, a server that closes the
+// connection with a request on it in server_eof, a refused connection in
+// server_err.
+func TestServerFailuresCountOnce(t *testing.T) {
+	frozen := memcachedtest.Start(t)
+	dead := testprog.FreeAddr(t) // nothing listens there
+	closer, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	go func() { // reads a request, then closes without a reply
+		for {
+			c, err := closer.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.Read(make([]byte, 512))
+				c.Close()
+			}()
+		}
+	}()
+	yaml := poolOf("timeout: 300", []string{frozen.Addr + ":1 frozen", dead + ":1 dead", closer.Addr().String() + ":1 closer"})
+	owner := ownerFunc(t, yaml)
+	p := startProxy(t, yaml, func(p *Proxy) { p.StatsAddr = "127.0.0.1:0" })
+	frozen.Freeze()
+	defer frozen.Thaw()
+	c := dial(t, p.Addr("alpha").String())
+	for _, name := range []string{"frozen", "dead", "closer"} {
+		key := "k"
+		for i := 0; owner(key) != name; i++ {
+			key = fmt.Sprint("k", i)
+		}
+		if got := c.mustDo("get " + key + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+			t.Errorf("get %s of server %s = %q; want SERVER_ERROR", key, name, got)
+		}
+	}
+	pool := parseStats(t, readStatsPort(t, p.StatsPortAddr().String())).obj(t, "alpha")
+	for name, want := range map[string][3]int64{"frozen": {1, 0, 0}, "closer": {0, 1, 0}, "dead": {0, 0, 1}} {
+		s := pool.obj(t, name)
+		got := [3]int64{s.num(t, "server_timedout"), s.num(t, "server_eof"), s.num(t, "server_err")}
+		if got != want {
+			t.Errorf("server %s: server_timedout, server_eof, server_err = %v; want %v", name, got, want)
+		}
+	}
+}

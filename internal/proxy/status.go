@@ -66,6 +66,7 @@ type statusPool struct {
 type statusServer struct {
 	Name, Addr, Color string
 	Ejected           bool
+	Down              bool   // the last connection or probe failed (see markDown)
 	EjectedAt         string // the last ejection (RFC 3339), or empty
 	EjectedClock      string // its time of day, "15:04:05 UTC"
 	Share             float64
@@ -222,7 +223,7 @@ func (p *Proxy) status(now time.Time) *statusPage {
 		for i, s := range st.list {
 			ss := statusServer{
 				Name: s.name, Addr: s.addr, Color: cssColor(i),
-				Ejected: s.ejected.Load(), Share: shares[s.name],
+				Ejected: s.ejected.Load(), Down: s.down.Load(), Share: shares[s.name],
 				Requests: s.stats.requests.Load(), Errors: s.stats.errors.Load() + s.stats.timedout.Load(),
 				Hits: s.stats.hits.Load(), Misses: s.stats.misses.Load(), Connections: s.stats.connections.Load(),
 			}

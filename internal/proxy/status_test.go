@@ -163,9 +163,34 @@ beta:
    - 127.0.0.1:2:1 m2
 `, s.Addr, s.Addr)
 	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	// A request for a key of the dead server, which no ejection takes out
+	// (auto_eject_hosts is false): its row says down, cache-a's up.
+	owner := ownerFunc(t, yaml)
+	key := "k"
+	for i := 0; owner(key) != "<b>x</b>"; i++ {
+		key = fmt.Sprint("k", i)
+	}
+	if got := dial(t, p.Addr("alpha").String()).mustDo("get " + key + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+		t.Fatalf("get %s of the dead server = %q; want SERVER_ERROR", key, got)
+	}
 	code, page := adminResponse(t, p, "/")
 	if code != http.StatusOK {
 		t.Fatalf("GET / = %d\n%s", code, page)
+	}
+	rows := regexp.MustCompile(`(?s)<tr>.*?</tr>`).FindAllString(page, -1)
+	for name, want := range map[string]string{"&lt;b&gt;x&lt;/b&gt;": `<span class="down">down</span>`, "cache-a": `<span class="ok">up</span>`} {
+		found := false
+		for _, r := range rows {
+			if strings.Contains(r, "</span>"+name+"</th>") {
+				found = true
+				if !strings.Contains(r, want) {
+					t.Errorf("the status page's row of %s has no %s:\n%s", html.UnescapeString(name), want, r)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("the status page has no row of server %s", html.UnescapeString(name))
+		}
 	}
 	for _, want := range []string{"pool alpha", "pool beta", "cache-a", "m1", "m2", "&lt;b&gt;x&lt;/b&gt;", `<meta http-equiv="refresh"`, "<svg"} {
 		if !strings.Contains(page, want) {
