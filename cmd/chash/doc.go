@@ -686,7 +686,16 @@
 // thousands of keys needs no buffer of its size): a request memcached could read otherwise
 // than the proxy (a control byte or space in a key, a key over 250 bytes as
 // sent, a line too long for a server connection that other clients share) is
-// refused with memcached's own error and reaches no server. A server reply
+// refused with memcached's own error and reaches no server. So are numbers
+// memcached would cut to their field or read with a sign (flags past 2^32-1,
+// an exptime outside signed 32 bits, "+5"), meta flags memcached 1.6 ignores, and a
+// base64 key that decodes to a space or control byte where memcached would echo
+// it raw. After a storage command refused at its line, its data block is
+// skipped (memcached reads it as a command); where its length cannot be
+// known (a wrong number of tokens, a bad length) or the data block does not
+// end where its length says, the connection is closed. A get line longer than
+// 64 KiB with a bad key in a later part is refused after the values of the
+// parts before it. A server reply
 // that does not fit its request resets that server connection, whose waiting
 // requests are answered SERVER_ERROR; it never reaches a client. The binary
 // protocol is not served: such a connection is answered CLIENT_ERROR binary
