@@ -274,11 +274,11 @@ SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 or TLS files that do not load, is refused and the old configuration keeps
 serving; servers that stay keep their connections and counters (a weight
 changed too), and the fraction of the key space that moved is logged, with
-the servers added, removed, reweighted and readdressed. A pool whose listen address, TLS files or
-protocol (redis, redis_auth, redis_db) changed restarts on its new listener,
-closing its clients; a pool keeping
-its TLS files reads them again for new clients, so a renewed certificate
-needs no restart. eject_errors and client_idle_timeout apply at once.
+the servers added, removed, reweighted and readdressed. A pool whose listen
+address, TLS files or protocol (redis, redis_auth, redis_db) changed
+restarts on its new listener, closing its clients; a pool keeping its TLS
+files (its own, or --tls-cert's and --tls-key's) reads them again for new
+clients, so a renewed certificate needs no restart. eject_errors and client_idle_timeout apply at once.
 
 SIGTERM and SIGINT stop accepting clients and reading requests: every
 request the proxy has read is answered (none is run and left unanswered),
@@ -605,12 +605,13 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		p.StatsAddr = net.JoinHostPort(f.statsAddr, strconv.Itoa(f.statsPort))
 	}
 	if f.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
-		if err != nil {
+		// Checked here to fail as a bad flag does; the proxy reads the files
+		// again at each reload, as a pool's own (tls_cert_file).
+		if _, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey); err != nil {
 			c.Errorf(env.Stderr, "%v", err)
 			return 2
 		}
-		p.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		p.TLSCertFile, p.TLSKeyFile = f.tlsCert, f.tlsKey
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -263,6 +263,12 @@ func (p *Pool) ErrorAt(key string, err error) error {
 
 // line returns the line of key's value in the pool, or the pool's line if the
 // pool does not set key.
+// Has reports whether the pool's block in the file sets key.
+func (p *Pool) Has(key string) bool {
+	_, ok := p.lines[key]
+	return ok
+}
+
 func (p *Pool) line(key string) int {
 	if l, ok := p.lines[key]; ok {
 		return l

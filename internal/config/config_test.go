@@ -334,6 +334,9 @@ func TestParseProxyKeys(t *testing.T) {
 		if got := p.KeyLine("tls_cert_file"); got != tt.keysLine {
 			t.Errorf("%q: KeyLine(tls_cert_file) = %d; want %d", tt.keys, got, tt.keysLine)
 		}
+		if got, want := p.Has("tls_cert_file"), tt.cert != ""; got != want {
+			t.Errorf("%q: Has(tls_cert_file) = %v; want %v", tt.keys, got, want)
+		}
 	}
 }
 

@@ -180,6 +180,43 @@ func TestPoolTLS(t *testing.T) {
 	}
 }
 
+// TestDefaultTLSReload: the proxy's TLS files (chash proxy's --tls-cert and
+// --tls-key), which serve every pool without its own, are read again at each
+// reload as a pool's own are: a renewed certificate reaches new clients, and
+// files that no longer load are refused, the certificate in use kept.
+func TestDefaultTLSReload(t *testing.T) {
+	s := memcachedtest.Start(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	yaml := poolYAML("", s)
+	p := startProxy(t, yaml, func(p *Proxy) { p.TLSCertFile, p.TLSKeyFile = certFile, keyFile })
+	const req, want = "set a 0 0 1\r\nx\r\nget a\r\n", "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n"
+	c, peer := dialTLS(t, p.Addr("alpha").String())
+	if got := c.mustDo(req); got != want {
+		t.Errorf("TLS pool: %q", got)
+	}
+	writeCert(t, certFile, keyFile)
+	if err := p.Reload(parseConfig(t, yaml)); err != nil {
+		t.Fatal(err)
+	}
+	_, peer2 := dialTLS(t, p.Addr("alpha").String())
+	if bytes.Equal(peer2, peer) {
+		t.Error("after a reload, the proxy's old default certificate is served")
+	}
+	if got := c.mustDo(req); got != want {
+		t.Errorf("TLS client connected before the reload: %q", got)
+	}
+	os.WriteFile(certFile, []byte("garbage"), 0o600)
+	err := p.Reload(parseConfig(t, yaml))
+	if wantErr := fmt.Sprintf("proxy: pool \"alpha\": the proxy's TLS files %q and %q: ", certFile, keyFile); err == nil || !strings.HasPrefix(err.Error(), wantErr) {
+		t.Errorf("Reload with the default certificate broken: %v; want an error starting %q", err, wantErr)
+	}
+	if _, peer3 := dialTLS(t, p.Addr("alpha").String()); !bytes.Equal(peer3, peer2) {
+		t.Error("after a refused reload, the certificate served changed")
+	}
+}
+
 // writeCert writes a new self-signed certificate for 127.0.0.1 and its key in
 // PEM.
 func writeCert(t *testing.T, certFile, keyFile string) {

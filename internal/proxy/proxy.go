@@ -166,6 +166,10 @@ type Proxy struct {
 	// of TLS (or, if nil, of a config that requires TLS 1.2) in which it
 	// replaces Certificates and GetCertificate.
 	TLS *tls.Config
+	// TLSCertFile and TLSKeyFile, if set, are the certificate and key of every
+	// pool without tls_cert_file: read at Start and again at each reload, as
+	// a pool's own files are, so that a renewed certificate needs no restart.
+	TLSCertFile, TLSKeyFile string
 	// ConfigPath is the file ReloadFile reads: the admin endpoint and SIGHUP
 	// reload from it.
 	ConfigPath string
@@ -245,6 +249,7 @@ func (p *Proxy) Start(f *config.File) error {
 	p.pools = make(map[string]*pool)
 	p.sources = make(map[string]*poolSource)
 	p.metrics.reg.MustRegister((*ringCollector)(p))
+	f = p.withTLSDefaults(f)
 	if err := Validate(f); err != nil {
 		return err
 	}
@@ -330,9 +335,31 @@ func Validate(f *config.File) error {
 	return nil
 }
 
+// withTLSDefaults returns f with the proxy's TLSCertFile and TLSKeyFile as
+// the files of every pool that names none; f itself is left as it is.
+func (p *Proxy) withTLSDefaults(f *config.File) *config.File {
+	if p.TLSCertFile == "" {
+		return f
+	}
+	g := *f
+	g.Pools = make([]*config.Pool, len(f.Pools))
+	for i, cfg := range f.Pools {
+		if cfg.TLSCertFile == "" {
+			c := *cfg
+			c.TLSCertFile, c.TLSKeyFile = p.TLSCertFile, p.TLSKeyFile
+			cfg = &c
+		}
+		g.Pools[i] = cfg
+	}
+	return &g
+}
+
 // loadCert loads the pool's tls_cert_file and tls_key_file.
 func loadCert(path string, cfg *config.Pool) (*tls.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil && !cfg.Has("tls_cert_file") {
+		return nil, fmt.Errorf("proxy: pool %q: the proxy's TLS files %q and %q: %w", cfg.Name, cfg.TLSCertFile, cfg.TLSKeyFile, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %s:%d: pool %q: tls_cert_file %q, tls_key_file %q: %w",
 			path, cfg.KeyLine("tls_cert_file"), cfg.Name, cfg.TLSCertFile, cfg.TLSKeyFile, err)
@@ -500,6 +527,7 @@ func (p *Proxy) Addr(pool string) net.Addr {
 func (p *Proxy) Reload(f *config.File) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
+	f = p.withTLSDefaults(f)
 	if err := Validate(f); err != nil {
 		return err
 	}
