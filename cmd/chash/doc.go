@@ -233,7 +233,11 @@
 //	The address the proxy accepts the pool's clients on: host:port, or the
 //	path of a Unix socket optionally followed by the socket's mode in octal.
 //	No two pools may listen on the same address. 0.0.0.0 is every IPv4
-//	address and [::] every address, IPv6 and IPv4, as for nutcracker.
+//	address and [::] every address, IPv6 and IPv4, as for nutcracker. The
+//	proxy compares the addresses it listens on: localhost:22121 is
+//	127.0.0.1:22121, and 0.0.0.0:22121 takes 127.0.0.1:22121's clients, so
+//	two such pools, or a pool on the admin listener's or stats port's
+//	address, are refused (the kernel would spread their clients over both).
 //	Default: none: the proxy requires it; chash route and analyze do not use
 //	it.
 //	Example:

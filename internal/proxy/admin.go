@@ -133,6 +133,10 @@ func (p *Proxy) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("proxy: admin listener: %w", err)
 	}
+	if other := overlapping(ln.Addr(), p.listeners(nil)); other != "" {
+		ln.Close()
+		return errOverlap("admin listener", ln.Addr(), other)
+	}
 	p.adminL = ln
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	p.wg.Add(1)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -29,6 +30,59 @@ import (
 // Only processes of the same user share a port this way, as the kernel
 // requires; a second proxy started by mistake on the same address serves
 // alongside the first rather than fail to start, as nutcracker would.
+
+// Within one process, though, SO_REUSEPORT would let two listeners of the
+// proxy (two pools, a pool and the admin listener) share an address and the
+// kernel spread clients over both, each pool's keys landing on the other's
+// servers: a listener is refused when another of the process takes its
+// connections (listenerOverlaps).
+
+// overlaps reports whether TCP listeners on a and b share connections: the
+// same port, and the same address or either a wildcard.
+func overlaps(a, b net.Addr) bool {
+	ta, ok1 := a.(*net.TCPAddr)
+	tb, ok2 := b.(*net.TCPAddr)
+	if !ok1 || !ok2 || ta.Port != tb.Port {
+		return false
+	}
+	return ta.IP.Equal(tb.IP) || ta.IP.IsUnspecified() || tb.IP.IsUnspecified()
+}
+
+// overlapping returns the name of the listener of others whose address
+// overlaps a, or "": others name listeners as the errors do ("pool alpha",
+// "the admin listener").
+func overlapping(a net.Addr, others map[string]net.Addr) string {
+	for name, b := range others {
+		if b != nil && overlaps(a, b) {
+			return name
+		}
+	}
+	return ""
+}
+
+// listeners returns the addresses of the proxy's TCP listeners but those of
+// the pools skip names, by name as overlapping takes them; p.mu is held.
+func (p *Proxy) listeners(skip func(pool string) bool) map[string]net.Addr {
+	m := map[string]net.Addr{}
+	for name, pl := range p.pools {
+		if pl.raw != nil && (skip == nil || !skip(name)) {
+			m[fmt.Sprintf("pool %q", name)] = pl.raw.Addr()
+		}
+	}
+	if p.adminL != nil {
+		m["the admin listener"] = p.adminL.Addr()
+	}
+	if p.stats.ln != nil {
+		m["the stats port"] = p.stats.ln.Addr()
+	}
+	return m
+}
+
+// errOverlap is the error of a listener on addr, named what, whose address
+// other has too.
+func errOverlap(what string, addr net.Addr, other string) error {
+	return fmt.Errorf("proxy: %s: listen %s: %s listens there too, and clients would be spread over both", what, addr, other)
+}
 
 // listenConfig is the ListenConfig of every TCP listener: SO_REUSEPORT where
 // the system has it (reusePort).

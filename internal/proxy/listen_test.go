@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +142,62 @@ func TestListenNetwork(t *testing.T) {
 		if got := listenNetwork(tc.addr); got != tc.want {
 			t.Errorf("listenNetwork(%q) = %q; want %q", tc.addr, got, tc.want)
 		}
+	}
+}
+
+// TestListenersApart: two listeners of one proxy never share an address,
+// which SO_REUSEPORT would allow, the kernel spreading clients over both:
+// two pools on one address written two ways, a pool on a wildcard and one on
+// an address under it, a pool on the admin listener's address are refused,
+// at Start and at Reload (the old configuration serving on); a pool renamed
+// on its address, or two pools trading nothing, are not.
+func TestListenersApart(t *testing.T) {
+	s := memcachedtest.Start(t)
+	_, port, _ := net.SplitHostPort(testprog.FreeAddr(t))
+	_, port2, _ := net.SplitHostPort(testprog.FreeAddr(t))
+	pool := func(name, listen string) string {
+		return fmt.Sprintf("%s:\n  listen: %s\n  servers:\n   - %s:1\n", name, listen, s.Addr)
+	}
+	start := func(yaml, admin string) (*Proxy, error) {
+		p := &Proxy{Admin: admin, Logger: slog.New(slog.DiscardHandler)}
+		err := p.Start(parseConfig(t, yaml))
+		if err == nil {
+			t.Cleanup(func() { p.Close() })
+		}
+		return p, err
+	}
+	for _, tc := range []struct{ yaml, admin, want string }{
+		{pool("alpha", "127.0.0.1:"+port) + pool("beta", "localhost:"+port), "", `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
+		{pool("alpha", "0.0.0.0:"+port) + pool("beta", "127.0.0.1:"+port), "", `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
+		{pool("alpha", "127.0.0.1:"+port), "127.0.0.1:" + port, `proxy: admin listener: listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
+	} {
+		if _, err := start(tc.yaml, tc.admin); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Start of\n%s(admin %q): %v; want an error starting %q", tc.yaml, tc.admin, err, tc.want)
+		}
+		// Nothing was left listening.
+		if ln, err := net.Listen("tcp4", "127.0.0.1:"+port); err != nil {
+			t.Errorf("after a refused Start: %v", err)
+		} else {
+			ln.Close()
+		}
+	}
+
+	p, err := start(pool("alpha", "127.0.0.1:"+port), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Reload(parseConfig(t, pool("alpha", "127.0.0.1:"+port)+pool("beta", "0.0.0.0:"+port)))
+	if want := `proxy: pool "beta": listen 0.0.0.0:` + port + `: pool "alpha" listens there too`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Reload adding a pool on alpha's address: %v; want an error starting %q", err, want)
+	}
+	if got := dial(t, "127.0.0.1:"+port).mustDo("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Errorf("after the refused reload, alpha answers %q", got)
+	}
+	// Renamed on its address, and a second pool on another port: accepted.
+	if err := p.Reload(parseConfig(t, pool("gamma", "127.0.0.1:"+port)+pool("delta", "127.0.0.1:"+port2))); err != nil {
+		t.Errorf("Reload renaming alpha on its address: %v", err)
+	}
+	if p.Addr("gamma") == nil || p.Addr("alpha") != nil {
+		t.Errorf("after the rename: gamma at %v, alpha at %v; want gamma only", p.Addr("gamma"), p.Addr("alpha"))
 	}
 }

@@ -259,7 +259,14 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	f = p.withSources(f, opened)
 	for _, cfg := range f.Pools {
-		if _, err := p.startPool(f.Path, cfg, nil); err != nil {
+		pl, err := p.startPool(f.Path, cfg, nil)
+		if err == nil {
+			others := p.listeners(func(name string) bool { return name == cfg.Name })
+			if other := overlapping(pl.raw.Addr(), others); other != "" {
+				err = errOverlap(fmt.Sprintf("pool %q", cfg.Name), pl.raw.Addr(), other)
+			}
+		}
+		if err != nil {
 			closeSources(slices.Collect(maps.Values(opened)))
 			p.closeLocked()
 			return err
@@ -582,6 +589,36 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			}
 		}
 		moves, lns = append(moves, cfg), append(lns, ln)
+	}
+	// A new listener must not share its address with another of the
+	// process: the pools that keep theirs, the other new ones, the admin
+	// listener and the stats port. The pools that move or go do not count.
+	updated := map[string]bool{}
+	for _, cfg := range updates {
+		updated[cfg.Name] = true
+	}
+	others := p.listeners(func(name string) bool { return !updated[name] })
+	for i, ln := range lns {
+		if ln != nil {
+			others[fmt.Sprintf("pool %q", moves[i].Name)] = ln.Addr()
+		}
+	}
+	for i, ln := range lns {
+		if ln == nil {
+			continue
+		}
+		self := fmt.Sprintf("pool %q", moves[i].Name)
+		delete(others, self)
+		other := overlapping(ln.Addr(), others)
+		others[self] = ln.Addr()
+		if other != "" {
+			for _, ln := range lns {
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			return errOverlap(self, ln.Addr(), other)
+		}
 	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {

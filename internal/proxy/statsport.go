@@ -274,6 +274,10 @@ func (p *Proxy) startStats() error {
 	if err != nil {
 		return fmt.Errorf("proxy: stats port: %w", err)
 	}
+	if other := overlapping(ln.Addr(), p.listeners(nil)); other != "" {
+		ln.Close()
+		return errOverlap("stats port", ln.Addr(), other)
+	}
 	p.stats.ln = ln
 	p.wg.Add(1)
 	go p.serveStats(ln)
