@@ -395,7 +395,8 @@
 // server_retry_timeout (twemproxy)
 //
 //	How long, in milliseconds, an ejected server stays out of the
-//	distribution (see auto_eject_hosts).
+//	distribution (see auto_eject_hosts). chash proxy then probes it, every
+//	as long, and readmits it once it answers; 0 probes it every 100 ms.
 //	Default: 30000 (30s).
 //	Example:
 //		server_retry_timeout: 2000

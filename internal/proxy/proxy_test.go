@@ -670,6 +670,36 @@ func TestEjectErrors(t *testing.T) {
 	}
 }
 
+// TestRetryZero: with server_retry_timeout: 0, an ejected server is
+// readmitted as soon as it answers again (it stayed out 30 s).
+func TestRetryZero(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML("timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 0", servers...)
+	p := startProxy(t, yaml)
+	owner := ownerFunc(t, yaml)
+	key := "k"
+	for i := 0; owner(key) != servers[0].Addr; i++ {
+		key = fmt.Sprint("k", i)
+	}
+	servers[0].Stop()
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("get " + key + "\r\n") // fails and ejects
+	srv := p.pools["alpha"].state.Load().servers[servers[0].Addr]
+	if !srv.ejected.Load() {
+		t.Fatal("a stopped server was not ejected")
+	}
+	servers[0].Restart()
+	if !waitFor(3*time.Second, func() bool { return !srv.ejected.Load() }) {
+		t.Error("3 s after the server came back, with server_retry_timeout: 0, it is still ejected")
+	}
+	if got := c.mustDo("set " + key + " 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Errorf("set of its key after readmission: %q", got)
+	}
+	if got := dial(t, servers[0].Addr).mustDo("get " + key + "\r\n"); got != "VALUE "+key+" 0 1\r\nv\r\nEND\r\n" {
+		t.Errorf("the readmitted server has %q for its key; want the value set through the proxy", got)
+	}
+}
+
 // TestPoolEjectErrors checks eject_errors per pool: over the same servers, with
 // the proxy's default false, the keys of an ejected server answer errors in the
 // pool that sets it and move in the pool that does not, until a reload sets it
