@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -903,5 +904,49 @@ func TestUnixSockets(t *testing.T) {
 	direct := &conn{t: t, c: mc, br: bufio.NewReader(mc)}
 	if got := direct.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
 		t.Errorf("get from memcached's socket = %q", got)
+	}
+}
+
+// TestStaleUnixSocket: a pool's Unix socket left by a process that died (the
+// file is there, nothing listens) is replaced, as nutcracker replaces it; one
+// that another process serves is not, and the pool does not start.
+func TestStaleUnixSocket(t *testing.T) {
+	s := memcachedtest.Start(t)
+	path := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := "alpha:\n  listen: " + path + "\n  servers:\n   - " + s.Addr + ":1\n"
+	// Served: refused, and left as it is.
+	p := &Proxy{Logger: slog.New(slog.DiscardHandler)}
+	if err := p.Start(parseConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		p.Close()
+		t.Errorf("Start on a Unix socket another listener serves: %v; want address already in use", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err != nil {
+		t.Errorf("the other listener's socket after the refused Start: %v", err)
+	} else {
+		c.Close()
+	}
+	// Stale: the listener closed without removing its file.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	p = &Proxy{Logger: slog.New(slog.DiscardHandler)}
+	if err := p.Start(parseConfig(t, yaml)); err != nil {
+		t.Fatalf("Start on a stale Unix socket: %v", err)
+	}
+	defer p.Close()
+	nc, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &conn{t: t, c: nc, br: bufio.NewReader(nc)}
+	if got := c.mustDo("set u 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+		t.Errorf("set through the replaced socket = %q", got)
 	}
 }
