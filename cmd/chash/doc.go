@@ -395,7 +395,8 @@
 // server_retry_timeout (twemproxy)
 //
 //	How long, in milliseconds, an ejected server stays out of the
-//	distribution (see auto_eject_hosts).
+//	distribution (see auto_eject_hosts). chash proxy then probes it, every
+//	as long, and readmits it once it answers; 0 probes it every 100 ms.
 //	Default: 30000 (30s).
 //	Example:
 //		server_retry_timeout: 2000
@@ -865,7 +866,8 @@
 // On Linux 5.14 and later, sysctl net.ipv4.tcp_migrate_req=1 hands over even
 // a connection whose handshake ends in the instant the old listener closes.
 // Pools on Unix sockets cannot be shared so: the new process fails to listen
-// while the old one runs. Only processes of one user share an address, and a
+// while the old one runs (a socket file that nothing serves, left by a process
+// that died, is replaced, as nutcracker does). Only processes of one user share an address, and a
 // second proxy started by mistake on the same address serves alongside the
 // first rather than fail to start, as nutcracker would.
 //

@@ -360,7 +360,8 @@ reply sends the request again, as the proxy ran none it did not answer.
 On Linux 5.14 and later, sysctl net.ipv4.tcp_migrate_req=1 hands over even
 a connection whose handshake ends in the instant the old listener closes.
 Pools on Unix sockets cannot be shared so: the new process fails to listen
-while the old one runs. Only processes of one user share an address, and a
+while the old one runs (a socket file that nothing serves, left by a process
+that died, is replaced, as nutcracker does). Only processes of one user share an address, and a
 second proxy started by mistake on the same address serves alongside the
 first rather than fail to start, as nutcracker would.
 

@@ -255,7 +255,8 @@ var settings = []setting{
 		Key: Key{
 			Name: "server_retry_timeout", Origin: "twemproxy",
 			Default: "30000 (30s)",
-			Doc:     "How long, in milliseconds, an ejected server stays out of the distribution (see auto_eject_hosts).",
+			Doc: "How long, in milliseconds, an ejected server stays out of the distribution (see auto_eject_hosts). " +
+				"chash proxy then probes it, every as long, and readmits it once it answers; 0 probes it every 100 ms.",
 			Example: "server_retry_timeout: 2000",
 		},
 		parse: msSetting(func(p *Pool) *time.Duration { return &p.ServerRetryTimeout }),

@@ -40,6 +40,9 @@ func (s *server) fail(err error) {
 	}
 }
 
+// minRetry is the least time between two probes of an ejected server.
+const minRetry = 100 * time.Millisecond
+
 // probeLoop readmits an ejected server once it answers: every
 // server_retry_timeout it connects and sends the codec's probe (memcached's
 // version), and only a server that answers in time goes back into the ring.
@@ -48,10 +51,10 @@ func (s *server) probeLoop() {
 	defer s.probeRunning.Store(false)
 	for {
 		st := s.pool.state.Load()
-		retry := st.cfg.ServerRetryTimeout
-		if retry <= 0 {
-			retry = 30 * time.Second
-		}
+		// server_retry_timeout: 0 readmits a server as soon as it answers,
+		// as twemproxy's 0 does at the next request; probes stay
+		// minRetry apart, not to spin on a server that refuses at once.
+		retry := max(st.cfg.ServerRetryTimeout, minRetry)
 		if !sleep(s.ctx, retry) {
 			return
 		}

@@ -119,6 +119,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chash-dev/chash/internal/config"
@@ -481,6 +482,12 @@ func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 		ln, err = listenTCP(p.ctx, addr) // shared with a new process (listen.go)
 	} else {
 		ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
+		if errors.Is(err, syscall.EADDRINUSE) && staleSocket(addr) {
+			// Left by a process that died without removing it, as
+			// nutcracker removes it: nothing answers there.
+			os.Remove(addr)
+			ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
@@ -493,6 +500,21 @@ func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
 		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
 	}
 	return ln, nil
+}
+
+// staleSocket reports whether path is a Unix socket that no process listens
+// on: connecting to it is refused.
+func staleSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // Addr returns the address of the named pool's listener, or nil.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -670,6 +671,36 @@ func TestEjectErrors(t *testing.T) {
 	}
 }
 
+// TestRetryZero: with server_retry_timeout: 0, an ejected server is
+// readmitted as soon as it answers again (it stayed out 30 s).
+func TestRetryZero(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML("timeout: 200\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 0", servers...)
+	p := startProxy(t, yaml)
+	owner := ownerFunc(t, yaml)
+	key := "k"
+	for i := 0; owner(key) != servers[0].Addr; i++ {
+		key = fmt.Sprint("k", i)
+	}
+	servers[0].Stop()
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("get " + key + "\r\n") // fails and ejects
+	srv := p.pools["alpha"].state.Load().servers[servers[0].Addr]
+	if !srv.ejected.Load() {
+		t.Fatal("a stopped server was not ejected")
+	}
+	servers[0].Restart()
+	if !waitFor(3*time.Second, func() bool { return !srv.ejected.Load() }) {
+		t.Error("3 s after the server came back, with server_retry_timeout: 0, it is still ejected")
+	}
+	if got := c.mustDo("set " + key + " 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Errorf("set of its key after readmission: %q", got)
+	}
+	if got := dial(t, servers[0].Addr).mustDo("get " + key + "\r\n"); got != "VALUE "+key+" 0 1\r\nv\r\nEND\r\n" {
+		t.Errorf("the readmitted server has %q for its key; want the value set through the proxy", got)
+	}
+}
+
 // TestPoolEjectErrors checks eject_errors per pool: over the same servers, with
 // the proxy's default false, the keys of an ejected server answer errors in the
 // pool that sets it and move in the pool that does not, until a reload sets it
@@ -873,5 +904,49 @@ func TestUnixSockets(t *testing.T) {
 	direct := &conn{t: t, c: mc, br: bufio.NewReader(mc)}
 	if got := direct.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
 		t.Errorf("get from memcached's socket = %q", got)
+	}
+}
+
+// TestStaleUnixSocket: a pool's Unix socket left by a process that died (the
+// file is there, nothing listens) is replaced, as nutcracker replaces it; one
+// that another process serves is not, and the pool does not start.
+func TestStaleUnixSocket(t *testing.T) {
+	s := memcachedtest.Start(t)
+	path := filepath.Join(t.TempDir(), "p.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := "alpha:\n  listen: " + path + "\n  servers:\n   - " + s.Addr + ":1\n"
+	// Served: refused, and left as it is.
+	p := &Proxy{Logger: slog.New(slog.DiscardHandler)}
+	if err := p.Start(parseConfig(t, yaml)); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		p.Close()
+		t.Errorf("Start on a Unix socket another listener serves: %v; want address already in use", err)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err != nil {
+		t.Errorf("the other listener's socket after the refused Start: %v", err)
+	} else {
+		c.Close()
+	}
+	// Stale: the listener closed without removing its file.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	p = &Proxy{Logger: slog.New(slog.DiscardHandler)}
+	if err := p.Start(parseConfig(t, yaml)); err != nil {
+		t.Fatalf("Start on a stale Unix socket: %v", err)
+	}
+	defer p.Close()
+	nc, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &conn{t: t, c: nc, br: bufio.NewReader(nc)}
+	if got := c.mustDo("set u 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+		t.Errorf("set through the replaced socket = %q", got)
 	}
 }
