@@ -543,6 +543,9 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if f.procs < 0 {
 		return c.UsageError(env.Stderr, "--procs %d: want 0 (adapt to the load) or more", f.procs)
 	}
+	if f.idle < 0 {
+		return c.UsageError(env.Stderr, "--idle-timeout %v: want 0 (idle clients stay) or a positive duration", f.idle)
+	}
 	if f.srcTimeout <= 0 {
 		return c.UsageError(env.Stderr, "--source-timeout %v: want a positive duration", f.srcTimeout)
 	}

@@ -47,6 +47,7 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
 		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
 		{[]string{"--config", good, "--max-bulk", "0"}, 2, "", "--max-bulk 0: want positive numbers of bytes"},
+		{[]string{"--config", good, "--idle-timeout", "-1s"}, 2, "", "--idle-timeout -1s: want 0 (idle clients stay) or a positive duration"},
 		// nutcracker's flags, as its init scripts use them
 		{[]string{"-t", "-c", good}, 0, "syntax is ok", ""},
 		{[]string{"-tc", good}, 0, "syntax is ok", ""},
