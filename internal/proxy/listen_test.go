@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,16 @@ func TestListenersApart(t *testing.T) {
 	}
 	if got := dial(t, "127.0.0.1:"+port).mustDo("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
 		t.Errorf("after the refused reload, alpha answers %q", got)
+	}
+	// A new pool on the address of one that restarts there (new TLS files):
+	// refused.
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	tlsAlpha := strings.Replace(pool("alpha", "127.0.0.1:"+port), "  servers:", "  tls_cert_file: "+certFile+"\n  tls_key_file: "+keyFile+"\n  servers:", 1)
+	err = p.Reload(parseConfig(t, tlsAlpha+pool("beta", "localhost:"+port)))
+	if want := `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Reload adding a pool on the address alpha restarts on: %v; want an error starting %q", err, want)
 	}
 	// Renamed on its address, and a second pool on another port: accepted.
 	if err := p.Reload(parseConfig(t, pool("gamma", "127.0.0.1:"+port)+pool("delta", "127.0.0.1:"+port2))); err != nil {

@@ -613,13 +613,20 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		moves, lns = append(moves, cfg), append(lns, ln)
 	}
 	// A new listener must not share its address with another of the
-	// process: the pools that keep theirs, the other new ones, the admin
-	// listener and the stats port. The pools that move or go do not count.
-	updated := map[string]bool{}
+	// process: the pools that keep theirs, the other new ones, those that
+	// restart on the address they have (new TLS files, a new protocol), the
+	// admin listener and the stats port. The pools that move or go do not
+	// count.
+	stay := map[string]bool{}
 	for _, cfg := range updates {
-		updated[cfg.Name] = true
+		stay[cfg.Name] = true
 	}
-	others := p.listeners(func(name string) bool { return !updated[name] })
+	for i, cfg := range moves {
+		if lns[i] == nil {
+			stay[cfg.Name] = true // restarts where it listens
+		}
+	}
+	others := p.listeners(func(name string) bool { return !stay[name] })
 	for i, ln := range lns {
 		if ln != nil {
 			others[fmt.Sprintf("pool %q", moves[i].Name)] = ln.Addr()
