@@ -99,8 +99,8 @@ func newServer(pl *pool, s config.Server, nconns int) *server {
 }
 
 // same reports whether s and o are the same server process: one address. A
-// server that leaves a pool and comes back, or comes back with another weight
-// or name, is a new *server for the same process, and a warm-up window still
+// server that leaves a pool and comes back, or comes back with another name,
+// is a new *server for the same process, and a warm-up window still
 // holds the old one: to the window it must not look like another server that
 // held the key before (warmup.go).
 func (s *server) same(o *server) bool {

@@ -158,8 +158,8 @@ func (w *window) appendStale(dst []*server, key []byte, keep []*server) []*serve
 
 // storeLocked makes st the pool's state, replacing cur; pl.mu is held. If the
 // pool has warmup (or length is set, for a drain) and the change moved keys
-// (the servers that own keys changed, or readmitted is a server a pool with
-// replicas readmitted), it opens a warm-up window over cur's routing, closed
+// (the servers that own keys changed, their weights or the hash, or readmitted
+// is a server a pool with replicas readmitted), it opens a warm-up window over cur's routing, closed
 // by a timer. why names the change, for the log.
 func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, length time.Duration) {
 	if length <= 0 {
@@ -168,7 +168,10 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 	now := time.Now()
 	st.warm = cur.warm.open(now) // kept, unless a new window chains to it
 	if length > 0 && cur.router != nil && st.router != nil && !cur.dist.Random && pl.codecOf() != nil {
-		if !slices.Equal(cur.live, st.live) || readmitted != nil && st.replicas > 1 {
+		// The ring changed: other servers, or the same with other weights
+		// or another hash (servers kept across a reload, so the lists alone
+		// look the same), which the fingerprint tells.
+		if !slices.Equal(cur.live, st.live) || cur.fingerprint != st.fingerprint || readmitted != nil && st.replicas > 1 {
 			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
 				until: now.Add(length), older: cur.warm.chained(now)}
 			if slices.Equal(cur.live, st.live) {

@@ -315,6 +315,31 @@ func TestWarmupUpdateServers(t *testing.T) {
 	}
 }
 
+// TestWarmupReweight: a reload that changes only a server's weight keeps
+// the server (its connections and counters) and moves keys all the same:
+// it opens a warm-up window, and every key set before reads back at once.
+func TestWarmupReweight(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	lines := func(w int) []string { return []string{servers[0].Addr + ":1 s0", fmt.Sprintf("%s:%d s1", servers[1].Addr, w)} }
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p := startProxy(t, poolOf(opts, lines(1)))
+	keys := testKeys("weight:", 2000)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	f := parseConfig(t, poolOf(opts, lines(5)))
+	f.Pools[0].Listen = p.Addr("alpha").String()
+	if err := p.Reload(f); err != nil {
+		t.Fatal(err)
+	}
+	pl := p.pools["alpha"]
+	if n := pl.stats.windows.Load(); n != 1 {
+		t.Errorf("after s1's weight went from 1 to 5: %d warm-up windows; want 1", n)
+	}
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("after s1's weight went from 1 to 5, %d of %d gets hit; want all", len(got), len(keys))
+	}
+}
+
 // TestWarmupRejoin: a server that leaves and comes back while the window of
 // its leaving is open (a restarted registration, a lease that lapsed, a
 // reload that removes and adds it) is the same memcached as the one that
