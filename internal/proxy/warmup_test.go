@@ -320,7 +320,9 @@ func TestWarmupUpdateServers(t *testing.T) {
 // it opens a warm-up window, and every key set before reads back at once.
 func TestWarmupReweight(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
-	lines := func(w int) []string { return []string{servers[0].Addr + ":1 s0", fmt.Sprintf("%s:%d s1", servers[1].Addr, w)} }
+	lines := func(w int) []string {
+		return []string{servers[0].Addr + ":1 s0", fmt.Sprintf("%s:%d s1", servers[1].Addr, w)}
+	}
 	const opts = "timeout: 1000\nwarmup: 60000"
 	p := startProxy(t, poolOf(opts, lines(1)))
 	keys := testKeys("weight:", 2000)
