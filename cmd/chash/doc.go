@@ -927,10 +927,10 @@
 // --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
 // (append the log to a file, which SIGHUP opens again, as nutcracker's does,
 // so that logrotate's create and copytruncate both work),
-// -p/--pid-file (opened before the listeners, so that a file that cannot be
-// written stops the proxy before it serves; written once serving; removed at
-// exit unless another process wrote its id there since, as the new process of
-// a restart does), -v/--verbose N
+// -p/--pid-file (checked before the listeners open, so that a file that cannot
+// be written stops the proxy before it serves; written once serving, as a new
+// file renamed over it; removed at exit unless another process wrote its id
+// there since, as the new process of a restart does), -v/--verbose N
 // (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 // log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
 // -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its

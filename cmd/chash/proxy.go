@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -421,10 +422,10 @@ nutcracker's; the embedded default is chash proxy's alone): -c/--conf-file is
 --config, -t/--test-conf, -s/--stats-port, -a/--stats-addr, -o/--output
 (append the log to a file, which SIGHUP opens again, as nutcracker's does,
 so that logrotate's create and copytruncate both work),
--p/--pid-file (opened before the listeners, so that a file that cannot be
-written stops the proxy before it serves; written once serving; removed at
-exit unless another process wrote its id there since, as the new process of
-a restart does), -v/--verbose N
+-p/--pid-file (checked before the listeners open, so that a file that cannot
+be written stops the proxy before it serves; written once serving, as a new
+file renamed over it; removed at exit unless another process wrote its id
+there since, as the new process of a restart does), -v/--verbose N
 (nutcracker's levels: 0 to 3 errors only, 4 warnings, 5 and 6 chash's usual
 log, 7 to 11 debug messages too; -v alone is 7), -D/--describe-stats,
 -V/--version and -h/--help; getopt's forms too (-v6, -tc FILE). Its
@@ -740,15 +741,15 @@ func embeddedDefault() (*config.File, []*memstore.Store, error) {
 	return &config.File{Path: "(embedded default)", Pools: []*config.Pool{pool}}, stores, nil
 }
 
-// pidFile is --pid-file: opened (created if absent) before the proxy listens,
-// written once it serves, removed at exit if it still holds this process's id.
+// pidFile is --pid-file: checked writable before the proxy listens, written
+// once it serves, removed at exit if it still holds this process's id.
 type pidFile struct {
 	path    string
-	f       *os.File
-	created bool // the file did not exist before: removed if never written
 	written bool
 }
 
+// openPidFile checks that path can be written, as the proxy will write it,
+// leaving no file behind that was not there.
 func openPidFile(path string) (*pidFile, error) {
 	_, err := os.Stat(path)
 	created := errors.Is(err, fs.ErrNotExist)
@@ -756,36 +757,46 @@ func openPidFile(path string) (*pidFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pidFile{path: path, f: f, created: created}, nil
+	f.Close()
+	if created {
+		os.Remove(path)
+	}
+	return &pidFile{path: path}, nil
 }
 
-// write replaces the file's content with the process id.
+// write puts the process id in the file: in a new file renamed over the path,
+// so that it never lands in a file another process removes meanwhile (the old
+// process of a restart, exiting), or in place where the directory takes no
+// new file.
 func (p *pidFile) write() error {
-	err := p.f.Truncate(0)
+	data := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	tmp, err := os.CreateTemp(filepath.Dir(p.path), "."+filepath.Base(p.path)+".*")
 	if err == nil {
-		_, err = p.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, err = tmp.Write(data)
+		if err2 := tmp.Close(); err == nil {
+			err = err2
+		}
+		if err == nil {
+			err = os.Chmod(tmp.Name(), 0o644)
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), p.path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	} else {
+		err = os.WriteFile(p.path, data, 0o644)
 	}
-	if err2 := p.f.Close(); err == nil {
-		err = err2
-	}
-	p.f = nil
 	p.written = err == nil
 	return err
 }
 
-// remove removes the file if it holds this process's id, or if this process
-// created it and never wrote it: in a restart, the new process has written
-// its own id over the old one's, and the old one, exiting, leaves it.
+// remove removes the file if it holds this process's id: in a restart, the
+// new process has written its own id over the old one's, and the old one,
+// exiting, leaves it.
 func (p *pidFile) remove() {
-	if p.f != nil {
-		p.f.Close()
-	}
 	if !p.written {
-		if p.created {
-			if fi, err := os.Stat(p.path); err == nil && fi.Size() == 0 {
-				os.Remove(p.path)
-			}
-		}
 		return
 	}
 	if b, err := os.ReadFile(p.path); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {

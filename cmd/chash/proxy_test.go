@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,22 +178,42 @@ func TestPidFileFirst(t *testing.T) {
 	if b, err := os.ReadFile(other); string(b) != "4194305\n" {
 		t.Errorf("pid file another process wrote, after remove: %q, %v; want it kept", b, err)
 	}
-	// Opened and never written (the proxy failed to start): a file it
-	// created goes, another's stays as it was.
-	pf, err := openPidFile(mine)
+	// Checked and never written (the proxy failed to start): no file is
+	// left where there was none, another's stays as it was.
+	if _, err := openPidFile(mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+		t.Errorf("pid file checked and never written: %v; want none", err)
+	}
+	if pf, err := openPidFile(other); err != nil {
+		t.Fatal(err)
+	} else {
+		pf.remove()
+	}
+	if b, err := os.ReadFile(other); string(b) != "4194305\n" {
+		t.Errorf("another's pid file, checked and never written, after remove: %q, %v; want it kept", b, err)
+	}
+	// A restart whose old process exits, removing the file it wrote, after
+	// the new one checked it and before it writes: the new id is written.
+	old, err := openPidFile(mine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf.remove()
-	if _, err := os.Stat(mine); !os.IsNotExist(err) {
-		t.Errorf("pid file created and never written, after remove: %v; want it gone", err)
-	}
-	if pf, err = openPidFile(other); err != nil {
+	old.write()
+	next, err := openPidFile(mine)
+	if err != nil {
 		t.Fatal(err)
 	}
-	pf.remove()
-	if b, err := os.ReadFile(other); string(b) != "4194305\n" {
-		t.Errorf("another's pid file, opened and never written, after remove: %q, %v; want it kept", b, err)
+	old.remove()
+	if err := next.write(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(mine); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("pid file written after the old process removed its own: %q, %v; want this process's id", b, err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %q", tmp)
 	}
 }
 
