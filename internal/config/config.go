@@ -261,14 +261,14 @@ func (p *Pool) ErrorAt(key string, err error) error {
 	return &Error{File: p.file, Line: p.line(key), Pool: p.Name, Err: err}
 }
 
-// line returns the line of key's value in the pool, or the pool's line if the
-// pool does not set key.
 // Has reports whether the pool's block in the file sets key.
 func (p *Pool) Has(key string) bool {
 	_, ok := p.lines[key]
 	return ok
 }
 
+// line returns the line of key's value in the pool, or the pool's line if the
+// pool does not set key.
 func (p *Pool) line(key string) int {
 	if l, ok := p.lines[key]; ok {
 		return l

@@ -38,14 +38,27 @@ import (
 // connections (listenerOverlaps).
 
 // overlaps reports whether TCP listeners on a and b share connections: the
-// same port, and the same address or either a wildcard.
+// same port, and the same address or either a wildcard that takes the
+// other's: 0.0.0.0 every IPv4 address (its listener is IPv4's alone, see
+// listenNetwork), [::] every address.
 func overlaps(a, b net.Addr) bool {
 	ta, ok1 := a.(*net.TCPAddr)
 	tb, ok2 := b.(*net.TCPAddr)
 	if !ok1 || !ok2 || ta.Port != tb.Port {
 		return false
 	}
-	return ta.IP.Equal(tb.IP) || ta.IP.IsUnspecified() || tb.IP.IsUnspecified()
+	return ta.IP.Equal(tb.IP) || takes(ta.IP, tb.IP) || takes(tb.IP, ta.IP)
+}
+
+// takes reports whether a wildcard address w takes the clients of ip.
+func takes(w, ip net.IP) bool {
+	switch {
+	case w.Equal(net.IPv4zero):
+		return ip.To4() != nil
+	case w.Equal(net.IPv6unspecified) && w.To4() == nil:
+		return true
+	}
+	return false
 }
 
 // overlapping returns the name of the listener of others whose address

@@ -212,3 +212,35 @@ func TestListenersApart(t *testing.T) {
 		t.Errorf("after the rename: gamma at %v, alpha at %v; want gamma only", p.Addr("gamma"), p.Addr("alpha"))
 	}
 }
+
+// TestOverlaps: which listener addresses share clients.
+func TestOverlaps(t *testing.T) {
+	tcp := func(s string) net.Addr {
+		a, err := net.ResolveTCPAddr("tcp", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"127.0.0.1:1", "127.0.0.1:1", true},
+		{"127.0.0.1:1", "127.0.0.1:2", false},
+		{"127.0.0.1:1", "127.0.0.2:1", false},
+		{"0.0.0.0:1", "127.0.0.1:1", true},
+		{"0.0.0.0:1", "[::1]:1", false}, // 0.0.0.0 listens on IPv4 alone
+		{"[::]:1", "127.0.0.1:1", true},
+		{"[::]:1", "[::1]:1", true},
+		{"[::1]:1", "127.0.0.1:1", false},
+		{"[::ffff:127.0.0.1]:1", "127.0.0.1:1", true},
+	} {
+		if got := overlaps(tcp(tc.a), tcp(tc.b)); got != tc.want {
+			t.Errorf("overlaps(%s, %s) = %v; want %v", tc.a, tc.b, got, tc.want)
+		}
+		if got := overlaps(tcp(tc.b), tcp(tc.a)); got != tc.want {
+			t.Errorf("overlaps(%s, %s) = %v; want %v", tc.b, tc.a, got, tc.want)
+		}
+	}
+}

@@ -37,6 +37,7 @@ type poolStats struct {
 // serverStats are a server's counters, named as in nutcracker's stats.
 type serverStats struct {
 	eof           atomic.Uint64
+	eofFailed     atomic.Uint64 // ends of stream that failed requests
 	errors        atomic.Uint64
 	timedout      atomic.Uint64
 	connections   atomic.Int64
@@ -205,9 +206,10 @@ var (
 	descFragments   = prometheus.NewDesc("chash_proxy_fragments_total", "Per-server requests of gets split over servers.", []string{"pool"}, nil)
 	descEjects      = prometheus.NewDesc("chash_proxy_ejections_total", "Server ejections.", []string{"pool"}, nil)
 	descSrvReqs     = prometheus.NewDesc("chash_proxy_server_requests_total", "Requests sent to the server.", []string{"pool", "server"}, nil)
-	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server, other than timeouts (chash_proxy_server_timeouts_total) and the server closing the connection (server_eof on the stats port).", []string{"pool", "server"}, nil)
+	descSrvErrs     = prometheus.NewDesc("chash_proxy_server_errors_total", "Failed connections and exchanges with the server, other than timeouts (chash_proxy_server_timeouts_total) and the server closing the connection (chash_proxy_server_eof_total).", []string{"pool", "server"}, nil)
 	descSrvBadReply = prometheus.NewDesc("chash_proxy_server_protocol_errors_total", "Replies of the server out of the protocol's grammar; each reset its connection and failed the requests waiting on it.", []string{"pool", "server"}, nil)
 	descSrvTimeouts = prometheus.NewDesc("chash_proxy_server_timeouts_total", "Requests to the server that timed out.", []string{"pool", "server"}, nil)
+	descSrvEOF      = prometheus.NewDesc("chash_proxy_server_eof_total", "Connections the server closed, idle ones included (nutcracker's server_eof).", []string{"pool", "server"}, nil)
 	descSrvConns    = prometheus.NewDesc("chash_proxy_server_connections", "Open connections to the server.", []string{"pool", "server"}, nil)
 	descSrvEjected  = prometheus.NewDesc("chash_proxy_server_ejected", "1 if the server is ejected.", []string{"pool", "server"}, nil)
 	descMemHeld     = prometheus.NewDesc("chash_proxy_memory_held_bytes", "Bytes of requests and replies in flight (see --max-memory).", nil, nil)
@@ -255,7 +257,7 @@ func buildInfo() prometheus.Collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
-		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
+		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvEOF, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
 		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
 		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained, descRefused,
 		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
@@ -313,6 +315,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descSrvReqs, s.stats.requests.Load(), pl.name, s.name)
 			count(descSrvErrs, s.stats.errors.Load(), pl.name, s.name)
 			count(descSrvTimeouts, s.stats.timedout.Load(), pl.name, s.name)
+			count(descSrvEOF, s.stats.eof.Load(), pl.name, s.name)
 			count(descSrvBadReply, s.stats.badReplies.Load(), pl.name, s.name)
 			count(descSrvEjects, s.stats.ejects.Load(), pl.name, s.name)
 			count(descSrvHits, s.stats.hits.Load(), pl.name, s.name)

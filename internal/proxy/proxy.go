@@ -279,17 +279,21 @@ func (p *Proxy) Start(f *config.File) error {
 		defer p.wg.Done()
 		trimMemory(p.ctx, p.log)
 	}()
-	if p.Admin != "" {
-		if err := p.startAdmin(); err != nil {
+	// The admin listener opens last: its "admin listening" line tells a
+	// restart that every listener is open (chash help proxy).
+	if p.StatsAddr != "" {
+		if err := p.startStats(); err != nil {
 			retired := p.takeSources()
 			p.closeLocked()
 			closeSources(retired)
 			return err
 		}
 	}
-	if p.StatsAddr != "" {
-		if err := p.startStats(); err != nil {
+	if p.Admin != "" {
+		if err := p.startAdmin(); err != nil {
+			retired := p.takeSources()
 			p.closeLocked()
+			closeSources(retired)
 			return err
 		}
 	}

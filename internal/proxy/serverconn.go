@@ -528,6 +528,9 @@ func (c *serverConn) readFailed(ss *session, err error) {
 	if len(calls) == 0 && !bad {
 		return // closed while idle: nothing failed
 	}
+	if errors.Is(err, io.EOF) {
+		c.srv.stats.eofFailed.Add(1)
+	}
 	cause := err
 	switch {
 	case isTimeout(err):

@@ -619,7 +619,7 @@ func TestServerFailuresCountOnce(t *testing.T) {
 	}()
 	yaml := poolOf("timeout: 300", []string{frozen.Addr + ":1 frozen", dead + ":1 dead", closer.Addr().String() + ":1 closer"})
 	owner := ownerFunc(t, yaml)
-	p := startProxy(t, yaml, func(p *Proxy) { p.StatsAddr = "127.0.0.1:0" })
+	p := startProxy(t, yaml, func(p *Proxy) { p.StatsAddr, p.Admin = "127.0.0.1:0", "127.0.0.1:0" })
 	frozen.Freeze()
 	defer frozen.Thaw()
 	c := dial(t, p.Addr("alpha").String())
@@ -638,6 +638,22 @@ func TestServerFailuresCountOnce(t *testing.T) {
 		got := [3]int64{s.num(t, "server_timedout"), s.num(t, "server_eof"), s.num(t, "server_err")}
 		if got != want {
 			t.Errorf("server %s: server_timedout, server_eof, server_err = %v; want %v", name, got, want)
+		}
+	}
+	// /metrics has the three; the status page counts each failure once.
+	metrics := adminGet(t, p, "/metrics")
+	for _, want := range []string{
+		`chash_proxy_server_timeouts_total{pool="alpha",server="frozen"} 1`,
+		`chash_proxy_server_eof_total{pool="alpha",server="closer"} 1`,
+		`chash_proxy_server_errors_total{pool="alpha",server="dead"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	for _, s := range p.status(time.Now()).Pools[0].Servers {
+		if s.Errors != 1 {
+			t.Errorf("status page: server %s has %d errors; want 1", s.Name, s.Errors)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (r *statusRates) rates(s *server, now time.Time) (req, errs float64) {
 	if r.last == nil {
 		r.last = map[*server]rateSample{}
 	}
-	cur := rateSample{at: now, requests: s.stats.requests.Load(), errs: s.stats.errors.Load() + s.stats.timedout.Load(), reqRate: -1, errRate: -1}
+	cur := rateSample{at: now, requests: s.stats.requests.Load(), errs: s.stats.errors.Load() + s.stats.timedout.Load() + s.stats.eofFailed.Load(), reqRate: -1, errRate: -1}
 	prev, ok := r.last[s]
 	if ok && now.Sub(prev.at) < time.Second {
 		return prev.reqRate, prev.errRate // viewed again at once: keep the last figures
@@ -224,7 +224,7 @@ func (p *Proxy) status(now time.Time) *statusPage {
 			ss := statusServer{
 				Name: s.name, Addr: s.addr, Color: cssColor(i),
 				Ejected: s.ejected.Load(), Down: s.down.Load(), Share: shares[s.name],
-				Requests: s.stats.requests.Load(), Errors: s.stats.errors.Load() + s.stats.timedout.Load(),
+				Requests: s.stats.requests.Load(), Errors: s.stats.errors.Load() + s.stats.timedout.Load() + s.stats.eofFailed.Load(),
 				Hits: s.stats.hits.Load(), Misses: s.stats.misses.Load(), Connections: s.stats.connections.Load(),
 			}
 			if at := s.ejectedAt.Load(); at != 0 {
