@@ -741,7 +741,7 @@
 // SELECT, HELLO), noauth, wrongpass, unsupported_database (SELECT of another
 // than 0), unsupported_protocol (HELLO 3) and script_without_keys; either's
 // keys_on_different_servers is a request whose keys must be together and are
-// not. A Redis refusal's log line quotes the command's name and its number of
+// not, and slow_reader a client closed under --max-memory (below). A Redis refusal's log line quotes the command's name and its number of
 // arguments, never the arguments. The lines are warnings but for
 // unsupported_protocol's, at Info: go-redis offers RESP3 on each new
 // connection and goes on in RESP2 when refused.
@@ -878,7 +878,11 @@
 // hold ever more. Replies to requests already sent may take it past the bound
 // (at most 256 requests per client are in flight), and so may the one request
 // each client is reading, counted once read whole (up to --max-value or
-// --max-bulk). An idle client holds no buffer.
+// --max-bulk). While past it, a client that takes more than 5 s to take a
+// write of its replies (64 KiB, or one larger reply) is closed, as Redis
+// closes one past its output buffer limit: the clients that wait must not wait
+// on one that does not read (class slow_reader below). An idle client holds
+// no buffer.
 //
 // --procs sets how many threads run Go code. By default (0) it adapts to the
 // load: one thread while the proxy uses less than most of a core, where

@@ -40,6 +40,7 @@ type client struct {
 	werr    error // why a write failed: nothing more is written
 	broken  bool  // the connection failed or is closing: read no more
 	idle    bool  // a read deadline for the idle timeout is set
+	wdl     bool  // a write deadline for a slow reader is set (write)
 	barrier bool  // a request must be answered before the next is read
 }
 
@@ -98,6 +99,11 @@ func (s *clientSource) Read(p []byte) (int, error) {
 				return n, err
 			}
 			s.c.flush()
+			if s.c.broken {
+				// The replies could not be written (a slow reader
+				// past the memory budget, a client gone): read no more.
+				return 0, s.c.werr
+			}
 		}
 	}
 	n, err := s.rw.Read(p)
@@ -380,12 +386,68 @@ func (c *client) flush() {
 	}
 }
 
-// write writes replies to the client, unless a write failed before.
+// slowReader bounds how long a write of replies may take while the proxy
+// holds more than its memory budget: the other clients wait for the bytes a
+// client that does not read its replies holds (memory.wait), so such a
+// client is closed, as Redis closes one past its output buffer limit.
+const slowReader = 5 * time.Second
+
+// nowWriter is a writer that can write what the socket takes without
+// waiting: rawIO.
+type nowWriter interface {
+	writeNow(p []byte) (int, error)
+}
+
+// write writes replies to the client. If the client has not read enough for
+// them to fit, it waits for as long as the proxy holds no more than its
+// memory budget, and past it for slowReader of a write, then closes the
+// client (slowReader).
 func (c *client) write(b []byte) {
-	n, err := c.rw.Write(b)
+	w, ok := c.rw.(nowWriter)
+	if !ok {
+		// TLS: a write that timed out cannot go on, so the deadline is
+		// set only for a write that begins past the budget.
+		switch {
+		case c.pool.proxy.mem.over():
+			c.conn.SetWriteDeadline(time.Now().Add(slowReader))
+			c.wdl = true
+		case c.wdl:
+			c.conn.SetWriteDeadline(time.Time{})
+			c.wdl = false
+		}
+		n, err := c.rw.Write(b)
+		c.wrote(n, err)
+		return
+	}
+	n, err := w.writeNow(b)
+	c.wrote(n, err)
+	if err != nil || n == len(b) {
+		return
+	}
+	b = b[n:]
+	for {
+		c.conn.SetWriteDeadline(time.Now().Add(slowReader))
+		n, err := c.rw.Write(b)
+		b = b[n:]
+		if err != nil && isTimeout(err) && !c.pool.proxy.mem.over() {
+			c.wrote(n, nil)
+			continue // within the budget, a client may read slowly
+		}
+		c.wrote(n, err)
+		break
+	}
+	c.conn.SetWriteDeadline(time.Time{}) // writeNow would fail at once
+}
+
+// wrote counts n bytes written to the client, and the error of the write.
+func (c *client) wrote(n int, err error) {
 	c.pool.stats.bytesOut.Add(uint64(n))
-	if err != nil {
-		c.werr = err
+	if err == nil {
+		return
+	}
+	c.werr = err
+	if isTimeout(err) {
+		c.pool.refused.add(c.pool.proxy.log, c.pool.name, refusedSlowReader, nil, c.conn.RemoteAddr().String())
 	}
 }
 

@@ -25,6 +25,7 @@ type rawIO struct {
 
 	readFn  func(fd uintptr) bool
 	nowFn   func(fd uintptr) bool // readNow's
+	wnowFn  func(fd uintptr) bool // writeNow's
 	rbuf    []byte
 	rn      uintptr
 	rerrno  syscall.Errno
@@ -57,7 +58,7 @@ func socketIO(conn net.Conn) io.ReadWriter {
 		return conn
 	}
 	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn, r.nowFn = r.tryRead, r.tryWrite, r.readOnce
+	r.readFn, r.writeFn, r.nowFn, r.wnowFn = r.tryRead, r.tryWrite, r.readOnce, r.writeOnce
 	return r
 }
 
@@ -131,6 +132,28 @@ func (r *rawIO) Write(p []byte) (int, error) {
 		return done, &net.OpError{Op: "write", Net: "raw", Err: errno}
 	}
 	return done, nil
+}
+
+// writeNow writes what the socket takes of p without waiting, and returns the
+// bytes written; the error is that of a write that failed.
+func (r *rawIO) writeNow(p []byte) (int, error) {
+	r.wbuf, r.wdone, r.werrno = p, 0, 0
+	err := r.rc.Write(r.wnowFn)
+	r.wbuf = nil
+	switch {
+	case err != nil:
+		return r.wdone, err
+	case r.werrno != 0:
+		return r.wdone, &net.OpError{Op: "write", Net: "raw", Err: r.werrno}
+	}
+	return r.wdone, nil
+}
+
+// writeOnce is writeNow's write function: it writes until the socket takes
+// no more, and does not wait.
+func (r *rawIO) writeOnce(fd uintptr) bool {
+	r.tryWrite(fd)
+	return true
 }
 
 // tryWrite writes what is left of wbuf; it returns false to wait until the

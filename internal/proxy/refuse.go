@@ -14,6 +14,11 @@ import (
 // interval, with the number refused since the last line, not one a request.
 const refusalLogEvery = time.Minute
 
+// refusedSlowReader is the class of a client closed for not reading its
+// replies while the proxy held more than its memory budget (client.write),
+// in both protocols: slow_reader.
+const refusedSlowReader = "slow reader"
+
 // refuser is a request that can say why the proxy refused it (a codec's
 // request answered locally with an error): the class of the refusal, and
 // what the log quotes of the offending request. A class is a few words of
