@@ -334,7 +334,7 @@ func selectCommand(req *redisRequest) {
 	case n < 0:
 		req.refuse(refusedArgument, resp.ReplyDBRange)
 	case n > 0:
-		req.refuse(refusedDB, resp.UnsupportedError(req.cmd).Reply)
+		req.refuse(refusedDB, "ERR database "+string(arg)+" is not served by the proxy (only 0)")
 	default:
 		req.local = resp.AppendSimple(req.local, "OK")
 	}

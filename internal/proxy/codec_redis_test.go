@@ -73,7 +73,7 @@ func TestRedisCodecRead(t *testing.T) {
 		{in: "ECHO hi\r\n", act: local, local: "$2\r\nhi\r\n"},
 		{in: "QUIT\r\n", act: closeAfter, local: "+OK\r\n"},
 		{in: "SELECT 0\r\n", act: local, local: "+OK\r\n"},
-		{in: "SELECT 1\r\n", act: local, local: "-ERR command 'select' is not supported by the proxy\r\n"},
+		{in: "SELECT 1\r\n", act: local, local: "-ERR database 1 is not served by the proxy (only 0)\r\n"},
 		{in: "SELECT 00\r\n", act: local, local: "-" + resp.ReplyNotInteger + "\r\n"},
 		{in: "SELECT -1\r\n", act: local, local: "-" + resp.ReplyDBRange + "\r\n"},
 		{in: "EVAL s 0\r\n", act: local, local: "-ERR 'eval' without keys cannot be routed\r\n"},

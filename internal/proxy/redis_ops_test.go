@@ -41,7 +41,7 @@ func TestRedisAuthAndDB(t *testing.T) {
 		{[]string{"MSET", "a", "1", "b", "2", "c", "3"}, "+OK\r\n"},
 		{[]string{"GET", "k"}, "$1\r\nv\r\n"},
 		{[]string{"SELECT", "0"}, "+OK\r\n"},
-		{[]string{"SELECT", "3"}, "-ERR command 'select' is not supported by the proxy\r\n"},
+		{[]string{"SELECT", "3"}, "-ERR database 3 is not served by the proxy (only 0)\r\n"},
 		// MOVE and COPY's DB name databases as clients see them: 0 is
 		// redis_db, another is not served.
 		{[]string{"SET", "{k}1", "v"}, "+OK\r\n"},

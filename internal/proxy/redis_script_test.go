@@ -42,7 +42,7 @@ var redisScript = []redisCase{
 	{req: "PING hello", nc: ncCloses},
 	{req: "ECHO hi", nc: ncCloses},
 	{req: "SELECT 0", nc: ncCloses},
-	{req: "SELECT 1", proxy: unsupported("select"), nc: ncCloses},
+	{req: "SELECT 1", proxy: "-ERR database 1 is not served by the proxy (only 0)\r\n", nc: ncCloses},
 	{req: "SELECT x", nc: ncCloses},
 	{req: "SELECT -1", nc: ncCloses},
 	{req: "SELECT 4294967296", nc: ncCloses},

@@ -75,7 +75,7 @@ func TestRedisRefusals(t *testing.T) {
 		{"invalid_argument", authed, redistest.Request("SELECT", "x"), "-ERR value is not an integer"},
 		{"noauth", stranger, redistest.Request("GET", a), "-NOAUTH Authentication required."},
 		{"wrongpass", authed, redistest.Request("AUTH", "hunter2"), "-WRONGPASS"},
-		{"unsupported_database", authed, redistest.Request("SELECT", "1"), "-ERR command 'select' is not supported by the proxy"},
+		{"unsupported_database", authed, redistest.Request("SELECT", "1"), "-ERR database 1 is not served by the proxy (only 0)"},
 		{"unsupported_protocol", authed, redistest.Request("HELLO", "3"), "-NOPROTO"},
 		{"script_without_keys", authed, redistest.Request("EVAL", "return 1", "0"), "-ERR 'eval' without keys cannot be routed"},
 		{"keys_on_different_servers", authed, redistest.Request("EVAL", "return 1", "2", a, b), "-ERR keys of 'eval' are on different servers"},

@@ -77,7 +77,7 @@ func TestRedisCLI(t *testing.T) {
 	got, _ = runClient(t, "redis-cli", "KEYS *\nSELECT 1\nMULTI\nGET greeting\n", redisCLIArgs(addr, "sesame")...)
 	// redis-cli prints an empty line after an error when not on a terminal.
 	if want := "ERR command 'keys' is not supported by the proxy\n\n" +
-		"ERR command 'select' is not supported by the proxy\n\n" +
+		"ERR database 1 is not served by the proxy (only 0)\n\n" +
 		"ERR command 'multi' is not supported by the proxy\n\n" +
 		"hello world!\n"; got != want {
 		t.Errorf("redis-cli, commands the proxy refuses:\n%q\nwant\n%q", got, want)
