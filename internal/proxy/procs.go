@@ -143,12 +143,10 @@ func (s *procScaler) next(cur, max int, busy, rate float64) (int, string) {
 		if busy < upBusy {
 			return 1, ""
 		}
-		if s.nrates > 0 {
-			s.base = 0
-			for _, r := range s.rates[:s.nrates] {
-				s.base += r
-			}
-			s.base /= float64(s.nrates)
+		if rate >= 0 {
+			// The rate of this busy measure: those before may have
+			// seen the load begin.
+			s.base = rate
 			s.trial, s.sum, s.n = trialMeasures+1, 0, 0
 		}
 		return max, "one thread busy"
