@@ -668,7 +668,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			proxy.ScaleProcs(sctx, runtime.GOMAXPROCS(0), p.Logger)
+			proxy.ScaleProcs(sctx, runtime.GOMAXPROCS(0), p.Served, p.Logger)
 		}()
 		defer func() { cancel(); <-done }()
 	}

@@ -31,8 +31,75 @@ func TestProcScaler(t *testing.T) {
 		{1, 0.6, 1},
 	}
 	for i, st := range steps {
-		if got := s.next(st.cur, 4, st.busy); got != st.want {
+		if got, _ := s.next(st.cur, 4, st.busy, -1); got != st.want {
 			t.Fatalf("step %d: next(%d, 4, %.2f) = %d; want %d", i, st.cur, st.busy, got, st.want)
+		}
+	}
+}
+
+// TestProcScalerTrial: with the rate of requests known, a move to more
+// threads is a trial. One that serves no more goes back to one thread and
+// holds it for 10 s (50 measures), 20 s after a second failure in a row; one
+// that serves more keeps the threads until the load falls, and the next
+// failure holds 10 s again.
+func TestProcScalerTrial(t *testing.T) {
+	var s procScaler
+	cur := 1
+	step := func(what string, busy, rate float64, want int) {
+		t.Helper()
+		got, _ := s.next(cur, 4, busy, rate)
+		if got != want {
+			t.Fatalf("%s: next(%d, 4, %.2f, %.0f) = %d; want %d", what, cur, busy, rate, got, want)
+		}
+		cur = got
+	}
+	// A trial from one thread serving base requests a second, at rate.
+	trial := func(what string, base, rate float64, want int) {
+		t.Helper()
+		step(what+": one thread", 0.6, base, 1)
+		step(what+": one thread busy", 0.9, base, 4)
+		step(what+": threads starting", 1.2, base/2, 4) // not counted
+		for range trialMeasures - 1 {
+			step(what+": trial", 1.2, rate, 4)
+		}
+		step(what+": trial's end", 1.2, rate, want)
+	}
+	hold := func(what string, measures int) {
+		t.Helper()
+		for range measures {
+			step(what+": held", 0.95, 40000, 1)
+		}
+	}
+	trial("first", 40000, 41000, 1) // under 5% more
+	hold("after the first failure", firstHold)
+	trial("second", 40000, 39000, 1)
+	hold("after the second failure", 2*firstHold)
+	trial("third", 40000, 60000, 4)
+	step("busy on four threads", 1.5, 60000, 4)
+	for range downAfter - 1 {
+		step("load falling", 0.3, 10000, 4)
+	}
+	step("load fell", 0.3, 10000, 1)
+	trial("fourth", 40000, 40000, 1)
+	hold("after a failure that follows a success", firstHold)
+	step("free again", 0.9, 40000, 4)
+	// Holds are capped at a minute however many trials fail.
+	for range 20 {
+		for range trialMeasures {
+			step("failing", 1.2, 1000, 4)
+		}
+		step("failed", 1.2, 1000, 1)
+		n := 0
+		for cur == 1 {
+			want := 1
+			if s.hold == 0 {
+				want = 4
+			}
+			step("holding", 0.95, 40000, want)
+			n++
+		}
+		if n > maxHold+1 {
+			t.Fatalf("held one thread %d measures; want at most %d", n, maxHold+1)
 		}
 	}
 }
@@ -65,7 +132,7 @@ func TestScaleProcs(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ScaleProcs(ctx, max, nil)
+		ScaleProcs(ctx, max, nil, nil)
 	}()
 	// Stop ScaleProcs before the stand-in goes, also when the test fails.
 	defer func() {

@@ -338,6 +338,20 @@ func (p *Proxy) writeStats(conn net.Conn) {
 	}
 }
 
+// Served returns the replies the servers of the proxy's pools have sent it
+// since they joined: a measure of the requests it serves, for ScaleProcs.
+func (p *Proxy) Served() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n uint64
+	for _, pl := range p.pools {
+		for _, s := range pl.state.Load().list {
+			n += s.stats.responses.Load()
+		}
+	}
+	return n
+}
+
 // StatsPortAddr returns the stats port's address, or nil.
 func (p *Proxy) StatsPortAddr() net.Addr {
 	if p.stats.ln == nil {
