@@ -175,7 +175,8 @@ nutcracker would. A file may mix memcached pools and Redis pools.
 
 Clients of a memcached pool speak the memcached text protocol, classic and
 meta commands (mg, ms, md, ma, me, mn); a get of many keys is split by
-server, sent in parallel and merged in the order of the keys. The proxy
+server, sent in parallel and merged in the order of the keys (the keys of a
+server that fails read as misses, where nutcracker fails the whole get). The proxy
 answers stats itself (its own STAT lines for the pool: connections, commands,
 hits and misses, bytes), sends flush_all to every server of the pool (OK once
 all said OK), and answers verbosity OK without passing it on.
@@ -382,8 +383,12 @@ no buffer.
 --procs sets how many threads run Go code. By default (0) it adapts to the
 load: one thread while the proxy uses less than most of a core, where
 handing requests between goroutines on one thread costs far less CPU than
-waking other threads, and every CPU once one thread is busy; the GOMAXPROCS
-environment variable, if set, fixes it instead.
+waking other threads, and every CPU once one thread is busy, if they serve
+more: after a second on them, the proxy must serve 5% more requests a
+second than on one thread, or it goes back to one for 10 s (20, 40, up to a
+minute while trials fail), as more threads serve no more where the other
+cores are busy (with the servers or the clients) and cost CPU. The
+GOMAXPROCS environment variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
 serves a status page at / (each pool's ring drawn as a circle, each
