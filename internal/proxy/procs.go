@@ -97,8 +97,6 @@ var processCPU = cpuTime
 type procScaler struct {
 	low int // successive measures under half a core
 
-	rates  [3]float64 // the last rates measured on one thread
-	nrates int
 	trial  int     // measures left in a trial of max threads; 0 if none
 	base   float64 // the rate on one thread before the trial
 	sum    float64 // of the rates measured in the trial
@@ -129,13 +127,6 @@ const (
 func (s *procScaler) next(cur, max int, busy, rate float64) (int, string) {
 	if cur == 1 {
 		s.low = 0
-		if rate >= 0 {
-			copy(s.rates[1:], s.rates[:2])
-			s.rates[0] = rate
-			s.nrates = min(s.nrates+1, len(s.rates))
-		} else {
-			s.nrates = 0
-		}
 		if s.hold > 0 {
 			s.hold--
 			return 1, ""
@@ -163,7 +154,6 @@ func (s *procScaler) next(cur, max int, busy, rate float64) (int, string) {
 		if s.sum/float64(s.n) < s.base*trialGain {
 			s.failed = min(s.failed+1, 8)
 			s.hold = min(firstHold<<(s.failed-1), maxHold)
-			s.nrates = 0
 			return 1, "more threads served no more"
 		}
 		s.failed = 0
