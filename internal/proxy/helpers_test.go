@@ -96,9 +96,14 @@ type conn struct {
 	br *bufio.Reader
 }
 
+// dial connects to addr: a TCP address, or the path of a Unix socket.
 func dial(t testing.TB, addr string) *conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	c, err := net.DialTimeout(network, addr, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

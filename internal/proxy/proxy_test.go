@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -884,24 +883,14 @@ func TestUnixSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	nc, err := net.DialTimeout("unix", listen, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &conn{t: t, c: nc, br: bufio.NewReader(nc)}
-	defer nc.Close()
+	c := dial(t, listen)
 	if got := c.mustDo("set u 3 0 4\r\nunix\r\n"); got != "STORED\r\n" {
 		t.Fatalf("set through the proxy's socket = %q", got)
 	}
 	if got := c.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
 		t.Errorf("get through the proxy's socket = %q", got)
 	}
-	mc, err := net.DialTimeout("unix", s.Addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
-	direct := &conn{t: t, c: mc, br: bufio.NewReader(mc)}
+	direct := dial(t, s.Addr)
 	if got := direct.mustDo("get u\r\n"); got != "VALUE u 3 4\r\nunix\r\nEND\r\n" {
 		t.Errorf("get from memcached's socket = %q", got)
 	}
@@ -940,12 +929,7 @@ func TestStaleUnixSocket(t *testing.T) {
 		t.Fatalf("Start on a stale Unix socket: %v", err)
 	}
 	defer p.Close()
-	nc, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c := &conn{t: t, c: nc, br: bufio.NewReader(nc)}
+	c := dial(t, path)
 	if got := c.mustDo("set u 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
 		t.Errorf("set through the replaced socket = %q", got)
 	}
