@@ -36,6 +36,8 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_auth: pw\n  redis_db: 2\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 0, "syntax is ok", ""},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_db: -1\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 2, "", `redis_db "-1" is not a number`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", "no listen address"},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\nbeta:\n  listen: localhost:22121\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "",
+			`:6: pool "beta": listen 127.0.0.1:22121: pool "alpha" (line 2) listens there too`},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  tls_cert_file: /nonexistent/c.pem\n  tls_key_file: /nonexistent/k.pem\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": tls_cert_file "/nonexistent/c.pem", tls_key_file "/nonexistent/k.pem": open /nonexistent/c.pem: no such file`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  eject_errors: true\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": eject_errors: true needs auto_eject_hosts: true`},

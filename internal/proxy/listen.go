@@ -97,6 +97,50 @@ func errOverlap(what string, addr net.Addr, other string) error {
 	return fmt.Errorf("proxy: %s: listen %s: %s listens there too, and clients would be spread over both", what, addr, other)
 }
 
+// listenApart opens a TCP listener on addr (listenTCP), named what in
+// errors ("pool \"alpha\"", "admin listener"), unless it would share its
+// connections with one of others. The address is resolved and compared
+// before the socket binds, so that a refused listener never takes, and then
+// resets, a connection meant for another; and again once bound, for port 0.
+func listenApart(ctx context.Context, addr, what string, others map[string]net.Addr) (net.Listener, error) {
+	ta, err := resolveListen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %s: %w", what, err)
+	}
+	if ta.Port != 0 {
+		if other := overlapping(ta, others); other != "" {
+			return nil, errOverlap(what, ta, other)
+		}
+	}
+	if host, _, _ := net.SplitHostPort(addr); host != "" {
+		addr = ta.String() // bind what was compared
+	}
+	ln, err := listenTCP(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %s: %w", what, err)
+	}
+	if other := overlapping(ln.Addr(), others); other != "" {
+		ln.Close()
+		return nil, errOverlap(what, ln.Addr(), other)
+	}
+	return ln, nil
+}
+
+// resolveListen returns the address a TCP listener on addr binds: a host
+// name's first address, as Listen takes it, and [::] for an empty host,
+// which takes every address (see listenNetwork).
+func resolveListen(addr string) (*net.TCPAddr, error) {
+	network := listenNetwork(addr)
+	ta, err := net.ResolveTCPAddr(network, addr)
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: err}
+	}
+	if ta.IP == nil {
+		ta.IP = net.IPv6unspecified
+	}
+	return ta, nil
+}
+
 // listenConfig is the ListenConfig of every TCP listener: SO_REUSEPORT where
 // the system has it (reusePort).
 var listenConfig = net.ListenConfig{Control: reusePort}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,14 +168,42 @@ func TestListenersApart(t *testing.T) {
 		}
 		return p, err
 	}
-	for _, tc := range []struct{ yaml, admin, want string }{
-		{pool("alpha", "127.0.0.1:"+port) + pool("beta", "localhost:"+port), "", `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
-		{pool("alpha", "0.0.0.0:"+port) + pool("beta", "127.0.0.1:"+port), "", `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
-		{pool("alpha", "127.0.0.1:"+port), "127.0.0.1:" + port, `proxy: admin listener: listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
-	} {
-		if _, err := start(tc.yaml, tc.admin); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("Start of\n%s(admin %q): %v; want an error starting %q", tc.yaml, tc.admin, err, tc.want)
+	// Every bind of a TCP listener on port, to check that a refused
+	// listener binds nothing (a bound one could take a live pool's client,
+	// whose connection its close would reset).
+	var binds []string
+	control := listenConfig.Control
+	listenConfig.Control = func(network, address string, c syscall.RawConn) error {
+		if _, p, _ := net.SplitHostPort(address); p == port {
+			binds = append(binds, address)
 		}
+		return control(network, address, c)
+	}
+	t.Cleanup(func() { listenConfig.Control = control })
+	// Two pools of one file are refused by Validate (chash proxy -t too),
+	// naming the line of each.
+	for _, tc := range []struct{ yaml, admin, want string }{
+		{pool("alpha", "127.0.0.1:"+port) + pool("beta", "localhost:"+port), "", `:6: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" (line 2) listens there too`},
+		{pool("alpha", "0.0.0.0:"+port) + pool("beta", "127.0.0.1:"+port), "", `:6: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" (line 2) listens there too`},
+		{pool("alpha", `"[::]:`+port+`"`) + pool("beta", "localhost:"+port), "", `:6: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" (line 2) listens there too`},
+		{pool("alpha", `":`+port+`"`) + pool("beta", `"[::1]:`+port+`"`), "", `:6: pool "beta": listen [::1]:` + port + `: pool "alpha" (line 2) listens there too`},
+		{pool("alpha", "127.0.0.1:"+port), "127.0.0.1:" + port, `proxy: admin listener: listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
+		{pool("alpha", "127.0.0.1:"+port), "localhost:" + port, `proxy: admin listener: listen 127.0.0.1:` + port + `: pool "alpha" listens there too`},
+	} {
+		if _, err := start(tc.yaml, tc.admin); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start of\n%s(admin %q): %v; want an error with %q", tc.yaml, tc.admin, err, tc.want)
+		}
+		if tc.admin == "" {
+			if err := Validate(parseConfig(t, tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate of\n%s: %v; want an error with %q", tc.yaml, err, tc.want)
+			}
+			if len(binds) > 0 {
+				t.Errorf("Start of\n%s bound %q", tc.yaml, binds)
+			}
+		} else if len(binds) != 1 { // the pool's
+			t.Errorf("Start of\n%s(admin %q) bound %q; want the pool's address only", tc.yaml, tc.admin, binds)
+		}
+		binds = nil
 		// Nothing was left listening.
 		if ln, err := net.Listen("tcp4", "127.0.0.1:"+port); err != nil {
 			t.Errorf("after a refused Start: %v", err)
@@ -183,16 +212,31 @@ func TestListenersApart(t *testing.T) {
 		}
 	}
 
-	p, err := start(pool("alpha", "127.0.0.1:"+port), "")
+	// In a reload, a pool on the admin listener's address is refused before
+	// it binds, a pool moving onto it too.
+	_, port3, _ := net.SplitHostPort(testprog.FreeAddr(t))
+	p, err := start(pool("alpha", "127.0.0.1:"+port), "127.0.0.1:"+port3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Reload(parseConfig(t, pool("alpha", "127.0.0.1:"+port)+pool("beta", "0.0.0.0:"+port)))
-	if want := `proxy: pool "beta": listen 0.0.0.0:` + port + `: pool "alpha" listens there too`; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("Reload adding a pool on alpha's address: %v; want an error starting %q", err, want)
+	alphaPort := port
+	port = port3 // the binds recorded
+	binds = nil
+	for _, yaml := range []string{
+		pool("alpha", "127.0.0.1:"+alphaPort) + pool("beta", "localhost:"+port3),
+		pool("alpha", "0.0.0.0:"+port3),
+	} {
+		err = p.Reload(parseConfig(t, yaml))
+		if want := `: listen `; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ":"+port3+": the admin listener listens there too") {
+			t.Errorf("Reload of\n%s: %v; want an error naming the admin listener", yaml, err)
+		}
+		if len(binds) > 0 {
+			t.Errorf("the refused reload of\n%s bound %q", yaml, binds)
+		}
 	}
+	port = alphaPort
 	if got := dial(t, "127.0.0.1:"+port).mustDo("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
-		t.Errorf("after the refused reload, alpha answers %q", got)
+		t.Errorf("after the refused reloads, alpha answers %q", got)
 	}
 	// A new pool on the address of one that restarts there (new TLS files):
 	// refused.
@@ -201,8 +245,8 @@ func TestListenersApart(t *testing.T) {
 	writeCert(t, certFile, keyFile)
 	tlsAlpha := strings.Replace(pool("alpha", "127.0.0.1:"+port), "  servers:", "  tls_cert_file: "+certFile+"\n  tls_key_file: "+keyFile+"\n  servers:", 1)
 	err = p.Reload(parseConfig(t, tlsAlpha+pool("beta", "localhost:"+port)))
-	if want := `proxy: pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" listens there too`; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("Reload adding a pool on the address alpha restarts on: %v; want an error starting %q", err, want)
+	if want := `pool "beta": listen 127.0.0.1:` + port + `: pool "alpha" (line 2) listens there too`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Reload adding a pool on the address alpha restarts on: %v; want an error with %q", err, want)
 	}
 	// Renamed on its address, and a second pool on another port: accepted.
 	if err := p.Reload(parseConfig(t, pool("gamma", "127.0.0.1:"+port)+pool("delta", "127.0.0.1:"+port2))); err != nil {

@@ -260,13 +260,7 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	f = p.withSources(f, opened)
 	for _, cfg := range f.Pools {
-		pl, err := p.startPool(f.Path, cfg, nil)
-		if err == nil {
-			others := p.listeners(func(name string) bool { return name == cfg.Name })
-			if other := overlapping(pl.raw.Addr(), others); other != "" {
-				err = errOverlap(fmt.Sprintf("pool %q", cfg.Name), pl.raw.Addr(), other)
-			}
-		}
+		_, err := p.startPool(f.Path, cfg, nil)
 		if err != nil {
 			closeSources(slices.Collect(maps.Values(opened)))
 			p.closeLocked()
@@ -303,8 +297,10 @@ func (p *Proxy) Start(f *config.File) error {
 // Validate checks that f can be served: every pool has a listen address, its
 // servers are valid (as UpdateServers checks them: f may be built in code) and
 // its router builds over them, its servers_from, if it has one instead, is a
-// valid URL (Validate does not read it), its redis_db is not negative, and its
-// TLS certificate and key, if it names them, load. A pool without servers is
+// valid URL (Validate does not read it), its redis_db is not negative, its
+// TLS certificate and key, if it names them, load, and no other pool listens
+// on an overlapping TCP address (resolved as the proxy binds it: a host
+// name's first address, see Proxy.Start). A pool without servers is
 // valid, if its distribution is known: its requests are answered "no live
 // servers" errors until UpdateServers gives it some.
 func Validate(f *config.File) error {
@@ -343,6 +339,32 @@ func Validate(f *config.File) error {
 				return err
 			}
 		}
+	}
+	return checkListens(f)
+}
+
+// checkListens refuses two pools of f whose TCP listen addresses, resolved as
+// the proxy binds them, overlap: the kernel would spread their clients over
+// both (listenApart refuses them too, and the admin listener's and stats
+// port's, which f does not name).
+func checkListens(f *config.File) error {
+	addrs := map[string]net.Addr{}
+	for _, cfg := range f.Pools {
+		if unixPath(cfg.Listen) {
+			continue
+		}
+		ta, err := resolveListen(cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.KeyLine("listen"), cfg.Name, err)
+		}
+		if ta.Port == 0 {
+			continue // the system picks a free port
+		}
+		if other := overlapping(ta, addrs); other != "" {
+			return fmt.Errorf("proxy: %s:%d: pool %q: listen %s: %s listens there too, and clients would be spread over both",
+				f.Path, cfg.KeyLine("listen"), cfg.Name, ta, other)
+		}
+		addrs[fmt.Sprintf("pool %q (line %d)", cfg.Name, cfg.KeyLine("listen"))] = ta
 	}
 	return nil
 }
@@ -421,10 +443,16 @@ func (p *Proxy) listenAddr(cfg *config.Pool) (network, addr string) {
 	if a, ok := p.Listen[cfg.Name]; ok {
 		addr = a
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil && (len(addr) > 0 && addr[0] == '/') {
+	if unixPath(addr) {
 		return "unix", addr
 	}
 	return "tcp", addr
+}
+
+// unixPath reports whether a listen address is a Unix socket's path.
+func unixPath(addr string) bool {
+	_, _, err := net.SplitHostPort(addr)
+	return err != nil && len(addr) > 0 && addr[0] == '/'
 }
 
 // startPool starts serving the pool cfg of the file at path.
@@ -441,7 +469,8 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 		return nil, err
 	}
 	if ln == nil {
-		if ln, err = p.listen(cfg); err != nil {
+		others := p.listeners(func(name string) bool { return name == cfg.Name })
+		if ln, err = p.listen(cfg, others); err != nil {
 			return nil, err
 		}
 	}
@@ -477,13 +506,17 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	return pl, nil
 }
 
-// listen opens the listener of cfg.
-func (p *Proxy) listen(cfg *config.Pool) (net.Listener, error) {
+// listen opens the listener of cfg, unless a TCP listener's address overlaps
+// one of others (listenApart).
+func (p *Proxy) listen(cfg *config.Pool, others map[string]net.Addr) (net.Listener, error) {
 	network, addr := p.listenAddr(cfg)
 	var ln net.Listener
 	var err error
 	if network == "tcp" {
-		ln, err = listenTCP(p.ctx, addr) // shared with a new process (listen.go)
+		// Shared with a new process (listen.go).
+		if ln, err = listenApart(p.ctx, addr, fmt.Sprintf("pool %q", cfg.Name), others); err != nil {
+			return nil, err
+		}
 	} else {
 		ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
 		if errors.Is(err, syscall.EADDRINUSE) && staleSocket(addr) {
@@ -594,64 +627,40 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 	// first, so that one that cannot open leaves the running pools untouched.
 	keep := map[string]bool{}
 	var updates, moves []*config.Pool
-	var lns []net.Listener
+	listens := map[string]bool{} // the moves that open a listener
 	for _, cfg := range f.Pools {
 		keep[cfg.Name] = true
 		old := p.pools[cfg.Name]
-		if old != nil && p.sameListener(old, cfg) {
+		switch {
+		case old != nil && p.sameListener(old, cfg):
 			updates = append(updates, cfg)
-			continue
+		default:
+			moves = append(moves, cfg)
+			listens[cfg.Name] = old == nil || !p.sameAddr(old, cfg)
 		}
-		var ln net.Listener
-		if old == nil || !p.sameAddr(old, cfg) {
-			var err error
-			if ln, err = p.listen(cfg); err != nil {
-				for _, ln := range lns {
-					if ln != nil {
-						ln.Close()
-					}
-				}
-				return err
-			}
-		}
-		moves, lns = append(moves, cfg), append(lns, ln)
 	}
 	// A new listener must not share its address with another of the
-	// process: the pools that keep theirs, the other new ones, those that
-	// restart on the address they have (new TLS files, a new protocol), the
-	// admin listener and the stats port. The pools that move or go do not
-	// count.
-	stay := map[string]bool{}
-	for _, cfg := range updates {
-		stay[cfg.Name] = true
-	}
+	// process: the pools that keep theirs, those that restart on the
+	// address they have (new TLS files, a new protocol), the new ones opened
+	// before it, the admin listener and the stats port. The pools that move
+	// or go do not count.
+	others := p.listeners(func(name string) bool { return !keep[name] || listens[name] })
+	lns := make([]net.Listener, len(moves))
 	for i, cfg := range moves {
-		if lns[i] == nil {
-			stay[cfg.Name] = true // restarts where it listens
+		if !listens[cfg.Name] {
+			continue // restarts where it listens
 		}
-	}
-	others := p.listeners(func(name string) bool { return !stay[name] })
-	for i, ln := range lns {
-		if ln != nil {
-			others[fmt.Sprintf("pool %q", moves[i].Name)] = ln.Addr()
-		}
-	}
-	for i, ln := range lns {
-		if ln == nil {
-			continue
-		}
-		self := fmt.Sprintf("pool %q", moves[i].Name)
-		delete(others, self)
-		other := overlapping(ln.Addr(), others)
-		others[self] = ln.Addr()
-		if other != "" {
+		ln, err := p.listen(cfg, others)
+		if err != nil {
 			for _, ln := range lns {
 				if ln != nil {
 					ln.Close()
 				}
 			}
-			return errOverlap(self, ln.Addr(), other)
+			return err
 		}
+		lns[i] = ln
+		others[fmt.Sprintf("pool %q", cfg.Name)] = ln.Addr()
 	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {

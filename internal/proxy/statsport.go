@@ -270,13 +270,9 @@ func appendJSONString(b []byte, s string) []byte {
 
 // startStats opens the stats port, with p.mu held; Close closes it.
 func (p *Proxy) startStats() error {
-	ln, err := listenTCP(p.ctx, p.StatsAddr) // shared with a new process (listen.go)
+	ln, err := listenApart(p.ctx, p.StatsAddr, "stats port", p.listeners(nil)) // shared with a new process (listen.go)
 	if err != nil {
-		return fmt.Errorf("proxy: stats port: %w", err)
-	}
-	if other := overlapping(ln.Addr(), p.listeners(nil)); other != "" {
-		ln.Close()
-		return errOverlap("stats port", ln.Addr(), other)
+		return err
 	}
 	p.stats.ln = ln
 	p.wg.Add(1)
