@@ -462,8 +462,17 @@
 //	copied to the new server with its flags and remaining time to live, and
 //	removed from the previous one. Keys that did not move never pay a second
 //	read. Writes and deletes in the window go to the new server and delete
-//	the previous server's copy, so no stale value comes back. memcached
-//	pools only.
+//	the previous server's copy, so no stale value comes back from it while
+//	the window is open. Commands whose outcome depends on the stored item
+//	(incr, decr, append, prepend, replace, touch, cas) run at the new
+//	server: on a key not read since the change they find no item (NOT_FOUND,
+//	NOT_STORED), as without warm-up, and the previous copy is deleted; a cas
+//	value that a warmed gets returned is the previous server's, which the
+//	copy does not have (EXISTS). A server that leaves and comes back after
+//	its window closed holds the values it had, which writes made meanwhile
+//	on other servers did not reach (as in a pool without warm-up): empty it
+//	(flush_all) before it rejoins where an old value must not come back.
+//	memcached pools only.
 //	Default: 0: no warm-up.
 //	Example:
 //		warmup: 60000
@@ -770,7 +779,10 @@
 // depends on the stored item, whose result is then copied to the others;
 // reads go to the first replica that is up and fail over to the next (on a
 // miss too, with read_miss_failover: true). A write a server misses is
-// remembered as a delete and replayed before it serves reads again. A server
+// remembered as a delete and replayed before it serves reads again, also if
+// it leaves the pool and joins again later: by the proxy that saw the write
+// fail, while it runs (another proxy of a fleet that did not eject the server
+// reads it meanwhile; a proxy restarted has forgotten). A server
 // listed in drain:, or drained with POST /drain?pool=P&server=S[&ms=N] on the
 // admin listener (DELETE takes it back), owns no keys but stays connected, its
 // keys warmed from it, and may leave the pool once the window closes. A drain

@@ -265,7 +265,10 @@ N servers: writes go to all, or to the first for commands whose outcome
 depends on the stored item, whose result is then copied to the others;
 reads go to the first replica that is up and fail over to the next (on a
 miss too, with read_miss_failover: true). A write a server misses is
-remembered as a delete and replayed before it serves reads again. A server
+remembered as a delete and replayed before it serves reads again, also if
+it leaves the pool and joins again later: by the proxy that saw the write
+fail, while it runs (another proxy of a fleet that did not eject the server
+reads it meanwhile; a proxy restarted has forgotten). A server
 listed in drain:, or drained with POST /drain?pool=P&server=S[&ms=N] on the
 admin listener (DELETE takes it back), owns no keys but stays connected, its
 keys warmed from it, and may leave the pool once the window closes. A drain

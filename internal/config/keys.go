@@ -350,8 +350,16 @@ var settings = []setting{
 				"server; a hit answers the client and is copied to the new server with its flags " +
 				"and remaining time to live, and removed from the previous one. Keys that did not " +
 				"move never pay a second read. Writes and deletes in the window go to the new " +
-				"server and delete the previous server's copy, so no stale value comes back. " +
-				"memcached pools only.",
+				"server and delete the previous server's copy, so no stale value comes back from " +
+				"it while the window is open. Commands whose outcome depends on the stored item " +
+				"(incr, decr, append, prepend, replace, touch, cas) run at the new server: on a key " +
+				"not read since the change they find no item (NOT_FOUND, NOT_STORED), as without " +
+				"warm-up, and the previous copy is deleted; a cas value that a warmed gets " +
+				"returned is the previous server's, which the copy does not have (EXISTS). A server " +
+				"that leaves and comes back after its window closed holds the values it had, which " +
+				"writes made meanwhile on other servers did not reach (as in a pool without " +
+				"warm-up): empty it (flush_all) before it rejoins where an old value must not come " +
+				"back. memcached pools only.",
 			Example: "warmup: 60000",
 		},
 		parse: msSetting(func(p *Pool) *time.Duration { return &p.Warmup }),

@@ -104,8 +104,156 @@ func (s *server) owe(key []byte, lost bool) {
 	if lost {
 		o.gen.Add(1)
 	}
-	if !s.ejected.Load() && o.replayRunning.CompareAndSwap(false, true) && !s.spawn(s.replayLoop) {
+	if !s.ejected.Load() {
+		s.startReplay()
+	}
+}
+
+// oweFlush records that the server must be emptied before it serves again,
+// its connections reconnecting first, as for a failed write.
+func (s *server) oweFlush() {
+	o := &s.owed
+	o.mu.Lock()
+	o.seq++
+	o.flushSeq = o.seq
+	clear(o.keys)
+	o.n.Store(1)
+	o.mu.Unlock()
+	o.gen.Add(1)
+	if !s.ejected.Load() {
+		s.startReplay()
+	}
+}
+
+// startReplay starts the server's replayLoop unless it runs.
+func (s *server) startReplay() {
+	o := &s.owed
+	if o.replayRunning.CompareAndSwap(false, true) && !s.spawn(s.replayLoop) {
 		o.replayRunning.Store(false)
+	}
+}
+
+// Deletes owed by a server that leaves its pool (a reload, a membership list
+// without it) outlive the server: the memcached at its address still holds
+// what they were to remove, and serves it again if a server of that address
+// joins a pool of the proxy later (the same list back, a lease renewed). The
+// proxy keeps them by address (Proxy.left) and hands them to that server
+// before it serves. A server that left is read by warm-up and answers the
+// requests routed to it for a grace after it leaves, and replays what it
+// owes meanwhile: what it owes when it leaves is kept, and what it owes still
+// when it is closed, or, if a server of its address is back by then, owed by
+// that one. A replayed delete of a key written since only costs a miss.
+
+// leftOwed is the deletes owed by servers that left, by address.
+type leftOwed struct {
+	mu   sync.Mutex
+	sets map[string]*leftSet
+	keys int // in sets
+}
+
+// leftSet is the deletes owed at one address: keys, or, past the bound, the
+// whole server (flush).
+type leftSet struct {
+	keys  map[string]struct{}
+	flush bool
+}
+
+// maxLeftAddrs bounds the addresses leftOwed keeps; past it, the deletes of
+// another address are dropped, and logged.
+const maxLeftAddrs = 4096
+
+// keep adds the deletes s owes to those kept for its address. Past max keys
+// in all, the largest sets are kept as flushes.
+func (l *leftOwed) keep(s *server, max int) {
+	o := &s.owed
+	o.mu.Lock()
+	flush := o.flushSeq != 0
+	keys := make([]string, 0, len(o.keys))
+	for k := range o.keys {
+		keys = append(keys, k)
+	}
+	o.mu.Unlock()
+	if !flush && len(keys) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	set := l.sets[s.addr]
+	if set == nil {
+		if len(l.sets) >= maxLeftAddrs {
+			s.pool.proxy.log.Warn("deletes owed by a server that left are dropped: too many addresses kept",
+				"pool", s.pool.name, "server", s.name, "keys", len(keys), "max_addresses", maxLeftAddrs)
+			return
+		}
+		if l.sets == nil {
+			l.sets = make(map[string]*leftSet)
+		}
+		set = &leftSet{keys: make(map[string]struct{})}
+		l.sets[s.addr] = set
+	}
+	if flush {
+		set.flush = true
+	}
+	if !set.flush {
+		for _, k := range keys {
+			if _, ok := set.keys[k]; !ok {
+				set.keys[k] = struct{}{}
+				l.keys++
+			}
+		}
+	}
+	for l.keys > max || set.flush && len(set.keys) > 0 {
+		big := set
+		if !set.flush {
+			for _, x := range l.sets {
+				if len(x.keys) > len(big.keys) {
+					big = x
+				}
+			}
+		}
+		l.keys -= len(big.keys)
+		big.keys, big.flush = nil, true
+	}
+}
+
+// take hands s, a server just made that serves nothing yet, the deletes kept
+// for its address: its first connection replays them.
+func (l *leftOwed) take(s *server) {
+	l.mu.Lock()
+	set := l.sets[s.addr]
+	if set != nil {
+		delete(l.sets, s.addr)
+		l.keys -= len(set.keys)
+	}
+	l.mu.Unlock()
+	if set == nil {
+		return
+	}
+	o := &s.owed
+	o.mu.Lock()
+	if o.keys == nil {
+		o.keys = make(map[string]uint64)
+	}
+	for k := range set.keys {
+		o.seq++
+		o.keys[k] = o.seq
+	}
+	if set.flush {
+		o.seq++
+		o.flushSeq = o.seq
+		clear(o.keys)
+	}
+	n := int64(len(o.keys))
+	if o.flushSeq != 0 {
+		n++
+	}
+	o.n.Store(n)
+	o.mu.Unlock()
+	o.total.Add(uint64(len(set.keys)))
+	s.pool.proxy.log.Info("server joins owing the deletes it owed when it left", "pool", s.pool.name, "server", s.name,
+		"keys", len(set.keys), "flush", set.flush)
+	if !s.ejected.Load() {
+		s.startReplay()
 	}
 }
 

@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
@@ -172,5 +175,111 @@ func TestOwedErrorReply(t *testing.T) {
 	}
 	if got := dial(t, small.Addr).mustDo("get big\r\n"); got != "END\r\n" {
 		t.Errorf("the refusing replica still holds the old value: %q", got)
+	}
+}
+
+// TestOwedLeaveReturn: a server that owes deletes and leaves the pool (a
+// reload, a membership list without it) is the same memcached when a server
+// of its address joins again, later than the grace its old self was kept for:
+// the deletes are replayed before the new one serves, so neither a stale
+// value nor a deleted key comes back.
+func TestOwedLeaveReturn(t *testing.T) {
+	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300"
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML(opts, servers...)
+	owner := ownerFunc(t, yaml)
+	victim := servers[1]
+	var keys []string // of the victim: updated, deleted
+	for i := 0; len(keys) < 2; i++ {
+		if k := fmt.Sprint("leave:", i); owner(k) == victim.Addr {
+			keys = append(keys, k)
+		}
+	}
+	updated, deleted := keys[0], keys[1]
+	p := startProxy(t, yaml)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	victim.Freeze()
+	c.mustDo("get " + updated + "\r\n") // times out: ejected
+	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
+		t.Fatal("the frozen server was not ejected")
+	}
+	for _, req := range []string{"set " + updated + " 0 0 3\r\nnew\r\n", "delete " + deleted + "\r\n"} {
+		c.mustDo(req)
+	}
+	if n := p.pools["alpha"].state.Load().servers[victim.Addr].owed.n.Load(); n != 2 {
+		t.Fatalf("the ejected server owes %d deletes; want 2", n)
+	}
+	// It leaves, is closed after its grace (a second at this timeout), and
+	// comes back.
+	for _, y := range []string{poolYAML(opts, servers[0]), yaml} {
+		f := parseConfig(t, y)
+		f.Pools[0].Listen = p.Addr("alpha").String()
+		if err := p.Reload(f); err != nil {
+			t.Fatal(err)
+		}
+		if y != yaml {
+			time.Sleep(1500 * time.Millisecond)
+			victim.Thaw()
+		}
+	}
+	for _, k := range keys {
+		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
+			t.Errorf("back: get %s = %q; want a miss (the value it held is stale)", k, got)
+		}
+	}
+	if got := dial(t, victim.Addr).mustDo("mg " + updated + " v\r\n"); got != "EN\r\n" {
+		t.Errorf("the server back holds %s: %q; want none", updated, got)
+	}
+}
+
+// TestLeftOwedBound checks the deletes kept for servers that left: by
+// address, handed whole to the next server of the address, and past the
+// bound kept as a flush of the largest sets.
+func TestLeftOwedBound(t *testing.T) {
+	p := startProxy(t, poolYAML("timeout: 1000", memcachedtest.Start(t)))
+	pl := p.pools["alpha"]
+	owing := func(port int, keys ...string) *server {
+		s := newServer(pl, config.Server{Host: "127.0.0.1", Port: port, Weight: 1}, 1)
+		t.Cleanup(s.close)
+		s.ejected.Store(true) // no replay: nothing listens there
+		for _, k := range keys {
+			s.owe([]byte(k), false)
+		}
+		return s
+	}
+	owed := func(s *server) (keys []string, flush bool) {
+		s.owed.mu.Lock()
+		defer s.owed.mu.Unlock()
+		return slices.Sorted(maps.Keys(s.owed.keys)), s.owed.flushSeq != 0
+	}
+	var l leftOwed
+	l.keep(owing(1, "a", "b"), 3)
+	l.keep(owing(1, "b", "c"), 3) // the same address again
+	l.keep(owing(2), 3)           // owes nothing: not kept
+	if l.keys != 3 || len(l.sets) != 1 {
+		t.Fatalf("kept %d keys at %d addresses; want 3 at 1", l.keys, len(l.sets))
+	}
+	l.keep(owing(3, "d"), 3) // past the bound: the largest set becomes a flush
+	if l.keys != 1 || !l.sets["127.0.0.1:1"].flush {
+		t.Errorf("past the bound: %d keys, 127.0.0.1:1 a flush %v; want 1 and true", l.keys, l.sets["127.0.0.1:1"].flush)
+	}
+	back := owing(3)
+	l.take(back)
+	if keys, flush := owed(back); !slices.Equal(keys, []string{"d"}) || flush || back.owed.n.Load() != 1 {
+		t.Errorf("127.0.0.1:3 back owes %q, flush %v; want [d] and no flush", keys, flush)
+	}
+	back = owing(1, "e")
+	l.take(back)
+	if keys, flush := owed(back); len(keys) != 0 || !flush || back.owed.n.Load() != 1 {
+		t.Errorf("127.0.0.1:1 back owes %q, flush %v; want a flush", keys, flush)
+	}
+	if l.keys != 0 || len(l.sets) != 0 {
+		t.Errorf("after both came back, %d keys kept at %d addresses; want none", l.keys, len(l.sets))
+	}
+	back = owing(2)
+	l.take(back) // nothing kept for it
+	if back.owes() {
+		t.Error("127.0.0.1:2 owes deletes it never owed")
 	}
 }

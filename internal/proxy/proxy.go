@@ -228,7 +228,8 @@ type Proxy struct {
 	nextReload time.Time
 	closed     bool
 
-	maxOwed int // deletes a server may owe before it is emptied; 0: defaultMaxOwed
+	maxOwed int      // deletes a server may owe before it is emptied; 0: defaultMaxOwed
+	left    leftOwed // deletes owed by servers that left their pool (owed.go)
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -315,8 +316,11 @@ func Validate(f *config.File) error {
 			return fmt.Errorf("proxy: %s:%d: pool %q: no listen address", f.Path, cfg.Line, cfg.Name)
 		}
 		if cfg.Redis {
-			for key, set := range map[string]bool{"replicas": cfg.Replicas > 1, "warmup": cfg.Warmup > 0} {
-				if set {
+			for _, x := range []struct {
+				key string
+				set bool
+			}{{"replicas", cfg.Replicas > 1}, {"warmup", cfg.Warmup > 0}} {
+				if key := x.key; x.set {
 					return fmt.Errorf("proxy: %s:%d: pool %q: %s is served in memcached pools only, not in Redis pools (redis: true)", f.Path, cfg.KeyLine(key), cfg.Name, key)
 				}
 			}
@@ -492,6 +496,9 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 			s.close()
 		}
 		return nil, err
+	}
+	for _, s := range servers {
+		p.left.take(s) // a pool that restarts (a reload) keeps what its servers owe
 	}
 	pl.state.Store(st)
 	p.pools[cfg.Name] = pl
@@ -670,6 +677,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			old.drain()
 			var gone []string
 			for _, s := range old.state.Load().list {
+				p.left.keep(s, p.maxOwedKeys()) // for the new pool's servers
 				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
 					gone = append(gone, s.name)
 				}
@@ -688,6 +696,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			pl.drain()
 			var gone []string
 			for _, s := range pl.state.Load().list {
+				p.left.keep(s, p.maxOwedKeys())
 				gone = append(gone, s.name)
 			}
 			p.retirePool(pl, gone)

@@ -243,6 +243,16 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		}
 		return err
 	}
+	// What the servers that leave owe is kept for a server of their
+	// address that joins again (leftOwed), this one's new servers included.
+	for _, s := range cur.list {
+		if !reused[s] {
+			pl.proxy.left.keep(s, pl.proxy.maxOwedKeys())
+		}
+	}
+	for _, s := range added {
+		pl.proxy.left.take(s)
+	}
 	pl.storeLocked(cur, st, why, nil, 0)
 	pl.mu.Unlock()
 
@@ -272,7 +282,8 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 	for _, s := range gone {
 		s.close()
 	}
-	// pl.mu orders this with swap, which makes the series of a server added.
+	// pl.mu orders this with swap, which makes the series of a server added
+	// and takes the deletes kept for its address.
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	st := pl.state.Load()
@@ -280,7 +291,36 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 		if st.servers[s.name] == nil {
 			pl.proxy.metrics.forgetServer(pl.name, s.name)
 		}
+		pl.handOwed(s, st)
 	}
+}
+
+// handOwed passes on the deletes that s, a server that left and is closed,
+// owes still: to the server of its address in st if one is back, else to
+// those kept for its address (leftOwed); pl.mu is held.
+func (pl *pool) handOwed(s *server, st *state) {
+	if !s.owes() {
+		return
+	}
+	for _, o := range st.list {
+		if o.addr == s.addr {
+			s.owed.mu.Lock()
+			keys := make([]string, 0, len(s.owed.keys))
+			for k := range s.owed.keys {
+				keys = append(keys, k)
+			}
+			flush := s.owed.flushSeq != 0
+			s.owed.mu.Unlock()
+			if flush {
+				o.oweFlush()
+			}
+			for _, k := range keys {
+				o.owe([]byte(k), true) // before its next read
+			}
+			return
+		}
+	}
+	pl.proxy.left.keep(s, pl.proxy.maxOwedKeys())
 }
 
 // logMoves logs the fraction of the key space each server gained or lost from

@@ -197,8 +197,8 @@ func (pl *pool) closeWindow(w *window) {
 		return // a later change replaced it, or chained to it
 	}
 	st := *cur
-	st.warm = w.open(time.Now())
-	st.planned = st.replicas > 1 || st.full != nil
+	st.warm = w.open(time.Now()) // an older window still open, if any
+	st.planned = st.replicas > 1 || st.full != nil || st.warm != nil
 	pl.state.Store(&st)
 	pl.proxy.log.Info("warm-up window closed", "pool", pl.name,
 		"reads", pl.stats.warmReads.Load(), "hits", pl.stats.warmHits.Load(), "copies", pl.stats.warmCopies.Load())

@@ -382,3 +382,31 @@ func TestWarmupRejoin(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupChainedShorter: a change whose window is shorter than the one
+// still open before it (a reload that shortens warmup, a drain's long window
+// then a join) chains to it; when the short window closes, the older one
+// still warms its keys.
+func TestWarmupChainedShorter(t *testing.T) {
+	p, servers, moved, _ := warmPool(t, "timeout: 1000\nwarmup: 60000", "shorter:", 20)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, moved) // on servers[0]
+	if err := p.Reload(parseConfig(t, poolYAML("timeout: 1000\nwarmup: 60000", servers...))); err != nil {
+		t.Fatal(err)
+	}
+	// servers[1] weighs 2 now, with a window of 200ms.
+	short := poolOf("timeout: 1000\nwarmup: 200", []string{servers[0].Addr + ":1", servers[1].Addr + ":2"})
+	if err := p.Reload(parseConfig(t, short)); err != nil {
+		t.Fatal(err)
+	}
+	pl := p.pools["alpha"]
+	if !waitFor(3*time.Second, func() bool { w := pl.state.Load().warm; return w != nil && len(w.older) == 0 }) {
+		t.Fatal("the short window did not close, or closed the long one")
+	}
+	if !pl.state.Load().planned {
+		t.Error("requests not planned while the long window is open")
+	}
+	if got := getMany(t, c, moved); len(got) != len(moved) {
+		t.Errorf("after the short window closed, %d of %d gets hit; want all (the long window is open)", len(got), len(moved))
+	}
+}
