@@ -330,7 +330,7 @@ func selectCommand(req *redisRequest) {
 	case !ok:
 		req.refuse(refusedArgument, resp.ReplyNotInteger)
 	case n < -1<<31 || n > 1<<31-1:
-		req.refuse(refusedArgument, "ERR value is out of range, value must between -2147483648 and 2147483647")
+		req.refuse(refusedArgument, replyIntRange)
 	case n < 0:
 		req.refuse(refusedArgument, resp.ReplyDBRange)
 	case n > 0:
@@ -346,12 +346,20 @@ func selectCommand(req *redisRequest) {
 // the same database is an error; COPY's DB 0 is dropped, so that the copy
 // stays in redis_db), another is refused as SELECT of it is, and a request
 // that names none goes on. It reports whether the request goes on.
+// replyIntRange is Redis's reply to a number past 32 bits where it takes
+// an int (a database's).
+const replyIntRange = "ERR value is out of range, value must between -2147483648 and 2147483647"
+
 func checkDatabase(req *redisRequest) bool {
 	args := req.q.Args
 	number := func(arg []byte) (int64, bool) {
 		n, ok := parseRedisInt(arg)
-		if !ok || n < -1<<31 || n > 1<<31-1 {
+		switch {
+		case !ok:
 			req.refuse(refusedArgument, resp.ReplyNotInteger)
+			return 0, false
+		case n < -1<<31 || n > 1<<31-1:
+			req.refuse(refusedArgument, replyIntRange)
 			return 0, false
 		}
 		return n, true

@@ -3,7 +3,9 @@ package proxy
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +50,8 @@ func TestRedisAuthAndDB(t *testing.T) {
 		{[]string{"MOVE", "{k}1", "0"}, "-ERR source and destination objects are the same\r\n"},
 		{[]string{"MOVE", "{k}1", "3"}, "-ERR database 3 is not served by the proxy (only 0, as SELECT)\r\n"},
 		{[]string{"MOVE", "{k}1", "x"}, "-" + resp.ReplyNotInteger + "\r\n"},
+		{[]string{"MOVE", "{k}1", "99999999999"}, "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "DB", "-99999999999"}, "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "DB", "5"}, "-ERR database 5 is not served by the proxy (only 0, as SELECT)\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "-1"}, "-" + resp.ReplyDBRange + "\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "0"}, ":1\r\n"},
@@ -386,5 +390,41 @@ func TestRedisBadReplies(t *testing.T) {
 				t.Errorf("/stats: server_protocol_errors of redis-server = %v; want 0", n)
 			}
 		})
+	}
+}
+
+// TestRedisAuthThenSplitRequest: a client sends AUTH and, in the same write,
+// the start of a request longer than an unauthenticated client may send (a
+// bulk of 20,000 bytes, twelve arguments), the rest in a later write: the
+// proxy answers both, as Redis does, rather than close the connection.
+func TestRedisAuthThenSplitRequest(t *testing.T) {
+	servers := startRedisServers(t, 1, "--requirepass", "sesame")
+	p := startProxy(t, redisPoolYAML("redis_auth: sesame", servers...))
+	big := strings.Repeat("q", 20000)
+	mget := "*12\r\n$4\r\nMGET\r\n" + strings.Repeat("$1\r\na\r\n", 11)
+	for _, tt := range []struct{ first, rest, want string }{
+		{"*2\r\n$4\r\nAUTH\r\n$6\r\nsesame\r\n*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$20000\r\n",
+			big + "\r\n*2\r\n$6\r\nSTRLEN\r\n$3\r\nbig\r\n", "+OK\r\n+OK\r\n:20000\r\n"},
+		{"*2\r\n$4\r\nAUTH\r\n$6\r\nsesame\r\n" + mget[:30], mget[30:], "+OK\r\n*11\r\n" + strings.Repeat("$-1\r\n", 11)},
+	} {
+		conn, err := net.Dial("tcp", p.Addr("alpha").String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(conn, tt.first); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the proxy reads the first write alone
+		if _, err := io.WriteString(conn, tt.rest); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(tt.want))
+		if n, err := io.ReadFull(conn, got); err != nil {
+			t.Errorf("after AUTH and %.40q...: %q, %v; want %q", tt.first[28:], got[:n], err, tt.want)
+		} else if string(got) != tt.want {
+			t.Errorf("after AUTH and %.40q...: %q; want %q", tt.first[28:], got, tt.want)
+		}
 	}
 }

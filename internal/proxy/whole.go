@@ -54,8 +54,14 @@ type redisDry struct {
 	q   resp.Request
 }
 
-// whole parses b as read would, on a reader of its own.
+// whole parses b as read would, on a reader of its own. Not for a client
+// that has to authenticate: an AUTH in b lifts the limits of lengths that
+// read applies before it (resp.Reader.SetAuthRequired), so b's parse cannot
+// tell whether a request after it is refused or waits for more bytes.
 func (c *redisClient) whole(b []byte) bool {
+	if c.locked() {
+		return false
+	}
 	d, _ := c.codec.dry.Get().(*redisDry)
 	if d == nil {
 		d = new(redisDry)
@@ -64,7 +70,6 @@ func (c *redisClient) whole(b []byte) bool {
 	defer c.codec.dry.Put(d)
 	d.src.Reset(b)
 	d.rd.Reset(&d.src)
-	d.rd.SetAuthRequired(c.locked())
 	for d.src.Len() > 0 || d.rd.Buffered() > 0 {
 		if err := d.rd.ReadRequest(&d.q); err != nil {
 			// A protocol error closes the connection after it; any other
