@@ -351,11 +351,11 @@ var settings = []setting{
 				"and remaining time to live, and removed from the previous one. Keys that did not " +
 				"move never pay a second read. Writes and deletes in the window go to the new " +
 				"server and delete the previous server's copy, so no stale value comes back from " +
-				"it while the window is open. Commands whose outcome depends on the stored item " +
-				"(incr, decr, append, prepend, replace, touch, cas) run at the new server: on a key " +
-				"not read since the change they find no item (NOT_FOUND, NOT_STORED), as without " +
-				"warm-up, and the previous copy is deleted; a cas value that a warmed gets " +
-				"returned is the previous server's, which the copy does not have (EXISTS). A server " +
+				"it while the window is open. Commands that work on the stored item (incr, decr, " +
+				"append, prepend, add, replace, cas, touch, ma, and ms and md with a mode or a cas) " +
+				"first copy it from the previous server, as a read would, so that a counter goes on " +
+				"counting; a cas value that a warmed gets returned is the previous server's, which " +
+				"the copy does not have (EXISTS: read it again with gets). A server " +
 				"that leaves and comes back after its window closed holds the values it had, which " +
 				"writes made meanwhile on other servers did not reach (as in a pool without " +
 				"warm-up): empty it (flush_all) before it rejoins where an old value must not come " +

@@ -61,6 +61,10 @@ func (r *mcRequest) access() access {
 	return accessNone
 }
 
+func (r *mcRequest) needsItem() bool {
+	return r.Command == memcache.CmdTouch || r.access() == accessCond
+}
+
 func (r *mcRequest) hits(hit []bool, keyCall []int, part int, rp reply) {
 	rep := rp.(*mcReply)
 	if memcache.IsError(rep.resp.Line) {

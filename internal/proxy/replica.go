@@ -123,6 +123,11 @@ type planRequest interface {
 	// changed reports whether rep, the reply to a conditional write, says
 	// the item changed.
 	changed(rep reply) bool
+	// needsItem reports whether a write works on the item stored (its
+	// outcome depends on it, or it changes it without replacing it, as
+	// touch): in a warm-up window, the item is copied from its previous
+	// server first.
+	needsItem() bool
 	// appendWarmRead appends the read of key i from its previous server:
 	// what readItem needs for a copy, and what adopt needs to answer the
 	// client.
@@ -605,6 +610,35 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 		p.barrier = true // the others get the decision after it is made
 	}
+	if len(p.stale) > 0 && r.req.(planRequest).needsItem() {
+		// The item may be at a previous server still (incr of a counter
+		// not read since the change): copy it to the key's servers first,
+		// as a warm-up read would, then write (stepWrite).
+		for _, s := range p.stale {
+			if !s.ejected.Load() {
+				p.stage, p.barrier = stageWarmRead, true
+				c.pool.stats.warmReads.Add(1)
+				cl := c.planCall(r, deadline, s)
+				sendBuilt(cl)(c.pool.codecOf().appendItemRead(cl.out, key, cl.reply))
+				return
+			}
+		}
+	}
+	c.sendStaleWrite(r, p, deadline, key)
+}
+
+// Stages of a write that works on the item (needsItem) in a warm-up window,
+// before the stale copies are deleted and the write is sent: the read of the
+// item from its previous server, and its copy to the key's servers.
+const (
+	stageWarmRead = iota + 10
+	stageWarmCopy
+)
+
+// sendStaleWrite deletes the previous servers' copies of key, if the write
+// has any (a warm-up window is open), and sends the write: at once, but for
+// a delete, which waits for them (stepWrite's stage 0).
+func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
 	if len(p.stale) > 0 {
 		// The previous servers' copies go: first, for a delete, so that a
 		// warm-up copy racing with it sees it and takes itself back.
@@ -681,6 +715,38 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 	p.staleCalls = [2]int{}
 	first := r.ncalls
 	switch p.stage {
+	case stageWarmRead:
+		// The item read from its previous server goes to the key's
+		// servers, as an add: a value written since stays.
+		p.stage = stageWarmCopy
+		rd := r.calls[r.ncalls-1]
+		if rd.err == nil && ic.readItem(rd.reply, &p.it) {
+			c.pool.stats.warmHits.Add(1)
+			for _, s := range p.targets {
+				if !s.ejected.Load() {
+					w := c.planCall(r, deadline, s)
+					sendBuilt(w)(ic.appendStore(w.out, key, &p.it, true, w.reply))
+				}
+			}
+			if r.ncalls > first {
+				p.first = first
+				return true
+			}
+		}
+		p.stage = 0
+		c.sendStaleWrite(r, p, deadline, key)
+		return r.ncalls > first
+	case stageWarmCopy:
+		for _, cl := range r.calls[p.first:r.ncalls] {
+			if cl.err == nil {
+				if _, ok := ic.stored(cl.reply); ok {
+					c.pool.stats.warmCopies.Add(1)
+				}
+			}
+		}
+		p.stage = 0
+		c.sendStaleWrite(r, p, deadline, key)
+		return r.ncalls > first
 	case 0:
 		// The previous server forgot the key: now the delete.
 		c.sendWrite(r, p, deadline, key)

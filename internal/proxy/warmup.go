@@ -31,7 +31,10 @@ import (
 //     deletes the previous server's copy: at the same time for writes that
 //     store a value, first for deletes (md at the previous server, then the
 //     client's delete at the new one), so that a copy racing with the delete
-//     sees it and takes itself back.
+//     sees it and takes itself back. A write that works on the item (incr,
+//     append, add, cas, touch, ...: planRequest.needsItem) first reads it
+//     from the previous server and adds it at the new one, so that it finds
+//     the item a read would have found.
 //
 // Keys whose server did not change never pay a second read, and when no
 // window is open a request pays one test of a bool (state.planned). A change

@@ -208,42 +208,53 @@ func TestWarmupCommands(t *testing.T) {
 // TestWarmupWrites checks that writes in a window remove the previous
 // server's copy, so that no stale value comes back: a set there, a delete
 // before the new server's, and a later read does not bring back what was
-// deleted.
+// deleted. A write that works on the item (incr, append, touch, add, ...)
+// finds it as a read would: copied from the previous server first.
 func TestWarmupWrites(t *testing.T) {
 	const opts = "timeout: 1000\nwarmup: 60000"
-	p, servers, moved, _ := warmPool(t, opts, "w:", 6)
+	p, servers, moved, _ := warmPool(t, opts, "w:", 13)
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, moved)
+	c.mustDo("set " + moved[6] + " 0 0 1\r\n5\r\n")
+	c.mustDo("set " + moved[11] + " 0 0 1\r\n5\r\n")
 	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
 		t.Fatal(err)
 	}
 	old, nw := dial(t, servers[0].Addr), dial(t, servers[1].Addr)
-	for _, tt := range []struct {
+	for i, tt := range []struct {
 		name, req, reply string
-		onNew            bool // the key is then on the new server
+		value            string // the value the new server then has, if any
 	}{
-		{"set", "set " + moved[0] + " 0 0 3\r\nnew\r\n", "STORED\r\n", true},
-		{"delete", "delete " + moved[1] + "\r\n", "NOT_FOUND\r\n", false},
-		{"md", "md " + moved[2] + "\r\n", "NF\r\n", false},
-		{"ms", "ms " + moved[3] + " 3\r\nnew\r\n", "HD\r\n", true},
-		{"touch", "touch " + moved[4] + " 100\r\n", "NOT_FOUND\r\n", false},
-		{"add", "add " + moved[5] + " 0 0 3\r\nnew\r\n", "STORED\r\n", true},
+		{"set", "set %s 0 0 3\r\nnew\r\n", "STORED\r\n", "new"},
+		{"delete", "delete %s\r\n", "NOT_FOUND\r\n", ""},
+		{"md", "md %s\r\n", "NF\r\n", ""},
+		{"ms", "ms %s 3\r\nnew\r\n", "HD\r\n", "new"},
+		{"touch", "touch %s 100\r\n", "TOUCHED\r\n", "value-of-%s"},
+		{"add", "add %s 0 0 3\r\nnew\r\n", "NOT_STORED\r\n", "value-of-%s"},
+		{"incr", "incr %s 2\r\n", "7\r\n", "7"},
+		{"append", "append %s 0 0 1\r\n!\r\n", "STORED\r\n", "value-of-%s!"},
+		{"prepend", "prepend %s 0 0 1\r\n!\r\n", "STORED\r\n", "!value-of-%s"},
+		{"replace", "replace %s 0 0 3\r\nnew\r\n", "STORED\r\n", "new"},
+		{"ms append", "ms %s 1 MA\r\n!\r\n", "HD\r\n", "value-of-%s!"},
+		{"ma", "ma %s D3 v\r\n", "VA 1\r\n8\r\n", "8"},
+		{"md C of a wrong cas", "md %s C1\r\n", "EX\r\n", "value-of-%s"},
 	} {
-		key := strings.Fields(tt.req)[1]
-		if got := c.mustDo(tt.req); got != tt.reply {
-			t.Errorf("%s: %q = %q; want %q", tt.name, tt.req, got, tt.reply)
+		key := moved[i]
+		req, value := strings.ReplaceAll(tt.req, "%s", key), strings.ReplaceAll(tt.value, "%s", key)
+		if got := c.mustDo(req); got != tt.reply {
+			t.Errorf("%s: %q = %q; want %q", tt.name, req, got, tt.reply)
 		}
 		if got := old.mustDo("get " + key + "\r\n"); got != "END\r\n" {
 			t.Errorf("%s: the previous server still has %s: %q", tt.name, key, got)
 		}
-		if got := nw.mustDo("get "+key+"\r\n") != "END\r\n"; got != tt.onNew {
-			t.Errorf("%s: the new server has %s: %v; want %v", tt.name, key, got, tt.onNew)
-		}
-		// Read through the proxy: the value written, or a miss; never the
-		// old value back.
+		// On the new server, and read through the proxy: the value written,
+		// or a miss; never the old value back.
 		want := "END\r\n"
-		if tt.onNew {
-			want = "VALUE " + key + " 0 3\r\nnew\r\nEND\r\n"
+		if value != "" {
+			want = fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\nEND\r\n", key, len(value), value)
+		}
+		if got := nw.mustDo("get " + key + "\r\n"); got != want {
+			t.Errorf("%s: the new server has %q; want %q", tt.name, got, want)
 		}
 		if got := c.mustDo("get " + key + "\r\n"); got != want {
 			t.Errorf("%s: then get %s = %q; want %q", tt.name, key, got, want)
