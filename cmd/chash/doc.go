@@ -724,10 +724,11 @@
 // keys of 'rename' are on different servers"); MGET, MSET, DEL, UNLINK,
 // EXISTS and TOUCH are split by server and merged in the order of their keys
 // (not atomically, as with nutcracker). The proxy answers PING, ECHO, QUIT,
-// AUTH, SELECT 0 and HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
-// clients fall back to RESP2) itself, and refuses what cannot be sharded
+// AUTH, SELECT 0, HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
+// clients fall back to RESP2) and CLIENT SETNAME, GETNAME and ID (of the
+// client's connection to the proxy) itself, and refuses what cannot be sharded
 // (KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, MULTI/EXEC, WATCH, blocking pops,
-// SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT, CONFIG, INFO,
+// SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT's other subcommands, CONFIG, INFO,
 // CLUSTER, ...) with "-ERR command 'keys' is not supported by the proxy", the
 // connection staying open. Unknown commands and wrong numbers of arguments get
 // Redis 7.0's own errors without a round trip, and malformed RESP Redis's own

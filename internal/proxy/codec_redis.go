@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -149,7 +150,8 @@ type redisClient struct {
 	src    io.Reader
 	rd     *resp.Reader // nil while the connection is idle
 	authed bool         // the client sent the pool's password
-	id     int64        // the id HELLO reports, 0 until one did
+	id     int64        // the id HELLO and CLIENT ID report, 0 until one did
+	name   []byte       // set by CLIENT SETNAME or HELLO's SETNAME
 }
 
 func (c *redisClient) buffered() int {
@@ -274,6 +276,8 @@ func (c *redisClient) answer(req *redisRequest) action {
 		selectCommand(req)
 	case "hello":
 		c.helloCommand(req)
+	case "client":
+		c.clientCommand(req)
 	default: // a connection command of a newer table, unknown here
 		req.refuse(refusedUnsupported, resp.UnsupportedError(req.cmd).Reply)
 	}
@@ -446,23 +450,89 @@ func (c *redisClient) helloCommand(req *redisRequest) {
 		req.refuse(refusedNoAuth, resp.ReplyHelloNoAuth)
 		return
 	}
-	for _, b := range name {
-		if b < '!' || b > '~' {
-			req.refuse(refusedArgument, "ERR Client names cannot contain spaces, newlines or special characters.")
-			return
-		}
+	if !validClientName(name) {
+		req.refuse(refusedArgument, replyBadClientName)
+		return
 	}
-	if c.id == 0 {
-		c.id = c.codec.ids.Add(1)
+	if name != nil {
+		c.name = append(c.name[:0], name...)
 	}
 	dst := resp.AppendArray(req.local, 14)
 	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "server"), "redis")
 	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "version"), helloVersion)
 	dst = resp.AppendInt(resp.AppendBulkString(dst, "proto"), 2)
-	dst = resp.AppendInt(resp.AppendBulkString(dst, "id"), c.id)
+	dst = resp.AppendInt(resp.AppendBulkString(dst, "id"), c.clientID())
 	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "mode"), "standalone")
 	dst = resp.AppendBulkString(resp.AppendBulkString(dst, "role"), "master")
 	req.local = resp.AppendArray(resp.AppendBulkString(dst, "modules"), 0)
+}
+
+// replyBadClientName is Redis's refusal of a client name.
+const replyBadClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName reports whether Redis takes name as a client's name:
+// printable ASCII without spaces.
+func validClientName(name []byte) bool {
+	for _, b := range name {
+		if b < '!' || b > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// clientID returns the client's id, given at first use: clients of a pool
+// count from 1, as Redis's clients of a server do.
+func (c *redisClient) clientID() int64 {
+	if c.id == 0 {
+		c.id = c.codec.ids.Add(1)
+	}
+	return c.id
+}
+
+// clientCommand answers CLIENT SETNAME, GETNAME and ID as Redis 7.0 does, for
+// the client's connection to the proxy: clients (go-redis's ClientName,
+// redis-py's client_name) name their connections when they open them. The
+// other subcommands see or change the server's connections, which are the
+// proxy's: refused.
+func (c *redisClient) clientCommand(req *redisRequest) {
+	args := req.q.Args
+	sub := strings.ToLower(string(args[1]))
+	switch want, ok := clientArity[sub]; {
+	case !ok && !clientSubcommands[sub]:
+		// As Redis: the subcommand as sent, CR and LF as spaces.
+		name := strings.NewReplacer("\r", " ", "\n", " ").Replace(string(args[1][:min(len(args[1]), 128)]))
+		req.refuse(refusedUnknown, "ERR unknown subcommand '"+name+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+	case !ok:
+		req.refuse(refusedUnsupported, "ERR command 'client|"+sub+"' is not supported by the proxy")
+	case len(args) != want:
+		req.refuse(refusedArity, "ERR wrong number of arguments for 'client|"+sub+"' command")
+	case sub == "setname":
+		if !validClientName(args[2]) {
+			req.refuse(refusedArgument, replyBadClientName)
+			return
+		}
+		c.name = append(c.name[:0], args[2]...)
+		req.local = resp.AppendSimple(req.local, "OK")
+	case sub == "getname":
+		if len(c.name) == 0 {
+			req.local = resp.AppendNull(req.local)
+		} else {
+			req.local = resp.AppendBulk(req.local, c.name)
+		}
+	case sub == "id":
+		req.local = resp.AppendInt(req.local, c.clientID())
+	}
+}
+
+// clientArity is the arity of the CLIENT subcommands the proxy answers.
+var clientArity = map[string]int{"setname": 3, "getname": 2, "id": 2}
+
+// clientSubcommands are Redis 7.0's other CLIENT subcommands.
+var clientSubcommands = map[string]bool{
+	"caching": true, "getredir": true, "help": true, "info": true, "kill": true, "list": true,
+	"no-evict": true, "pause": true, "reply": true, "tracking": true, "trackinginfo": true,
+	"unblock": true, "unpause": true,
 }
 
 // parseRedisInt parses b as Redis's string2ll does: an int64 written without

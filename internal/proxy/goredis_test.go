@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -155,5 +156,40 @@ func TestGoRedis(t *testing.T) {
 	}
 	if !slices.Contains(all, "g7:99") || !slices.Contains(all, "counter") {
 		t.Errorf("database 2 of the servers lacks keys go-redis set: %d keys", len(all))
+	}
+}
+
+// TestGoRedisClientName: go-redis with ClientName names each connection with
+// HELLO's SETNAME, or CLIENT SETNAME after AUTH, and fails the connection if
+// that fails: through the proxy, as against Redis, its connections work and
+// CLIENT GETNAME says the name; CLIENT ID is the id HELLO said.
+func TestGoRedisClientName(t *testing.T) {
+	servers := startRedisServers(t, 1, "--requirepass", "sesame")
+	p := startProxy(t, redisPoolYAML("redis_auth: sesame", servers...))
+	rdb := redis.NewClient(&redis.Options{
+		Addr:        p.Addr("alpha").String(),
+		Password:    "sesame",
+		ClientName:  "billing-7",
+		DialTimeout: 5 * time.Second,
+		ReadTimeout: 5 * time.Second,
+		PoolSize:    1,
+	})
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "a", "1", 0).Err(); err != nil {
+		t.Fatalf("Set through a named connection: %v", err)
+	}
+	if name, err := rdb.ClientGetName(ctx).Result(); err != nil || name != "billing-7" {
+		t.Errorf("ClientGetName = %q, %v; want billing-7", name, err)
+	}
+	c := redistest.Dial(t, p.Addr("alpha").String())
+	c.Do("AUTH", "sesame")
+	hello := c.Do("HELLO", "2", "SETNAME", "x")
+	if got := c.Do("CLIENT", "GETNAME"); got != "$1\r\nx\r\n" {
+		t.Errorf("after HELLO 2 SETNAME x, CLIENT GETNAME = %q", got)
+	}
+	id := strings.TrimPrefix(c.Do("CLIENT", "ID"), ":")
+	if !strings.Contains(hello, "$2\r\nid\r\n:"+id) {
+		t.Errorf("CLIENT ID = %s; HELLO said %q", id, hello)
 	}
 }

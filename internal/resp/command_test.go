@@ -48,7 +48,7 @@ func TestRoutes(t *testing.T) {
 	for _, name := range strings.Fields("mget mset del unlink exists touch") {
 		want[name] = RouteSplit
 	}
-	for _, name := range strings.Fields("ping echo quit auth select hello") {
+	for _, name := range strings.Fields("ping echo quit auth select hello client") {
 		want[name] = RouteLocal
 	}
 	for _, name := range strings.Fields("command lolwut") {
@@ -56,7 +56,7 @@ func TestRoutes(t *testing.T) {
 	}
 	for _, name := range strings.Fields(`keys scan randomkey dbsize flushall flushdb multi exec discard watch unwatch
 		subscribe psubscribe unsubscribe punsubscribe ssubscribe publish spublish pubsub cluster config info
-		client monitor shutdown blpop brpop brpoplpush blmove blmpop bzpopmin bzpopmax bzmpop xread xreadgroup
+		monitor shutdown blpop brpop brpoplpush blmove blmpop bzpopmin bzpopmax bzmpop xread xreadgroup
 		wait script function migrate memory swapdb time save bgsave`) {
 		want[name] = RouteNone
 	}

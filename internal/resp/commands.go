@@ -32,7 +32,7 @@ var commands = [...]Command{
 	{Name: "bzmpop", Arity: -5, Route: RouteNone},
 	{Name: "bzpopmax", Arity: -3, Route: RouteNone},
 	{Name: "bzpopmin", Arity: -3, Route: RouteNone},
-	{Name: "client", Arity: -2, Route: RouteNone},
+	{Name: "client", Arity: -2, Route: RouteLocal},
 	{Name: "cluster", Arity: -2, Route: RouteNone},
 	{Name: "command", Arity: -1, Route: RouteAny},
 	{Name: "config", Arity: -2, Route: RouteNone},
