@@ -312,8 +312,9 @@
 //	its reply; a server that does not answer in time counts a failure (see
 //	auto_eject_hosts) and the client gets an error. A request pipelined
 //	behind others on a server connection has the time from when the server
-//	answered the one before, if that is later than when it was sent: a
-//	server sending large replies is busy, not late.
+//	answered the one before, if that is later than when it was sent, and a
+//	reply that comes in parts the time from its last part: a server sending
+//	large replies (a multi-get of many large values) is busy, not late.
 //	Default: 0: no limit.
 //	Example:
 //		timeout: 400

@@ -81,6 +81,9 @@ type session struct {
 	n      int
 	failed bool // the reader gave up: no call may be queued
 	slots  chan struct{}
+	// extendAt is when progress may next extend the read deadline; the
+	// reader's alone.
+	extendAt time.Time
 
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
@@ -271,6 +274,30 @@ func (ss *session) pop() *call {
 	return next
 }
 
+// progress extends the read deadline of the oldest call when the server
+// sends part of its reply: a timeout after the bytes that came last, not
+// after the request. A server sending a large reply (a multi-get of sixty
+// values of 500 KB, 30 MB) is answering, not late, and timing it out would
+// also count against the server and eject it; a server that stops sending
+// times out a timeout after its last bytes. It costs a clock read a read, and
+// a new deadline at most every eighth of the timeout. Only the reader calls
+// it, from its reads.
+func (ss *session) progress() {
+	now := time.Now()
+	if now.Before(ss.extendAt) {
+		return
+	}
+	ss.qmu.Lock()
+	if ss.n > 0 {
+		if cl := ss.ring[ss.head]; !cl.deadline.IsZero() && !cl.start.IsZero() {
+			t := cl.deadline.Sub(cl.start)
+			ss.conn.SetReadDeadline(now.Add(t))
+			ss.extendAt = now.Add(t / 8)
+		}
+	}
+	ss.qmu.Unlock()
+}
+
 // idle clears the read deadline, that of a call since answered, and reports
 // true if no call is queued; otherwise it leaves the deadline be.
 func (ss *session) idle() bool {
@@ -457,6 +484,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		gen:   gen,
 	}
 	ss.room.L = &ss.wmu
+	cr.ss = ss
 	c.srv.wg.Add(2)
 	go c.read(ss)
 	go c.writeLoop(ss)
@@ -583,14 +611,20 @@ func dialError(err error) error {
 // response_bytes are the bytes of its replies as they came on the wire, values
 // of get replies included, as nutcracker counts them.
 type countingReader struct {
-	r io.Reader
-	n *atomic.Uint64
+	r  io.Reader
+	n  *atomic.Uint64
+	ss *session // told of the bytes read (session.progress), if not nil
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	if c.n != nil && n > 0 {
-		c.n.Add(uint64(n))
+	if n > 0 {
+		if c.n != nil {
+			c.n.Add(uint64(n))
+		}
+		if c.ss != nil {
+			c.ss.progress()
+		}
 	}
 	return n, err
 }

@@ -27,7 +27,7 @@ const (
 	// alike (COMMAND, LOLWUT), as twemproxy sends them.
 	RouteAny
 	// RouteLocal marks a command about the connection, which the proxy answers
-	// itself: PING, ECHO, QUIT, AUTH, SELECT and HELLO.
+	// itself: PING, ECHO, QUIT, AUTH, SELECT, HELLO and CLIENT.
 	RouteLocal
 )
 
