@@ -373,16 +373,17 @@ first rather than fail to start, as nutcracker would.
 
 --max-memory bounds the bytes of requests read and not yet answered and of
 replies read from servers and not yet written, over all clients (1 GiB by
-default): past it, clients are not read until replies are written, so a
-client that sends faster than its replies are read cannot make the proxy
-hold ever more. Replies to requests already sent may take it past the bound
-(at most 256 requests per client are in flight), and so may the one request
-each client is reading, counted once read whole (up to --max-value or
---max-bulk). While past it, a client that takes more than 5 s to take a
-write of its replies (64 KiB, or one larger reply) is closed, as Redis
-closes one past its output buffer limit: the clients that wait must not wait
-on one that does not read (class slow_reader below). An idle client holds
-no buffer.
+default): past it, clients whose last requests held more than a thousandth
+of it (64 KiB at least) are not read until replies are written, so a client
+that sends faster than its replies are read cannot make the proxy hold ever
+more, while clients that hold little go on. Replies to requests already
+sent may take it past the bound (at most 256 requests and 4,096 keys per
+client are in flight), and so may the one request each client is reading,
+counted once read whole (up to --max-value or --max-bulk). While past it, a
+client that takes more than 5 s to take a write of its replies (64 KiB, or
+one larger reply) is closed, as Redis closes one past its output buffer
+limit: the clients that wait must not wait on one that does not read (class
+slow_reader below). An idle client holds no buffer.
 
 --procs sets how many threads run Go code. By default (0) it adapts to the
 load: one thread while the proxy uses less than most of a core, where

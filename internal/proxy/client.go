@@ -15,12 +15,16 @@ import (
 // client has not read yet.
 const closeLinger = 500 * time.Millisecond
 
-// maxPipeline bounds the requests of a client in flight at once, and
-// maxPendingBytes the values they carry: past either, the client's replies are
-// written before more of its requests are read.
+// maxPipeline bounds the requests of a client in flight at once,
+// maxPendingBytes the values they carry and maxPendingKeys the keys they
+// name: past any, the client's replies are written before more of its
+// requests are read. The keys bound the replies a client's pipelined
+// multi-gets bring at once (400 gets of 3,000 keys of 1 KB, 256 at a time,
+// held 768 MB), which the proxy learns only as the replies come.
 const (
 	maxPipeline     = 256
 	maxPendingBytes = 4 << 20
+	maxPendingKeys  = 4096
 )
 
 // client is one client connection, served by one goroutine (serve): it reads
@@ -36,12 +40,17 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int   // bytes held by the pending requests
-	werr    error // why a write failed: nothing more is written
-	broken  bool  // the connection failed or is closing: read no more
-	idle    bool  // a read deadline for the idle timeout is set
-	wdl     bool  // a write deadline for a slow reader is set (write)
-	barrier bool  // a request must be answered before the next is read
+	pbytes  int // bytes held by the pending requests
+	pkeys   int // keys the pending requests name
+	// lastHeld is what the last requests answered held, replies included:
+	// past the memory budget, a client that held more than its share waits
+	// (memory.share).
+	lastHeld int64
+	werr     error // why a write failed: nothing more is written
+	broken   bool  // the connection failed or is closing: read no more
+	idle     bool  // a read deadline for the idle timeout is set
+	wdl      bool  // a write deadline for a slow reader is set (write)
+	barrier  bool  // a request must be answered before the next is read
 }
 
 // clientSource is what a client's codec reads: the bytes read while the client
@@ -236,14 +245,18 @@ func (c *client) serveRead() end {
 		}
 		more := len(c.src.head) > 0 || c.cc.buffered() > 0
 		mem := pl.proxy.mem
-		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || mem.over() || c.barrier {
+		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || c.pkeys >= maxPendingKeys ||
+			mem.over() || c.barrier {
 			// Nothing more has arrived, or this client or the proxy holds
 			// much: answer what was read before reading more.
 			c.flush()
 			if c.broken {
 				return endClose
 			}
-			if !mem.wait(pl.stopped) {
+			// Past the budget, the clients that hold much wait for the
+			// memory to come back; those that hold little go on, so
+			// that a few greedy clients do not stop every other.
+			if c.lastHeld > mem.share() && !mem.wait(pl.stopped) {
 				return endFinish
 			}
 		}
@@ -282,6 +295,7 @@ func (c *client) serveRead() end {
 		c.pending = append(c.pending, r)
 		n := r.req.size()
 		c.pbytes += n
+		c.pkeys += r.req.nkeys()
 		mem.add(int64(n))
 		switch act {
 		case closeAfter:
@@ -372,7 +386,7 @@ func (c *client) flush() {
 	}
 	clear(c.pending)
 	c.pending = c.pending[:0]
-	c.pbytes = 0
+	c.pbytes, c.pkeys, c.lastHeld = 0, 0, held
 	c.pool.proxy.mem.release(held)
 	if len(*out) > 0 && c.werr == nil {
 		c.write(*out)

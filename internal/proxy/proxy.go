@@ -157,8 +157,9 @@ type Proxy struct {
 	IdleTimeout time.Duration
 	// MaxMemory bounds, in bytes, what the proxy holds for requests in flight
 	// over all its clients: requests read and not yet answered, and replies
-	// read and not yet written. Past it, clients read no new request until
-	// replies are written. If zero, it is DefaultMaxMemory (1 GiB). The replies
+	// read and not yet written. Past it, clients whose last requests held
+	// more than a thousandth of it read no new request until replies are
+	// written. If zero, it is DefaultMaxMemory (1 GiB). The replies
 	// to requests already sent, and one request being read per client (within
 	// Limits), may take the proxy past it.
 	MaxMemory int64
