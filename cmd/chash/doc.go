@@ -753,10 +753,18 @@
 // SELECT, HELLO), noauth, wrongpass, unsupported_database (SELECT of another
 // than 0), unsupported_protocol (HELLO 3) and script_without_keys; either's
 // keys_on_different_servers is a request whose keys must be together and are
-// not, and slow_reader a client closed under --max-memory (below). A Redis refusal's log line quotes the command's name and its number of
+// not, slow_reader a client closed under --max-memory (below), and
+// client_connections a connection closed at once because the pool has
+// client_connections clients (counted in client_err too, as nutcracker
+// counts it). A Redis refusal's log line quotes the command's name and its number of
 // arguments, never the arguments. The lines are warnings but for
 // unsupported_protocol's, at Info: go-redis offers RESP3 on each new
 // connection and goes on in RESP2 when refused.
+//
+// A server's first failure after an answer (a timeout, a reset, a bad reply)
+// is logged, "server failing", and its next answer, "server answering again":
+// two lines a streak, at most one streak in 10 s; a server that cannot be
+// connected to logs "server down" and "server up" instead.
 //
 // With auto_eject_hosts, a server that fails server_failure_limit times in a
 // row leaves the ring and its keys go to the next server; unlike nutcracker, it
@@ -921,7 +929,10 @@
 // "replicas", the key's replica set in the order reads try it, each
 // {"server":NAME} with "ejected":true if it is; 400 or 404 with
 // {"error":...} for a missing key or an unknown pool), /ring (each pool's ring
-// fingerprint, servers and source), /reload, /drain and /healthz. POST
+// fingerprint, servers and source), /reload, /drain and /healthz (200 "ok"
+// while the process serves: a liveness check; a pool whose servers are all
+// ejected shows on /ring and the status page, and in
+// chash_proxy_server_ejected). POST
 // /reload and POST and DELETE /drain must carry the header Chash-Admin, with
 // any value, and a Host that is the listener's, localhost or an IP address, so
 // that no web page can make a browser reload the proxy:

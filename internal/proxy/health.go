@@ -11,9 +11,16 @@ import (
 // ok records a successful exchange.
 func (s *server) ok() {
 	if s.failures.Load() != 0 {
-		s.failures.Store(0)
+		n := s.failures.Swap(0)
+		if s.failLogged.CompareAndSwap(true, false) {
+			s.pool.proxy.log.Info("server answering again", "pool", s.pool.name, "server", s.name, "failures", n)
+		}
 	}
 }
+
+// failLogEvery bounds how often a server's first failure after an answer is
+// logged: a server that fails every other request logs two lines in it.
+const failLogEvery = 10 * time.Second
 
 // fail records a failed connection or exchange, err, and ejects the server
 // when the pool says so. A failure counts once in the stats, as in
@@ -24,6 +31,13 @@ func (s *server) fail(err error) {
 		s.stats.errors.Add(1)
 	}
 	n := s.failures.Add(1)
+	if n == 1 && !s.down.Load() && s.ctx.Err() == nil { // "server down" says it for a connection
+		now := time.Now().UnixMilli()
+		if last := s.failLoggedAt.Load(); now-last >= failLogEvery.Milliseconds() && s.failLoggedAt.CompareAndSwap(last, now) {
+			s.failLogged.Store(true)
+			s.pool.proxy.log.Warn("server failing", "pool", s.pool.name, "server", s.name, "err", err)
+		}
+	}
 	st := s.pool.state.Load()
 	if st == nil || !st.cfg.AutoEjectHosts || int(n) < st.cfg.ServerFailureLimit {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,45 @@ func TestLogsHungServer(t *testing.T) {
 	}
 	if up := jsonLogs(t, &logs, "server up"); len(up) != 1 {
 		t.Errorf("after it answers again: %d server up lines; want 1; logs:\n%s", len(up), logs.String())
+	}
+}
+
+// TestLogsFailingServer: in a pool without ejection, a server that stops
+// answering logs one "server failing" line, however many requests time out,
+// and one "server answering again" when it answers; and a connection closed
+// for client_connections is logged as a refusal.
+func TestLogsFailingServer(t *testing.T) {
+	s := memcachedtest.Start(t)
+	var logs testprog.Buffer
+	p := startProxy(t, poolYAML("timeout: 200\nclient_connections: 1", s), func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	c := dial(t, p.Addr("alpha").String())
+	s.Freeze()
+	for range 3 {
+		if got := c.mustDo("get k\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+			t.Fatalf("get from a frozen server: %q", got)
+		}
+	}
+	if got := jsonLogs(t, &logs, "server failing"); len(got) != 1 || got[0]["server"] != s.Addr {
+		t.Errorf("after three timeouts: %v; want one server failing line; logs:\n%s", got, logs.String())
+	}
+	s.Thaw()
+	if got := c.mustDo("get k\r\n"); got != "END\r\n" {
+		t.Fatalf("get once thawed: %q", got)
+	}
+	if got := jsonLogs(t, &logs, "server answering again"); len(got) != 1 || got[0]["failures"] != 3.0 {
+		t.Errorf("once it answers: %v; want one server answering again line, after 3 failures", got)
+	}
+	// A second client is one too many.
+	extra, err := net.Dial("tcp", p.Addr("alpha").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil {
+		t.Errorf("a client past client_connections read %d bytes", n)
+	}
+	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 1 || got[0]["class"] != "client_connections" {
+		t.Errorf("refusals logged: %v; want one of class client_connections", got)
 	}
 }

@@ -66,6 +66,7 @@ func (pl *pool) serve() {
 		st := pl.state.Load()
 		if max := st.cfg.ClientConnections; max > 0 && pl.nconns.Load() >= int64(max) {
 			pl.stats.clientErr.Add(1)
+			pl.refused.add(pl.proxy.log, pl.name, refusedClientConnections, nil, conn.RemoteAddr().String())
 			conn.Close()
 			continue
 		}

@@ -19,6 +19,10 @@ const refusalLogEvery = time.Minute
 // in both protocols: slow_reader.
 const refusedSlowReader = "slow reader"
 
+// refusedClientConnections is the class of a connection closed at once
+// because the pool has client_connections clients: client_connections.
+const refusedClientConnections = "client connections"
+
 // refuser is a request that can say why the proxy refused it (a codec's
 // request answered locally with an error): the class of the refusal, and
 // what the log quotes of the offending request. A class is a few words of

@@ -35,7 +35,12 @@ type server struct {
 	conns []*serverConn
 	next  atomic.Uint32
 
-	failures     atomic.Int32
+	failures atomic.Int32
+	// failLogged is set when a first failure was logged ("server failing"),
+	// at failLoggedAt (Unix ms), until an answer is ("server answering
+	// again").
+	failLogged   atomic.Bool
+	failLoggedAt atomic.Int64
 	ejected      atomic.Bool
 	ejectedAt    atomic.Int64 // unix microseconds of the last ejection, as nutcracker's stats give it
 	ctx          context.Context
