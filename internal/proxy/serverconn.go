@@ -275,8 +275,9 @@ func (ss *session) pop() *call {
 }
 
 // progress extends the read deadline of the oldest call when the server
-// sends part of its reply: a timeout after the bytes that came last, not
-// after the request. A server sending a large reply (a multi-get of sixty
+// sends part of its reply, and before the read that follows: a timeout
+// after the bytes that came last (a timeout of waiting for them), not after
+// the request. A server sending a large reply (a multi-get of sixty
 // values of 500 KB, 30 MB) is answering, not late, and timing it out would
 // also count against the server and eject it; a server that stops sending
 // times out a timeout after its last bytes. It costs a clock read a read, and
@@ -614,10 +615,19 @@ type countingReader struct {
 	r  io.Reader
 	n  *atomic.Uint64
 	ss *session // told of the bytes read (session.progress), if not nil
+	// mid is set when the last read had bytes: the read after it extends
+	// the deadline first, since a deadline that passed while the reader was
+	// busy with those bytes (or not scheduled, on a loaded machine) would
+	// fail it before it looks at the socket.
+	mid bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.mid && c.ss != nil {
+		c.ss.progress()
+	}
 	n, err := c.r.Read(p)
+	c.mid = n > 0
 	if n > 0 {
 		if c.n != nil {
 			c.n.Add(uint64(n))
