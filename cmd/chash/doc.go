@@ -49,7 +49,11 @@
 // The shares are exact wherever the distribution allows: from arc lengths for a
 // ring (chash, seed, balanced and the rings of deployed programs: ketama,
 // libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
-// entries for maglev's lookup table. A load-aware distribution (bounded) places
+// entries for maglev's lookup table. A ring counts only the positions keys can
+// hash to: twemproxy's crc32 returns 0..32767 (java_hashcode_spread and
+// java_fnv1_32 return 31 bits), so each of its keys goes to the first point at
+// or after its hash, and arcs past 32767 own no keys. Maglev with a hash: of the
+// pool is measured by routing keys. A load-aware distribution (bounded) places
 // --sample generated keys (1000000 by default) in turn, each counting as load, as
 // chash route places the keys it reads; the others are measured by routing that
 // many keys and counting. The output says which. Given --sample for an exact
@@ -82,7 +86,8 @@
 // Shares are fractions of the key space; "expected" is the weight-fair share,
 // "ratio" is share/expected, and the three summary ratios are of each node's
 // share to its expected share. "count" is what the share counts: ring positions
-// (of "total", 2^32), table entries or keys. Nodes are in the file's order.
+// (of "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries
+// or keys. Nodes are in the file's order.
 // "sample" (with --sample on an exact distribution) and "keys" (with --keys)
 // have the same fields as the top level, plus "stderr" per node: the standard
 // error of the share as an estimate of the key space's. --format csv prints one
@@ -614,7 +619,9 @@
 // Between two rings that hash keys alike (chash, seed, balanced and the rings of
 // deployed programs, as chash analyze lists them) the figures are exact: the two
 // sorted point arrays are merged into hash ranges, and each range whose owner
-// changes is counted whole. Two lookup tables of the same size (maglev) are
+// changes is counted whole, as far as keys can hash into it (a hash of fewer
+// than 32 bits, such as crc32's 0..32767, reaches only part of the ring; see
+// chash help analyze). Two lookup tables of the same size (maglev) are
 // compared entry by entry. A load-aware distribution (bounded) places --sample
 // generated keys (1000000 by default) in turn on both, each counting as load;
 // anything else is measured by routing that many keys through both. Neither
@@ -635,7 +642,8 @@
 //	 "before": BALANCE, "after": BALANCE}
 //
 // Shares are fractions of the key space; "count" counts ring positions (of
-// "total", 2^32), table entries or sample keys; flows are sorted by from, then
+// "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries or
+// sample keys; flows are sorted by from, then
 // to, in the files' order of servers, and ranges by start. BALANCE is the object
 // chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
 // header record,from,to,share,count,start,end: record is "flow" or "range"; a

@@ -264,7 +264,7 @@ func Build(p *config.Pool, servers []config.Server) (Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.build(p, servers, nil)
+	return e.buildSpanned(p, servers, nil)
 }
 
 // buildable returns the entry of the pool's distribution if a router of it
