@@ -142,7 +142,9 @@
 //
 // Balance and movement are exact where the distribution allows (arc lengths of
 // the rings, entries of maglev's table) and otherwise counted over the keys:
-// --keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+// --keys sample keys (default 100000, at most 10000000, which take about 1 GB
+// of memory), or the lines of --keyfile, not both. --nodes is at most 10000.
+// Bounded loads
 // places the keys in turn, as chash route does, so its balance and movement are
 // those of that placement. Lookup times are wall-clock means over the keys on
 // this machine, and memory is the growth of the live heap while the router is
