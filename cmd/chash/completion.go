@@ -38,8 +38,8 @@ func runCompletion(_ context.Context, cmd *Command, env *Env, args []string) int
 	if !ok {
 		return cmd.UsageError(env.Stderr, "unknown shell %q; want bash, zsh or fish", args[0])
 	}
-	fmt.Fprint(env.Stdout, script)
-	return 0
+	_, err := fmt.Fprint(env.Stdout, script)
+	return reportOut(cmd, env, err)
 }
 
 // The scripts call "chash __complete WORD..." with the words of the line up to
