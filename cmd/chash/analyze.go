@@ -178,7 +178,7 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	title := fmt.Sprintf("Pool %q (%s), %d servers", p.Name, p.Distribution, len(pool.Nodes))
+	title := fmt.Sprintf("Pool %q (%s), %s", p.Name, p.Distribution, serversText(len(pool.Nodes)))
 	if f.plot != "" {
 		if err := savePlot(f.plot, func() (*plot.Chart, error) { return plot.Shares(b, title) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
@@ -257,7 +257,7 @@ func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
 		return cw.Error()
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %d servers\n", out.Pool, out.Config, out.Distribution, len(out.Nodes))
+	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %s\n", out.Pool, out.Config, out.Distribution, serversText(len(out.Nodes)))
 	fmt.Fprintf(bw, "shares: %s\n", methodText(out.Balance))
 	if out.Sample != nil {
 		fmt.Fprintf(bw, "sampled: %d generated keys routed, for comparison\n", out.Sample.Total)

@@ -350,3 +350,19 @@ func TestNarrowHash(t *testing.T) {
 		t.Errorf("diff: want 0.00%% exact moves:\n%s", diff)
 	}
 }
+
+// TestOneServer checks that a pool of one server is not "1 servers".
+func TestOneServer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "one.yml")
+	if err := os.WriteFile(cfg, []byte("p: {distribution: chash, servers: [h:1:1]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runChash(t, nil, "analyze", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "distribution chash, 1 server\n") {
+		t.Errorf("chash analyze of one server = %d, %s\n%s", code, stderr, out)
+	}
+	out, stderr, code = runChash(t, nil, "diff", "--add", "g:1:1", cfg)
+	if code != 0 || !strings.Contains(out, "distribution chash, 1 server\n") {
+		t.Errorf("chash diff of one server = %d, %s\n%s", code, stderr, out)
+	}
+}

@@ -351,7 +351,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	}
 	bw := bufio.NewWriter(w)
 	describe := func(label string, s side) {
-		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %d servers", label, s.Pool, s.Config, s.Distribution, len(s.pool.Servers))
+		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %s", label, s.Pool, s.Config, s.Distribution, serversText(len(s.pool.Servers)))
 		if s.change != "" {
 			fmt.Fprintf(bw, " (%s)", s.change)
 		}

@@ -285,7 +285,9 @@
 //	as the seed articles' Java ring; chash is chash's own ring; jump,
 //	jumpback, rendezvous, maglev, multiprobe, bounded, memento and balanced
 //	are alternative algorithms (chash compare sets them side by side). An
-//	unknown name is an error.
+//	unknown name is an error. libmemcached with hash: hsieh hashes as
+//	twemproxy's hsieh, which a stock libmemcached 1.1.4 does not offer: it
+//	refuses MEMCACHED_HASH_HSIEH and keeps one_at_a_time.
 //	Default: ketama.
 //	Values: balanced, bounded, chash, groupcache, jump, jumpback, ketama,
 //	libketama, libmemcached, maglev, memento, modula, multiprobe, nginx,

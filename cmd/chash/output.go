@@ -134,3 +134,11 @@ func printOut(w io.Writer, print func(io.Writer)) error {
 	print(bw)
 	return bw.Flush()
 }
+
+// serversText is "1 server" or "N servers".
+func serversText(n int) string {
+	if n == 1 {
+		return "1 server"
+	}
+	return strconv.Itoa(n) + " servers"
+}

@@ -111,7 +111,10 @@ var settings = []setting{
 				"spymemcached, nginx, groupcache and stathat as those programs do; seed as the " +
 				"seed articles' Java ring; chash is chash's own ring; jump, jumpback, " +
 				"rendezvous, maglev, multiprobe, bounded, memento and balanced are alternative " +
-				"algorithms (chash compare sets them side by side). An unknown name is an error.",
+				"algorithms (chash compare sets them side by side). An unknown name is an error. " +
+				"libmemcached with hash: hsieh hashes as twemproxy's hsieh, which a stock " +
+				"libmemcached 1.1.4 does not offer: it refuses MEMCACHED_HASH_HSIEH and keeps " +
+				"one_at_a_time.",
 			Example: "distribution: chash",
 		},
 		// Its values are package dist's catalogue, which imports this package:
