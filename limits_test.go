@@ -54,3 +54,28 @@ func TestPointsCap(t *testing.T) {
 		t.Errorf("a ring of MaxPoints+1 points: no error")
 	}
 }
+
+// TestRemoveTwice checks that Remove and Reweight refuse a node named twice,
+// as memento does, rather than act on it once; and that balanced's Remove
+// does too.
+func TestRemoveTwice(t *testing.T) {
+	r, err := chash.New(nil, []chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Remove("a", "a"); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf(`Remove("a", "a") error %v; want one naming "a"`, err)
+	}
+	if _, err := r.Reweight(chash.Node{Name: "b", Weight: 2}, chash.Node{Name: "b", Weight: 3}); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf(`Reweight(b, b) error %v; want one naming "b"`, err)
+	}
+}
+
+// TestNegativePoints checks that New refuses Standard with negative Points
+// instead of giving it the default, as multiprobe, balanced and bounded do.
+func TestNegativePoints(t *testing.T) {
+	_, err := chash.New(chash.Standard{Points: -1}, []chash.Node{{Name: "a", Weight: 1}})
+	if err == nil || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("New(Standard{Points: -1}) error %v; want one naming -1", err)
+	}
+}

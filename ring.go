@@ -78,11 +78,15 @@ const maxIndexBits = 20
 
 // New builds a ring of the given nodes with scheme s (Standard{} when s is nil).
 // It returns an error, naming the node, for an empty or duplicate name or a weight
-// below 1, and if the scheme gives the nodes more than MaxPoints points in all. An
-// empty node list gives an empty ring.
+// below 1, and if the scheme gives the nodes more than MaxPoints points in all.
+// It also returns an error for a Standard scheme with negative Points. An empty
+// node list gives an empty ring.
 func New(s Scheme, nodes []Node) (*Ring, error) {
 	if s == nil {
 		s = Standard{}
+	}
+	if std, ok := s.(Standard); ok && std.Points < 0 {
+		return nil, fmt.Errorf("chash: Standard.Points %d is negative", std.Points)
 	}
 	if err := CheckNodes(nodes); err != nil {
 		return nil, err

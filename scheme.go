@@ -40,7 +40,7 @@ const DefaultPoints = 160
 // The zero value is ready to use.
 type Standard struct {
 	// Points is the number of points per unit of weight. If zero, it defaults to
-	// DefaultPoints (160).
+	// DefaultPoints (160). New refuses a negative Points.
 	Points int
 	// KeyHash hashes keys. If nil, it defaults to hashfn.XXH64.
 	KeyHash hashfn.Func

@@ -21,13 +21,16 @@ func (r *Ring) Add(nodes ...Node) (*Ring, error) {
 }
 
 // Remove returns a new ring without the named nodes. It is an error, naming the
-// node, if one is not present (or if the scheme gives the rest more than
-// MaxPoints points); r is never changed.
+// node, if one is not present or is named twice (or if the scheme gives the
+// rest more than MaxPoints points); r is never changed.
 func (r *Ring) Remove(names ...string) (*Ring, error) {
 	gone := make(map[string]bool, len(names))
 	for _, name := range names {
 		if r.find(name) < 0 {
 			return nil, fmt.Errorf("chash: remove %q: no such node", name)
+		}
+		if gone[name] {
+			return nil, fmt.Errorf("chash: remove %q: node named twice", name)
 		}
 		gone[name] = true
 	}
@@ -41,11 +44,12 @@ func (r *Ring) Remove(names ...string) (*Ring, error) {
 }
 
 // Reweight returns a new ring in which each given node (matched by Name) has the
-// given Weight; Order is kept. It is an error if a node is not present, a weight
-// is below 1, or the ring would have more than MaxPoints points; r is never
-// changed.
+// given Weight; Order is kept. It is an error if a node is not present or is
+// given twice, a weight is below 1, or the ring would have more than MaxPoints
+// points; r is never changed.
 func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 	ns := slices.Clone(r.nodes)
+	seen := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		if err := checkNode(n); err != nil {
 			return nil, err
@@ -54,6 +58,10 @@ func (r *Ring) Reweight(nodes ...Node) (*Ring, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("chash: reweight %q: no such node", n.Name)
 		}
+		if seen[n.Name] {
+			return nil, fmt.Errorf("chash: reweight %q: node given twice", n.Name)
+		}
+		seen[n.Name] = true
 		ns[i].Weight = n.Weight
 	}
 	return r.rebuild(ns)

@@ -175,13 +175,16 @@ func (r *Ring) build(nodes []chash.Node, tokens map[string][]uint32) (*Ring, err
 
 // Remove returns a ring without the named nodes; every other node keeps its
 // tokens, so only the removed nodes' keys move. See the package comment for
-// what this does to balance. It is an error if a node is not present; r is
-// never changed.
+// what this does to balance. It is an error if a node is not present or is
+// named twice; r is never changed.
 func (r *Ring) Remove(names ...string) (*Ring, error) {
 	gone := make(map[string]bool, len(names))
 	for _, name := range names {
 		if _, ok := r.tokens[name]; !ok {
 			return nil, fmt.Errorf("balanced: remove %q: no such node", name)
+		}
+		if gone[name] {
+			return nil, fmt.Errorf("balanced: remove %q: node named twice", name)
 		}
 		gone[name] = true
 	}

@@ -2,6 +2,7 @@ package balanced_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -29,5 +30,16 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := new(balanced.Ring).LookupString("x"); !errors.Is(err, chash.ErrEmpty) {
 		t.Errorf("zero Ring lookup: %v; want chash.ErrEmpty", err)
+	}
+}
+
+// TestRemoveTwice checks that Remove refuses a node named twice.
+func TestRemoveTwice(t *testing.T) {
+	r, err := balanced.New(balanced.Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Remove("a", "a"); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf(`Remove("a", "a") error %v; want one naming "a"`, err)
 	}
 }

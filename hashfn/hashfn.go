@@ -19,6 +19,7 @@ package hashfn
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -58,6 +59,30 @@ func Lookup(name string) (Func, error) {
 		return f, nil
 	}
 	return nil, fmt.Errorf("hashfn: unknown hash %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// maxes holds the largest value of the functions whose values do not cover all
+// 32 bits.
+var maxes = map[string]uint32{
+	"crc32":                0x7fff,     // 15 bits of the CRC, as libmemcached keeps them
+	"java_hashcode_spread": 0x7fffffff, // the sign bit cleared
+	"java_fnv1_32":         0x80000000, // Math.abs: [0, 2^31-1], and -2^31 once in 2^32
+}
+
+// Max returns the largest value the function called name returns: 32767 for
+// crc32, 2^31-1 for java_hashcode_spread, 2^31 for java_fnv1_32 and 2^32-1 for
+// the others. A key's hash is in [0, Max], so on a ring of 2^32 positions keys
+// land only on those positions, and the arcs beyond them own no keys: figures
+// computed from arc lengths must count only [0, Max]. An unknown name is an
+// error, as for Lookup.
+func Max(name string) (uint32, error) {
+	if _, err := Lookup(name); err != nil {
+		return 0, err
+	}
+	if m, ok := maxes[name]; ok {
+		return m, nil
+	}
+	return math.MaxUint32, nil
 }
 
 // Names returns the names Lookup accepts, sorted.

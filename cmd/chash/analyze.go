@@ -47,7 +47,11 @@ the load (std/mean, the root mean square of share/fair - 1).
 The shares are exact wherever the distribution allows: from arc lengths for a
 ring (chash, seed, balanced and the rings of deployed programs: ketama,
 libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
-entries for maglev's lookup table. A load-aware distribution (bounded) places
+entries for maglev's lookup table. A ring counts only the positions keys can
+hash to: twemproxy's crc32 returns 0..32767 (java_hashcode_spread and
+java_fnv1_32 return 31 bits), so each of its keys goes to the first point at
+or after its hash, and arcs past 32767 own no keys. Maglev with a hash: of the
+pool is measured by routing keys. A load-aware distribution (bounded) places
 --sample generated keys (1000000 by default) in turn, each counting as load, as
 chash route places the keys it reads; the others are measured by routing that
 many keys and counting. The output says which. Given --sample for an exact
@@ -80,7 +84,8 @@ computed from the ring say nothing of that.
 Shares are fractions of the key space; "expected" is the weight-fair share,
 "ratio" is share/expected, and the three summary ratios are of each node's
 share to its expected share. "count" is what the share counts: ring positions
-(of "total", 2^32), table entries or keys. Nodes are in the file's order.
+(of "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries
+or keys. Nodes are in the file's order.
 "sample" (with --sample on an exact distribution) and "keys" (with --keys)
 have the same fields as the top level, plus "stderr" per node: the standard
 error of the share as an estimate of the key space's. --format csv prints one
@@ -173,7 +178,7 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	title := fmt.Sprintf("Pool %q (%s), %d servers", p.Name, p.Distribution, len(pool.Nodes))
+	title := fmt.Sprintf("Pool %q (%s), %s", p.Name, p.Distribution, serversText(len(pool.Nodes)))
 	if f.plot != "" {
 		if err := savePlot(f.plot, func() (*plot.Chart, error) { return plot.Shares(b, title) }); err != nil {
 			cmd.Errorf(env.Stderr, "%v", err)
@@ -252,7 +257,7 @@ func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
 		return cw.Error()
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %d servers\n", out.Pool, out.Config, out.Distribution, len(out.Nodes))
+	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %s\n", out.Pool, out.Config, out.Distribution, serversText(len(out.Nodes)))
 	fmt.Fprintf(bw, "shares: %s\n", methodText(out.Balance))
 	if out.Sample != nil {
 		fmt.Fprintf(bw, "sampled: %d generated keys routed, for comparison\n", out.Sample.Total)
@@ -310,6 +315,9 @@ func summary(w io.Writer, prefix string, b *analyze.Balance) {
 func methodText(b *analyze.Balance) string {
 	switch b.Method {
 	case analyze.MethodArcs:
+		if b.Total != analyze.RingSize {
+			return fmt.Sprintf("exact, from arc lengths over the %d ring positions the hash reaches", b.Total)
+		}
 		return "exact, from arc lengths on the ring of 2^32 positions"
 	case analyze.MethodTable:
 		return fmt.Sprintf("exact, from the %d entries of the lookup table", b.Total)

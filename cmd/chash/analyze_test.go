@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"math"
@@ -291,5 +292,77 @@ func TestAnalysisUsage(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("chash %q printed %q; want nothing", tt.args, stdout)
 		}
+	}
+}
+
+// TestNarrowHash checks analyze and diff on a ketama ring hashed with
+// twemproxy's crc32, whose values 0..32767 all fall before the ring's first
+// points: chash route sends every key to one server, and adding a server moves
+// none, as the exact figures must say.
+func TestNarrowHash(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "crc.yml")
+	if err := os.WriteFile(cfg, []byte("p: {hash: crc32, distribution: ketama, servers: [10.0.0.1:11211:1, 10.0.0.2:11211:1, 10.0.0.3:11211:1]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var keys strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&keys, "user:%d\n", i)
+	}
+	routed, stderr, code := runChash(t, strings.NewReader(keys.String()), "route", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("route = %d: %s", code, stderr)
+	}
+	if n := strings.Count(routed, "10.0.0.3:11211"); n != 3000 {
+		t.Fatalf("route sent %d of 3000 keys to 10.0.0.3:11211; this test assumes all", n)
+	}
+	out, stderr, code := runChash(t, nil, "analyze", "--config", cfg, "--format", "json")
+	if code != 0 {
+		t.Fatalf("analyze = %d: %s", code, stderr)
+	}
+	var a struct {
+		Method string `json:"method"`
+		Total  uint64 `json:"total"`
+		Nodes  []struct {
+			Name  string  `json:"name"`
+			Share float64 `json:"share"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if a.Method != "arcs" || a.Total != 32768 {
+		t.Errorf("analyze: method %q over %d positions; want arcs over 32768", a.Method, a.Total)
+	}
+	for _, n := range a.Nodes {
+		if want := map[bool]float64{true: 1}[n.Name == "10.0.0.3:11211"]; n.Share != want {
+			t.Errorf("analyze: %s's share %g; want %g", n.Name, n.Share, want)
+		}
+	}
+	text, _, _ := runChash(t, nil, "analyze", "--config", cfg)
+	if !strings.Contains(text, "over the 32768 ring positions the hash reaches") {
+		t.Errorf("analyze does not say the hash reaches 32768 positions:\n%s", text)
+	}
+	diff, stderr, code := runChash(t, nil, "diff", "--add", "10.0.0.4:11211:1", cfg)
+	if code != 0 {
+		t.Fatalf("diff = %d: %s", code, stderr)
+	}
+	if !strings.Contains(diff, "ketama           0.00%  exact") {
+		t.Errorf("diff: want 0.00%% exact moves:\n%s", diff)
+	}
+}
+
+// TestOneServer checks that a pool of one server is not "1 servers".
+func TestOneServer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "one.yml")
+	if err := os.WriteFile(cfg, []byte("p: {distribution: chash, servers: [h:1:1]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runChash(t, nil, "analyze", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "distribution chash, 1 server\n") {
+		t.Errorf("chash analyze of one server = %d, %s\n%s", code, stderr, out)
+	}
+	out, stderr, code = runChash(t, nil, "diff", "--add", "g:1:1", cfg)
+	if code != 0 || !strings.Contains(out, "distribution chash, 1 server\n") {
+		t.Errorf("chash diff of one server = %d, %s\n%s", code, stderr, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"os/exec"
@@ -252,4 +253,21 @@ func FuzzParseFlags(f *testing.F) {
 				args, pos, *config, *v, *n, first, pos2, err, *config2, *v2, *n2)
 		}
 	})
+}
+
+// fullWriter fails every write, as /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestOutputErrors checks that the commands that only print text exit 1 and
+// say why when their output cannot be written, as the others do.
+func TestOutputErrors(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "route"}, {"completion", "bash"}, {"version"}, {"--help"}, {"route", "--help"}} {
+		var stderr strings.Builder
+		code := run(args, strings.NewReader(""), fullWriter{}, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("chash %q to a full disk = %d, stderr %q; want 1 and the error", args, code, stderr.String())
+		}
+	}
 }

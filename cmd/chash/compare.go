@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,15 @@ import (
 )
 
 func init() { register(newCompare) }
+
+// Compare holds its sample keys in memory, some 90 bytes each, and some
+// distributions take seconds to build over 10000 servers (ketama's ring
+// about ten): the limits keep a typo from running for hours or filling the
+// memory.
+const (
+	maxCompareNodes = 10000
+	maxCompareKeys  = 10_000_000
+)
 
 type compareFlags struct {
 	nodes      int
@@ -56,7 +66,9 @@ or the last server for jump hashing, which can remove no other.
 
 Balance and movement are exact where the distribution allows (arc lengths of
 the rings, entries of maglev's table) and otherwise counted over the keys:
---keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+--keys sample keys (default 100000, at most 10000000, which take about 1 GB
+of memory), or the lines of --keyfile, not both. --nodes is at most 10000.
+Bounded loads
 places the keys in turn, as chash route does, so its balance and movement are
 those of that placement. Lookup times are wall-clock means over the keys on
 this machine, and memory is the growth of the live heap while the router is
@@ -106,8 +118,13 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 	if code := checkOutput(cmd, env, f.format, f.plot); code != 0 {
 		return code
 	}
-	if f.nodes < 2 {
-		return cmd.UsageError(env.Stderr, "--nodes %d: want at least 2", f.nodes)
+	if f.nodes < 2 || f.nodes > maxCompareNodes {
+		return cmd.UsageError(env.Stderr, "--nodes %d: want 2 to %d", f.nodes, maxCompareNodes)
+	}
+	keysSet := false
+	cmd.Flag.Visit(func(fl *flag.Flag) { keysSet = keysSet || fl.Name == "keys" })
+	if keysSet && f.keyFile != "" {
+		return cmd.UsageError(env.Stderr, "--keys and --keyfile: give one")
 	}
 	if f.points < 0 {
 		return cmd.UsageError(env.Stderr, "--points %d is negative", f.points)
@@ -137,8 +154,8 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 			return 1
 		}
 	} else {
-		if f.keys < 1 {
-			return cmd.UsageError(env.Stderr, "--keys %d: want at least 1", f.keys)
+		if f.keys < 1 || f.keys > maxCompareKeys {
+			return cmd.UsageError(env.Stderr, "--keys %d: want 1 to %d", f.keys, maxCompareKeys)
 		}
 		for k := range analyze.SampleKeys(f.keys, 1) {
 			keys = append(keys, slices.Clone(k))
@@ -284,8 +301,8 @@ func (f *compareFlags) write(w io.Writer, out *compareOutput) error {
 	}
 	fmt.Fprintln(bw, "\nmoves: keys that change server, as a multiple of the ideal, the joining or leaving server's fair share\n(below 1× when a joining server takes less than its share).")
 	for _, r := range out.Distributions {
-		if r.Error != "" {
-			fmt.Fprintf(bw, "%s: %s\n", r.Name, r.Error)
+		if r.Error != "" { // "maglev: ...", from package maglev, names itself
+			fmt.Fprintf(bw, "%s: %s\n", r.Name, strings.TrimPrefix(r.Error, r.Name+": "))
 		}
 	}
 	return bw.Flush()

@@ -72,7 +72,7 @@ func TestCompareWeights(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("compare: exit %d, stderr %q", code, errOut)
 	}
-	if !strings.Contains(out, "\njump: jump: node") || !strings.Contains(out, "rendezvous") {
+	if !strings.Contains(out, "\njump: node") || strings.Contains(out, "jump: jump:") || !strings.Contains(out, "rendezvous") {
 		t.Errorf("compare with weights:\n%s", out)
 	}
 }
@@ -173,4 +173,44 @@ func FuzzParseWeights(f *testing.F) {
 			t.Fatalf("parseWeights(%q) = %v", s, ws)
 		}
 	})
+}
+
+// TestCompareLimits checks that compare refuses, as usage errors that name
+// the limit, counts that would run for hours or fill the memory, and --keys
+// given with --keyfile.
+func TestCompareLimits(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("a\nb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys", "10", "--keyfile", keyFile, "--algorithms", "jump"}, "--keys and --keyfile: give one"},
+		{[]string{"--nodes", "10001", "--keys", "10", "--algorithms", "jump"}, "--nodes 10001: want 2 to 10000"},
+		{[]string{"--nodes", "10", "--keys", "10000001", "--algorithms", "jump"}, "--keys 10000001: want 1 to 10000000"},
+	} {
+		_, stderr, code := runChash(t, nil, append([]string{"compare"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("chash compare %q = %d, %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestCompareReasons checks the reasons printed under the table: once the
+// distribution's name, and the servers' count, not their weights, blamed
+// when every weight is 1.
+func TestCompareReasons(t *testing.T) {
+	out, stderr, code := runChash(t, nil, "compare", "--nodes", "200", "--points", "100000", "--keys", "10", "--algorithms", "chash,maglev", "--weights", "400")
+	if code != 0 {
+		t.Fatalf("chash compare = %d: %s", code, stderr)
+	}
+	if strings.Contains(out, "maglev: maglev:") || !strings.Contains(out, "\nmaglev: table size") {
+		t.Errorf("maglev's reason, want it named once:\n%s", out)
+	}
+	out, _, _ = runChash(t, nil, "compare", "--nodes", "200", "--points", "100000", "--keys", "10", "--algorithms", "chash")
+	if !strings.Contains(out, "lower points or use fewer servers") || strings.Contains(out, "weights") && strings.Contains(out, "lower points or the weights") {
+		t.Errorf("chash's reason with all weights 1, want fewer servers:\n%s", out)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 func init() { register(newCompletion) }
@@ -38,8 +39,8 @@ func runCompletion(_ context.Context, cmd *Command, env *Env, args []string) int
 	if !ok {
 		return cmd.UsageError(env.Stderr, "unknown shell %q; want bash, zsh or fish", args[0])
 	}
-	fmt.Fprint(env.Stdout, script)
-	return 0
+	_, err := fmt.Fprint(env.Stdout, script)
+	return reportOut(cmd, env, err)
 }
 
 // The scripts call "chash __complete WORD..." with the words of the line up to
@@ -53,20 +54,28 @@ const (
 
 var completionScripts = map[string]string{
 	"bash": `# bash completion for chash; load it with: source <(chash completion bash)
+# Bash splits COMP_WORDS at the characters of COMP_WORDBREAKS (= and : among
+# them), so the words are taken from COMP_LINE instead, as the user sees them,
+# and each candidate is offered without the part of the word before the last
+# of those characters, which bash leaves in place.
 _chash() {
-	local cur=${COMP_WORDS[COMP_CWORD]} line files=
+	local line=${COMP_LINE:0:COMP_POINT} words cur pre c files=
+	read -ra words <<<"$line"
+	[[ $line == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
+	cur=${words[${#words[@]}-1]}
+	pre=$cur
+	while [[ -n $pre && $COMP_WORDBREAKS != *"${pre: -1}"* ]]; do pre=${pre%?}; done
 	COMPREPLY=()
-	while IFS= read -r line; do
-		case $line in
+	while IFS= read -r c; do
+		case $c in
 		"") ;;
 		:files) files=1 ;;
-		*) COMPREPLY+=("${line%%$'\t'*}") ;;
+		*) c=${c%%$'\t'*}; COMPREPLY+=("${c#"$pre"}") ;;
 		esac
-	done < <(chash __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+	done < <(chash __complete "${words[@]:1}" 2>/dev/null)
 	if [ -n "$files" ]; then
 		compopt -o filenames 2>/dev/null
-		local f
-		while IFS= read -r f; do COMPREPLY+=("$f"); done < <(compgen -f -- "$cur")
+		while IFS= read -r c; do COMPREPLY+=("${c#"$pre"}"); done < <(compgen -f -- "$cur")
 	fi
 }
 complete -F _chash chash
@@ -147,13 +156,13 @@ func completions(words []string, cur string) []string {
 	c.Flag.Init(c.Name(), flag.ContinueOnError)
 	line := splitLine(&c.Flag, words[1:])
 	if line.pending != nil {
-		return flagValues(c, line.pending, line, "")
+		return flagValues(c, line.pending, line, "", cur)
 	}
 	if !line.dashdash && strings.HasPrefix(cur, "-") {
 		if name, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(cur, "-"), "-"), "="); ok {
 			if f := c.Flag.Lookup(name); f != nil && !isBoolFlag(f) {
 				prefix := cur[:strings.IndexByte(cur, '=')+1]
-				return flagValues(c, f, line, prefix)
+				return flagValues(c, f, line, prefix, cur[len(prefix):])
 			}
 			return nil
 		}
@@ -174,8 +183,10 @@ func completions(words []string, cur string) []string {
 // prefix ("--format=" when the value is typed in the same word): the choices
 // the command's usage line gives ("--format text|json|csv"), the pools of the
 // configuration for --pool and --new-pool, or file names where the usage names
-// a file.
-func flagValues(c *Command, f *flag.Flag, line commandLine, prefix string) []string {
+// a file, the distributions for sweep's --scheme and compare's --algorithms,
+// whose value is a list: typed, the value typed so far, keeps its items up to
+// the last comma.
+func flagValues(c *Command, f *flag.Flag, line commandLine, prefix, typed string) []string {
 	fields := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(c.UsageLine))
 	for i := 0; i+1 < len(fields); i++ {
 		if fields[i] == "--"+f.Name && strings.Contains(fields[i+1], "|") {
@@ -187,6 +198,17 @@ func flagValues(c *Command, f *flag.Flag, line commandLine, prefix string) []str
 		}
 	}
 	switch f.Name {
+	case "scheme", "algorithms":
+		if f.Name == "algorithms" {
+			prefix += typed[:strings.LastIndexByte(typed, ',')+1]
+		}
+		var out []string
+		for _, e := range dist.All() {
+			if f.Name == "algorithms" || e.Sweep != nil {
+				out = append(out, prefix+e.Name+"\t"+e.Summary)
+			}
+		}
+		return out
 	case "pool", "new-pool":
 		file := line.values["config"]
 		if n := slices.Index([]string{"pool", "new-pool"}, f.Name); file == "" && n < len(line.args) {

@@ -139,10 +139,7 @@ func TestCompletionShells(t *testing.T) {
 		name   string
 		script func(words []string) string
 	}{
-		{"bash", func(words []string) string {
-			return "source <(chash completion bash)\nCOMP_WORDS=(" + shellQuote(words) + ")\n" +
-				"COMP_CWORD=" + strconv.Itoa(len(words)-1) + "\n_chash\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-		}},
+		{"bash", bashCompletes},
 		{"zsh", func(words []string) string {
 			// Outside an interactive completion, compsys's functions are
 			// stand-ins that print what they are given.
@@ -180,6 +177,68 @@ func TestCompletionShells(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// bashCompletes returns a bash script that completes the line of words, the
+// cursor at its end, as bash would: COMP_WORDS split also at the characters
+// of COMP_WORDBREAKS, such as = and :, and COMP_LINE and COMP_POINT set.
+func bashCompletes(words []string) string {
+	line := strings.Join(words, " ")
+	var split []string
+	for _, w := range words {
+		for w != "" {
+			i := strings.IndexAny(w, "=:")
+			if i < 0 {
+				split = append(split, w)
+				break
+			}
+			if i > 0 {
+				split = append(split, w[:i])
+			}
+			split = append(split, w[i:i+1])
+			w = w[i+1:]
+		}
+	}
+	if words[len(words)-1] == "" {
+		split = append(split, "")
+	}
+	return "source <(chash completion bash)\nCOMP_WORDS=(" + shellQuote(split) + ")\n" +
+		"COMP_CWORD=" + strconv.Itoa(len(split)-1) + "\nCOMP_LINE=" + shellQuote([]string{line}) +
+		"\nCOMP_POINT=${#COMP_LINE}\n_chash\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+}
+
+// TestCompletionBashWordBreaks checks bash's completion of words that bash
+// splits at = and :, each candidate being what bash puts after the last of
+// them.
+func TestCompletionBashWordBreaks(t *testing.T) {
+	env := chashOnPath(t)
+	bin := testprog.LookPath(t, "bash")
+	for _, tt := range []struct {
+		line string
+		want []string
+	}{
+		{"chash analyze --format=", []string{"text", "json", "csv"}},
+		{"chash analyze --format=j", []string{"json"}},
+		{"chash route --config=testdata/two.yml --pool ", []string{"a", "b"}},
+		{"chash route --config testdata/two.yml --pool=", []string{"a", "b"}},
+		{"chash diff --add 10.0.0.9:11211:1 testdata/two.yml --pool ", []string{"a", "b"}},
+		{"chash diff --add 10.0.0.9:11211:1 --pool=a testdata/tw", []string{"testdata/two.yml"}},
+		{"chash sweep --scheme=gr", []string{"groupcache"}},
+		{"chash compare --algorithms chash,ma", []string{"chash,maglev"}},
+	} {
+		cmd := exec.Command(bin, "-c", bashCompletes(strings.Split(tt.line, " ")))
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("bash completing %q: %v\n%s", tt.line, err, out)
+			continue
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		if want := slices.Sorted(slices.Values(tt.want)); !slices.Equal(got, want) {
+			t.Errorf("bash completes %q to %q; want %q", tt.line, got, want)
+		}
 	}
 }
 

@@ -64,7 +64,9 @@ registering one more server would move.
 Between two rings that hash keys alike (chash, seed, balanced and the rings of
 deployed programs, as chash analyze lists them) the figures are exact: the two
 sorted point arrays are merged into hash ranges, and each range whose owner
-changes is counted whole. Two lookup tables of the same size (maglev) are
+changes is counted whole, as far as keys can hash into it (a hash of fewer
+than 32 bits, such as crc32's 0..32767, reaches only part of the ring; see
+chash help analyze). Two lookup tables of the same size (maglev) are
 compared entry by entry. A load-aware distribution (bounded) places --sample
 generated keys (1000000 by default) in turn on both, each counting as load;
 anything else is measured by routing that many keys through both. Neither
@@ -85,7 +87,8 @@ range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 	 "before": BALANCE, "after": BALANCE}
 
 Shares are fractions of the key space; "count" counts ring positions (of
-"total", 2^32), table entries or sample keys; flows are sorted by from, then
+"total": 2^32, or fewer for a hash of fewer than 32 bits), table entries or
+sample keys; flows are sorted by from, then
 to, in the files' order of servers, and ranges by start. BALANCE is the object
 chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
 header record,from,to,share,count,start,end: record is "flow" or "range"; a
@@ -340,7 +343,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 			cw.Write([]string{"flow", fl.From, fl.To, fmtFloat(fl.Share), strconv.FormatUint(fl.Count, 10), "", ""})
 		}
 		for _, r := range out.Ranges {
-			cw.Write([]string{"range", r.From, r.To, fmtFloat(float64(r.Len()) / analyze.RingSize), strconv.FormatUint(r.Len(), 10),
+			cw.Write([]string{"range", r.From, r.To, fmtFloat(float64(r.Len()) / float64(out.Total)), strconv.FormatUint(r.Len(), 10),
 				strconv.FormatUint(uint64(r.Start), 10), strconv.FormatUint(uint64(r.End), 10)})
 		}
 		cw.Flush()
@@ -348,7 +351,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	}
 	bw := bufio.NewWriter(w)
 	describe := func(label string, s side) {
-		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %d servers", label, s.Pool, s.Config, s.Distribution, len(s.pool.Servers))
+		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %s", label, s.Pool, s.Config, s.Distribution, serversText(len(s.pool.Servers)))
 		if s.change != "" {
 			fmt.Fprintf(bw, " (%s)", s.change)
 		}
@@ -409,6 +412,9 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 func movedMethod(out *diffOutput) string {
 	switch out.Method {
 	case analyze.MethodArcs:
+		if out.Total != analyze.RingSize {
+			return fmt.Sprintf("exact, from the two rings' points over the %d positions the hash reaches", out.Total)
+		}
 		return "exact, from the two rings' points"
 	case analyze.MethodTable:
 		return "exact, entry by entry"

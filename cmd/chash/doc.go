@@ -49,7 +49,11 @@
 // The shares are exact wherever the distribution allows: from arc lengths for a
 // ring (chash, seed, balanced and the rings of deployed programs: ketama,
 // libketama, spymemcached, libmemcached, nginx, groupcache, stathat), from table
-// entries for maglev's lookup table. A load-aware distribution (bounded) places
+// entries for maglev's lookup table. A ring counts only the positions keys can
+// hash to: twemproxy's crc32 returns 0..32767 (java_hashcode_spread and
+// java_fnv1_32 return 31 bits), so each of its keys goes to the first point at
+// or after its hash, and arcs past 32767 own no keys. Maglev with a hash: of the
+// pool is measured by routing keys. A load-aware distribution (bounded) places
 // --sample generated keys (1000000 by default) in turn, each counting as load, as
 // chash route places the keys it reads; the others are measured by routing that
 // many keys and counting. The output says which. Given --sample for an exact
@@ -82,7 +86,8 @@
 // Shares are fractions of the key space; "expected" is the weight-fair share,
 // "ratio" is share/expected, and the three summary ratios are of each node's
 // share to its expected share. "count" is what the share counts: ring positions
-// (of "total", 2^32), table entries or keys. Nodes are in the file's order.
+// (of "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries
+// or keys. Nodes are in the file's order.
 // "sample" (with --sample on an exact distribution) and "keys" (with --keys)
 // have the same fields as the top level, plus "stderr" per node: the standard
 // error of the share as an estimate of the key space's. --format csv prints one
@@ -137,7 +142,9 @@
 //
 // Balance and movement are exact where the distribution allows (arc lengths of
 // the rings, entries of maglev's table) and otherwise counted over the keys:
-// --keys sample keys (default 100000), or the lines of --keyfile. Bounded loads
+// --keys sample keys (default 100000, at most 10000000, which take about 1 GB
+// of memory), or the lines of --keyfile, not both. --nodes is at most 10000.
+// Bounded loads
 // places the keys in turn, as chash route does, so its balance and movement are
 // those of that placement. Lookup times are wall-clock means over the keys on
 // this machine, and memory is the growth of the live heap while the router is
@@ -247,9 +254,11 @@
 //
 //	The function that hashes keys (and, for most rings, the servers'
 //	points). twemproxy's names hash byte for byte as twemproxy does; a pool
-//	that must route as a deployed twemproxy keeps its hash. fnv1a_64
-//	clusters keys that differ only in their last character: chash analyze
-//	warns of it.
+//	that must route as a deployed twemproxy keeps its hash. crc16, fnv1_32,
+//	fnv1_64, fnv1a_64, java_hashcode and java_hashcode_spread cluster keys
+//	that differ only in their last character (chash analyze warns of it),
+//	and crc32 returns only 0..32767, which on a ring sends every key to the
+//	first points past it; for new pools prefer md5 or xxh64.
 //	Default: the distribution's own: fnv1a_64 for twemproxy's ketama, modula
 //	and random, xxh64 for chash, java_fnv1_32 for seed.
 //	Values: crc16, crc32, crc32a, fnv1_32, fnv1_64, fnv1a_32, fnv1a_64,
@@ -276,7 +285,9 @@
 //	as the seed articles' Java ring; chash is chash's own ring; jump,
 //	jumpback, rendezvous, maglev, multiprobe, bounded, memento and balanced
 //	are alternative algorithms (chash compare sets them side by side). An
-//	unknown name is an error.
+//	unknown name is an error. libmemcached with hash: hsieh hashes as
+//	twemproxy's hsieh, which a stock libmemcached 1.1.4 does not offer: it
+//	refuses MEMCACHED_HASH_HSIEH and keeps one_at_a_time.
 //	Default: ketama.
 //	Values: balanced, bounded, chash, groupcache, jump, jumpback, ketama,
 //	libketama, libmemcached, maglev, memento, modula, multiprobe, nginx,
@@ -615,7 +626,9 @@
 // Between two rings that hash keys alike (chash, seed, balanced and the rings of
 // deployed programs, as chash analyze lists them) the figures are exact: the two
 // sorted point arrays are merged into hash ranges, and each range whose owner
-// changes is counted whole. Two lookup tables of the same size (maglev) are
+// changes is counted whole, as far as keys can hash into it (a hash of fewer
+// than 32 bits, such as crc32's 0..32767, reaches only part of the ring; see
+// chash help analyze). Two lookup tables of the same size (maglev) are
 // compared entry by entry. A load-aware distribution (bounded) places --sample
 // generated keys (1000000 by default) in turn on both, each counting as load;
 // anything else is measured by routing that many keys through both. Neither
@@ -636,7 +649,8 @@
 //	 "before": BALANCE, "after": BALANCE}
 //
 // Shares are fractions of the key space; "count" counts ring positions (of
-// "total", 2^32), table entries or sample keys; flows are sorted by from, then
+// "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries or
+// sample keys; flows are sorted by from, then
 // to, in the files' order of servers, and ranges by start. BALANCE is the object
 // chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
 // header record,from,to,share,count,start,end: record is "flow" or "range"; a
@@ -1192,7 +1206,8 @@
 // groupcache or stathat. Each node gets the first V points of the scheme's own
 // sequence of points for it, and keys are hashed with the scheme's default
 // hash; ketama-style schemes, which normally fix 160 points per server, are
-// swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell.
+// swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell (port 11212 from the
+// 65537th server on, and so on).
 //
 // A LIST is numbers separated by commas (5,10,50), a range A..B of roughly
 // evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,

@@ -33,8 +33,7 @@ usage, its description and its flags, and given a topic's name, the topic.
 func runHelp(_ context.Context, cmd *Command, env *Env, args []string) int {
 	switch len(args) {
 	case 0:
-		mainUsage(env.Stdout)
-		return 0
+		return reportOut(cmd, env, printOut(env.Stdout, mainUsage))
 	case 1:
 	default:
 		return cmd.UsageError(env.Stderr, "too many arguments")
@@ -44,7 +43,16 @@ func runHelp(_ context.Context, cmd *Command, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "chash help %s: unknown command or topic. Run 'chash help'.\n", args[0])
 		return 2
 	}
-	printHelp(env.Stdout, c)
+	return reportOut(cmd, env, printOut(env.Stdout, func(w io.Writer) { printHelp(w, c) }))
+}
+
+// reportOut returns 0 if err, a write error of cmd's output, is nil, and
+// otherwise reports it and returns 1.
+func reportOut(cmd *Command, env *Env, err error) int {
+	if err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
 	return 0
 }
 

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/hashfn"
+	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/config"
 )
 
 // TestHelpConfig checks that "chash help config" documents every key of the
@@ -53,5 +58,44 @@ func TestHelpConfig(t *testing.T) {
 	}
 	if _, stderr, code := runChash(t, nil, "config"); code != 2 || !strings.Contains(stderr, `unknown command "config"`) {
 		t.Errorf("chash config = %d, %q; want 2: a topic is not a command", code, stderr)
+	}
+}
+
+// TestHashDocClusters checks that the hash key's doc names exactly the hashes
+// for which chash analyze warns that keys differing in their last character
+// cluster, on a ketama pool of three servers.
+func TestHashDocClusters(t *testing.T) {
+	var doc string
+	for _, k := range configKeys() {
+		if k.Name == "hash" {
+			doc = k.Doc
+		}
+	}
+	_, clusterSentence, ok := strings.Cut(doc, "keeps its hash.")
+	clusterSentence, _, _ = strings.Cut(clusterSentence, "cluster keys")
+	if !ok {
+		t.Fatalf("hash doc %q: no sentence on clustering after \"keeps its hash.\"", doc)
+	}
+	named := strings.FieldsFunc(clusterSentence, func(r rune) bool { return r == ' ' || r == ',' })
+	sv := []config.Server{{Host: "10.0.0.1", Port: 11211, Weight: 1}, {Host: "10.0.0.2", Port: 11211, Weight: 1}, {Host: "10.0.0.3", Port: 11211, Weight: 1}}
+	for _, h := range hashfn.Names() {
+		if m, _ := hashfn.Max(h); m < 1<<16 {
+			continue // all keys on one server: a doc of its own
+		}
+		p, err := analyze.NewPool(&config.Pool{Name: "p", Distribution: "ketama", Hash: h, Servers: sv}, sv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.Balance(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := p.Cluster(b, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Clustered() != slices.Contains(named, h) {
+			t.Errorf("hash %s: analyze finds clustering %v (%d of 1000 groups together); the doc names %q", h, c.Clustered(), c.Together, named)
+		}
 	}
 }

@@ -138,7 +138,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := args[0]
 	switch name {
 	case "-h", "-help", "--help":
-		mainUsage(stdout)
+		if err := printOut(stdout, mainUsage); err != nil {
+			fmt.Fprintf(stderr, "chash: %v\n", err)
+			return 1
+		}
 		return 0
 	case "-version", "--version":
 		name = "version"
@@ -160,8 +163,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pos, err := parseFlags(&c.Flag, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		printHelp(stdout, c)
-		return 0
+		return reportOut(c, env, printOut(stdout, func(w io.Writer) { printHelp(w, c) }))
 	case err != nil:
 		return c.UsageError(stderr, "%v", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -123,4 +124,21 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return set
+}
+
+// printOut writes with print to w through a buffer and returns the first write
+// error, so that help and version, like the commands that print figures, can
+// exit 1 when their output cannot be written (a full disk, a closed pipe).
+func printOut(w io.Writer, print func(io.Writer)) error {
+	bw := bufio.NewWriter(w)
+	print(bw)
+	return bw.Flush()
+}
+
+// serversText is "1 server" or "N servers".
+func serversText(n int) string {
+	if n == 1 {
+		return "1 server"
+	}
+	return strconv.Itoa(n) + " servers"
 }

@@ -77,7 +77,8 @@ leaving server's share) and to modulo hashing over the same servers.
 groupcache or stathat. Each node gets the first V points of the scheme's own
 sequence of points for it, and keys are hashed with the scheme's default
 hash; ketama-style schemes, which normally fix 160 points per server, are
-swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell.
+swept over V as well. Servers are named 10.T.X.Y:11211 for ring T of a cell (port 11212 from the
+65537th server on, and so on).
 
 A LIST is numbers separated by commas (5,10,50), a range A..B of roughly
 evenly spaced numbers on a log scale (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
@@ -251,7 +252,11 @@ func (f *sweepFlags) write(w io.Writer, out *sweepOutput) error {
 		return cw.Error()
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "balance of %s rings against points per node: exact shares, %s of different names\n", out.Scheme, trialsText(out.Trials))
+	names := " of different names"
+	if out.Trials == 1 {
+		names = ""
+	}
+	fmt.Fprintf(bw, "balance of %s rings against points per node: exact shares, %s%s\n", out.Scheme, trialsText(out.Trials), names)
 	fmt.Fprintln(bw, "(random: std/mean expected of points placed at random, sqrt((N-1)/(N*V+1)))")
 	var rows [][]string
 	for i, p := range out.Balance {

@@ -146,3 +146,16 @@ func FuzzParseList(f *testing.F) {
 		}
 	})
 }
+
+// TestSweepOneTrial checks the header of a sweep of one ring per point, which
+// has no names to differ, and a sweep past 2^16 nodes, whose default names
+// once repeated.
+func TestSweepOneTrial(t *testing.T) {
+	out, stderr, code := runChash(t, nil, "sweep", "--nodes", "65537", "--points", "1", "--trials", "1")
+	if code != 0 {
+		t.Fatalf("chash sweep = %d: %s", code, stderr)
+	}
+	if first, _, _ := strings.Cut(out, "\n"); first != "balance of chash rings against points per node: exact shares, one ring per point" {
+		t.Errorf("chash sweep --trials 1: header %q", first)
+	}
+}

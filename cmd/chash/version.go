@@ -31,8 +31,8 @@ func runVersion(_ context.Context, cmd *Command, env *Env, args []string) int {
 		return cmd.UsageError(env.Stderr, "no arguments expected")
 	}
 	info, _ := debug.ReadBuildInfo()
-	fmt.Fprintln(env.Stdout, versionLine(info))
-	return 0
+	_, err := fmt.Fprintln(env.Stdout, versionLine(info))
+	return reportOut(cmd, env, err)
 }
 
 // versionLine describes the build: "chash VERSION [(commit REV[+dirty], TIME)]

@@ -13,7 +13,10 @@
 //     arcs ending at its points (Ring.Shares), an exact count of positions.
 //     Movement between two rings is exact too: the two sorted point arrays are
 //     merged into hash ranges over which both owners are constant, and each range
-//     whose owner changes is counted whole (Rings).
+//     whose owner changes is counted whole (Rings). When keys hash to part of
+//     the ring only (a SpannedRing, whose hash has fewer than 32 bits, such as
+//     twemproxy's crc32 of 0..32767), only the positions of its Span count
+//     (RingsIn).
 //   - A Table (a router that hashes keys uniformly onto a fixed table of entries,
 //     as Maglev does) is measured by counting the entries each node owns, and
 //     movement by comparing the two tables entry by entry. Both are exact for keys
@@ -63,6 +66,40 @@ type RingRouter interface {
 	// Ring returns the ring and, for each of its nodes in Nodes order, the index
 	// of the router's node it stands for.
 	Ring() (*chash.Ring, []int)
+}
+
+// Span is the run of ring positions that keys hash to, Lo through Hi
+// inclusive. A key hash of fewer than 32 bits, such as twemproxy's crc32
+// (0..32767, see hashfn.Max), reaches only part of the ring: a key past the
+// span's last point goes to the ring's first point, and an arc outside the span
+// owns no keys whatever its length. Exact figures count the positions of each
+// arc that lie in the span, keys being taken as uniform over it.
+type Span struct {
+	Lo, Hi uint32
+}
+
+// FullSpan is the whole ring, the span of a hash of 32 bits.
+var FullSpan = Span{0, math.MaxUint32}
+
+// Len returns the number of positions in s.
+func (s Span) Len() uint64 { return uint64(s.Hi) - uint64(s.Lo) + 1 }
+
+// A SpannedRing is a RingRouter whose keys hash to part of its ring only.
+// Measure and Compare count only the positions of its span.
+type SpannedRing interface {
+	RingRouter
+	// KeySpan returns the first and last ring positions keys hash to.
+	KeySpan() (lo, hi uint32)
+}
+
+// spanOf returns the span of r's keys: r's KeySpan if it has one, else the
+// whole ring.
+func spanOf(r RingRouter) Span {
+	if s, ok := r.(SpannedRing); ok {
+		lo, hi := s.KeySpan()
+		return Span{lo, hi}
+	}
+	return FullSpan
 }
 
 // RingOf returns r as a RingRouter whose nodes are r.Nodes(), in that order.
@@ -245,14 +282,15 @@ func (b *Balance) summarize() {
 func (b *Balance) Exact() bool { return b.Method == MethodArcs || b.Method == MethodTable }
 
 // RingBalance returns the exact balance of r's ring, from arc lengths, for
-// nodes, the router's nodes in its order.
+// nodes, the router's nodes in its order. Only the positions of r's Span count,
+// if it is a SpannedRing; Total is then the span's length.
 func RingBalance(r RingRouter, nodes []chash.Node) (*Balance, error) {
 	ring, index := r.Ring()
 	if ring.NumPoints() == 0 {
 		return nil, errNoNodes
 	}
 	counts := make([]uint64, len(nodes))
-	for k, c := range ring.Shares() {
+	for k, c := range spanShares(ring, spanOf(r)) {
 		if index[k] < 0 || index[k] >= len(nodes) {
 			return nil, fmt.Errorf("analyze: ring node %d stands for node %d of %d", k, index[k], len(nodes))
 		}
@@ -276,6 +314,30 @@ func TableBalance(t Table, nodes []chash.Node) (*Balance, error) {
 		counts[e]++
 	}
 	return Counts(MethodTable, nodes, counts)
+}
+
+// spanShares is r.Shares counting only the positions in s: for each node in
+// Nodes order, how many positions of s it owns.
+func spanShares(r *chash.Ring, s Span) []uint64 {
+	if s == FullSpan {
+		return r.Shares()
+	}
+	shares := make([]uint64, r.Len())
+	in := func(start, end int64) uint64 { // the positions of start..end in s
+		return uint64(max(0, min(end, int64(s.Hi))-max(start, int64(s.Lo))+1))
+	}
+	prev := int64(-1) // point i owns the positions after the previous one
+	for i := range r.NumPoints() {
+		pos, owner := r.Point(i)
+		if int64(pos) == prev {
+			continue // a tied point owns nothing
+		}
+		shares[owner] += in(prev+1, int64(pos))
+		prev = int64(pos)
+	}
+	_, first := r.Point(0)
+	shares[first] += in(prev+1, math.MaxUint32) // past the last point: the first's
+	return shares
 }
 
 // Count routes every key through r and returns the balance of the counts over

@@ -98,29 +98,37 @@ type Diff struct {
 // if the two rings hash keys differently (as found by hashing probe keys with
 // both), since their positions would then not be comparable.
 func Rings(old, new *chash.Ring) (*Diff, error) {
+	return RingsIn(old, new, FullSpan)
+}
+
+// RingsIn is Rings for keys that hash to the positions of span only (see
+// Span): only those positions count, in the balances, the flows and the
+// moved ranges, and Total is the span's length.
+func RingsIn(old, new *chash.Ring, span Span) (*Diff, error) {
 	if old.NumPoints() == 0 || new.NumPoints() == 0 {
 		return nil, errNoNodes
 	}
 	if !SameHash(old, new) {
 		return nil, errors.New("analyze: the two rings hash keys differently")
 	}
-	ob, err := Ring(old)
+	ob, err := Counts(MethodArcs, old.Nodes(), spanShares(old, span))
 	if err != nil {
 		return nil, err
 	}
-	nb, err := Ring(new)
+	nb, err := Counts(MethodArcs, new.Nodes(), spanShares(new, span))
 	if err != nil {
 		return nil, err
 	}
-	d := newDiff(MethodArcs, RingSize, old.Nodes(), new.Nodes(), ob, nb)
+	d := newDiff(MethodArcs, span.Len(), old.Nodes(), new.Nodes(), ob, nb)
 	on, nn := old.Nodes(), new.Nodes()
 	flows := map[[2]int]*Flow{}
 	var moved uint64
 	emit := func(start, end uint32, o, n int) {
 		from, to := on[o].Name, nn[n].Name
-		if from == to {
+		if from == to || end < span.Lo || start > span.Hi {
 			return
 		}
+		start, end = max(start, span.Lo), min(end, span.Hi)
 		length := uint64(end) - uint64(start) + 1
 		moved += length
 		f := flows[[2]int{o, n}]
@@ -264,16 +272,16 @@ func countDiff(method string, old, new func([]byte) (int, error), oldNodes, newN
 }
 
 // Compare returns the difference between two routers, oldNodes and newNodes
-// being their nodes, exactly where it can: Rings for two RingRouters that hash
-// keys alike (under the routers' names), Tables for two Tables of the same
+// being their nodes, exactly where it can: RingsIn for two RingRouters that
+// hash keys alike to the same Span (under the routers' names), Tables for two Tables of the same
 // size, and otherwise CountDiff over keys with Method MethodSample.
 func Compare(old, new dist.Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
 	if a, ok := old.(RingRouter); ok {
 		if b, ok := new.(RingRouter); ok {
 			ar, an := ringNames(a, oldNodes)
 			br, bn := ringNames(b, newNodes)
-			if SameHash(ar, br) {
-				d, err := Rings(ar, br)
+			if span := spanOf(a); span == spanOf(b) && SameHash(ar, br) {
+				d, err := RingsIn(ar, br, span)
 				if err != nil {
 					return nil, err
 				}

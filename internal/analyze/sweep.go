@@ -26,8 +26,9 @@ type SweepConfig struct {
 	// every figure. If zero, it defaults to 1.
 	Trials int
 	// Name returns the name of node i in trial t. If nil, it defaults to
-	// "10.t.x.y:11211" with x.y spelling i in base 256, so trial 0 is
-	// 10.0.0.0:11211, 10.0.0.1:11211, ...
+	// "10.t.x.y:port" with x.y spelling i mod 2^16 in base 256 and port
+	// 11211 + i/2^16, so trial 0 is 10.0.0.0:11211, 10.0.0.1:11211, ...,
+	// 10.0.255.255:11211, 10.0.0.0:11212, ...: a name for every node.
 	Name func(t, i int) string
 	// Progress, if not nil, is called after each ring built with the number done
 	// and the number to do.
@@ -81,7 +82,7 @@ func (c *SweepConfig) defaults() error {
 		c.Trials = 1
 	}
 	if c.Name == nil {
-		c.Name = func(t, i int) string { return fmt.Sprintf("10.%d.%d.%d:11211", t, i>>8&255, i&255) }
+		c.Name = func(t, i int) string { return fmt.Sprintf("10.%d.%d.%d:%d", t, i>>8&255, i&255, 11211+i>>16) }
 	}
 	for _, n := range c.Nodes {
 		if n < 1 {

@@ -95,3 +95,21 @@ func TestPerNode(t *testing.T) {
 		t.Error("PerNode changes the key hash")
 	}
 }
+
+// TestSweepManyNodes checks that the default names stay distinct past 2^16
+// nodes, where "10.t.x.y" alone repeats, and that the first 2^16 keep their
+// names (and so the figures of smaller sweeps).
+func TestSweepManyNodes(t *testing.T) {
+	c := SweepConfig{Scheme: standard, Nodes: []int{1<<16 + 2}, Points: []int{1}}
+	if _, err := Sweep(c); err != nil {
+		t.Fatalf("Sweep over %d nodes: %v", c.Nodes[0], err)
+	}
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int]string{0: "10.3.0.0:11211", 258: "10.3.1.2:11211", 1<<16 - 1: "10.3.255.255:11211", 1 << 16: "10.3.0.0:11212"} {
+		if got := c.Name(3, i); got != want {
+			t.Errorf("Name(3, %d) = %q; want %q", i, got, want)
+		}
+	}
+}

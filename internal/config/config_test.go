@@ -210,8 +210,9 @@ func TestParseErrors(t *testing.T) {
 
 		{"bad weight", "alpha:\n  distribution: chash\n  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:1\n   - 10.0.0.3:11211:1\n   - 10.0.0.1:11211:x\n", 7, "alpha", `server "10.0.0.1:11211:x": weight "x" is not a positive integer`},
 		{"zero weight", "a:\n  distribution: chash\n  servers:\n   - h:1:0\n", 4, "a", `server "h:1:0": weight "0" is not a positive integer`},
+		{"weight far too large", "a:\n  distribution: chash\n  servers:\n   - h:1:99999999999999999999999\n", 4, "a", `weight 99999999999999999999999 is above the maximum, 2147483647`},
 		{"negative weight", "a:\n  distribution: chash\n  servers:\n   - h:1:-1\n", 4, "a", `weight "-1" is not a positive integer`},
-		{"huge weight", "a:\n  distribution: chash\n  servers:\n   - h:1:2147483648\n", 4, "a", `weight "2147483648" is not a positive integer`},
+		{"huge weight", "a:\n  distribution: chash\n  servers:\n   - h:1:2147483648\n", 4, "a", `weight 2147483648 is above the maximum, 2147483647`},
 		{"no weight", "a:\n  distribution: chash\n  servers:\n   - 10.0.0.1:11211\n", 4, "a", `server "10.0.0.1:11211": want "host:port:weight [name]"`},
 		{"no port", "a:\n  distribution: chash\n  servers:\n   - h\n", 4, "a", `server "h": want "host:port:weight [name]"`},
 		{"port zero", "a:\n  distribution: chash\n  servers:\n   - h:0:1\n", 4, "a", `port "0" is not a number in 1..65535`},

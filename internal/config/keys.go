@@ -79,8 +79,10 @@ var settings = []setting{
 				"xxh64 for chash, java_fnv1_32 for seed",
 			Doc: "The function that hashes keys (and, for most rings, the servers' points). " +
 				"twemproxy's names hash byte for byte as twemproxy does; a pool that must route " +
-				"as a deployed twemproxy keeps its hash. fnv1a_64 clusters keys that differ only " +
-				"in their last character: chash analyze warns of it.",
+				"as a deployed twemproxy keeps its hash. crc16, fnv1_32, fnv1_64, fnv1a_64, java_hashcode " +
+				"and java_hashcode_spread cluster keys that differ only in their last character " +
+				"(chash analyze warns of it), and crc32 returns only 0..32767, which on a ring sends " +
+				"every key to the first points past it; for new pools prefer md5 or xxh64.",
 			Example: "hash: md5",
 		},
 		parse:  setHash,
@@ -109,7 +111,10 @@ var settings = []setting{
 				"spymemcached, nginx, groupcache and stathat as those programs do; seed as the " +
 				"seed articles' Java ring; chash is chash's own ring; jump, jumpback, " +
 				"rendezvous, maglev, multiprobe, bounded, memento and balanced are alternative " +
-				"algorithms (chash compare sets them side by side). An unknown name is an error.",
+				"algorithms (chash compare sets them side by side). An unknown name is an error. " +
+				"libmemcached with hash: hsieh hashes as twemproxy's hsieh, which a stock " +
+				"libmemcached 1.1.4 does not offer: it refuses MEMCACHED_HASH_HSIEH and keeps " +
+				"one_at_a_time.",
 			Example: "distribution: chash",
 		},
 		// Its values are package dist's catalogue, which imports this package:

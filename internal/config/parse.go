@@ -241,6 +241,16 @@ func atoi(s string) (int, bool) {
 	return n, n <= math.MaxInt32
 }
 
+// tooLarge reports whether s is written with digits only, as atoi wants,
+// but is above MaxInt32.
+func tooLarge(s string) bool {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return err != nil || n > math.MaxInt32 // err: digits past 2^64
+}
+
 func number(key string, v *yaml.Node) (int, error) {
 	s, err := scalar(key, v)
 	if err != nil {
@@ -531,6 +541,9 @@ func ParseServer(line string) (Server, error) {
 	}
 	w, ok := atoi(weight)
 	if !ok || w == 0 {
+		if tooLarge(weight) {
+			return s, fmt.Errorf("weight %s is above the maximum, %d", weight, math.MaxInt32)
+		}
 		if strings.Contains(weight, " ") {
 			// The name is what follows the last space, as twemproxy reads it.
 			return s, fmt.Errorf("weight %q is not a positive integer (a name has no spaces)", weight)

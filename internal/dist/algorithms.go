@@ -1,11 +1,13 @@
 package dist
 
 import (
+	"math/bits"
 	"slices"
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/balanced"
 	"github.com/chash-dev/chash/bounded"
+	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/jump"
 	"github.com/chash-dev/chash/maglev"
@@ -83,10 +85,23 @@ func buildRendezvous(p *config.Pool, servers []config.Server, _ Router) (Router,
 
 // buildMaglev builds a Maglev table of the default size, 65537 entries, which
 // must be at least the total weight; server order does not matter.
+//
+// Maglev maps a 64-bit hash onto the table by multiplication, ⌊h·size/2^64⌋,
+// so a pool's hash, of 32 bits or fewer, is shifted to the top of the 64 bits:
+// zero-extended, every key would land on entry 0. Its values then reach the
+// entries unevenly (2^32 values over 65537 entries, or 32768 for crc32), so
+// the router is no Table and analysis routes keys.
 func buildMaglev(p *config.Pool, servers []config.Server, _ Router) (Router, error) {
-	h, err := keyHash64(p)
-	if err != nil {
-		return nil, err
+	var h func([]byte) uint64
+	if p.Hash != "" {
+		f, err := keyHash(p, "")
+		if err != nil {
+			return nil, err
+		}
+		// m-1: java_fnv1_32's Max, 2^31, is one value in 2^32; its others fit 31 bits.
+		m, _ := hashfn.Max(p.Hash)
+		shift := 64 - bits.Len32(m-1)
+		h = func(key []byte) uint64 { return uint64(f(key)) << shift }
 	}
 	nodes := algoNodes(servers)
 	t, err := maglev.New(maglev.Config{KeyHash: h}, nodes)
@@ -94,6 +109,9 @@ func buildMaglev(p *config.Pool, servers []config.Server, _ Router) (Router, err
 		return nil, p.ErrorAt("servers", err)
 	}
 	names := namesOf(nodes)
+	if h != nil {
+		return &named{r: t, names: names}, nil
+	}
 	r := &tableRouter{t: t, names: names}
 	for _, n := range t.Nodes() {
 		r.index = append(r.index, names[n.Name])

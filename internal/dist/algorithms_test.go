@@ -2,6 +2,7 @@ package dist
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,5 +105,31 @@ func TestBoundedPlace(t *testing.T) {
 	}
 	if again, _ := r.Lookup([]byte("same-key")); again != first {
 		t.Errorf("with the loads released, same-key goes to %d; want %d, as before", again, first)
+	}
+}
+
+// TestAlgorithmsSpreadWithHash checks that each algorithm without a ring,
+// given a pool's hash of 32 bits or fewer (crc32 has 15), still spreads keys
+// over all its servers: maglev maps 64-bit hashes onto its table by
+// multiplication, and once sent every key of a 32-bit hash to one entry. (A
+// ring's keys of a 15-bit hash all fall before its first points.)
+func TestAlgorithmsSpreadWithHash(t *testing.T) {
+	keys := make([]string, 4000)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	for _, name := range []string{"jump", "jumpback", "rendezvous", "maglev", "multiprobe", "memento"} {
+		for _, hash := range []string{"md5", "crc32", "java_fnv1_32"} {
+			p := mustPool(t, "a:\n  distribution: "+name+"\n  hash: "+hash+"\n"+algoServers)
+			count := map[string]int{}
+			for _, s := range route(t, p, keys...) {
+				count[s]++
+			}
+			for _, s := range p.Servers {
+				if n := count[s.Name()]; n < len(keys)/4/2 {
+					t.Errorf("%s with hash %s: %d of %d keys to %s; want about a quarter", name, hash, n, len(keys), s.Name())
+				}
+			}
+		}
 	}
 }

@@ -264,7 +264,7 @@ func Build(p *config.Pool, servers []config.Server) (Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.build(p, servers, nil)
+	return e.buildSpanned(p, servers, nil)
 }
 
 // buildable returns the entry of the pool's distribution if a router of it
@@ -349,6 +349,11 @@ func perWeight(p *config.Pool, servers []config.Server, def int) (int, error) {
 // ring more than maxPoints points. per zero means one point per server.
 func checkPoints(p *config.Pool, servers []config.Server, per int) error {
 	total := 0
+	// Blame the weights, or, when every weight is 1, the number of servers.
+	who, fix, fixOr := "the weights", "lower the weights", "the weights"
+	if unitWeights(servers) {
+		who, fix, fixOr = fmt.Sprintf("%d servers of weight 1", len(servers)), "use fewer servers", "use fewer servers"
+	}
 	for _, s := range servers {
 		if s.Weight < 1 {
 			return p.ErrorAt("servers", fmt.Errorf("server %q: weight %d is not positive", s.Name(), s.Weight))
@@ -359,9 +364,9 @@ func checkPoints(p *config.Pool, servers []config.Server, per int) error {
 		}
 		if total += n; total > maxPoints {
 			if p.Points == 0 { // the distribution's own count: blame the weights
-				return p.ErrorAt("servers", fmt.Errorf("the weights give the %s ring more than %d points (%d per unit of weight); lower the weights", p.Distribution, maxPoints, max(per, 1)))
+				return p.ErrorAt("servers", fmt.Errorf("%s give the %s ring more than %d points (%d per unit of weight); %s", who, p.Distribution, maxPoints, max(per, 1), fix))
 			}
-			return p.ErrorAt("points", fmt.Errorf("%d points per unit of weight give the %s ring more than %d points; lower points or the weights", per, p.Distribution, maxPoints))
+			return p.ErrorAt("points", fmt.Errorf("%d points per unit of weight give the %s ring more than %d points; lower points or %s", per, p.Distribution, maxPoints, fixOr))
 		}
 	}
 	return nil
@@ -371,15 +376,30 @@ func checkPoints(p *config.Pool, servers []config.Server, per int) error {
 // the slots of a table with one per unit of weight (modula's).
 func checkSlots(p *config.Pool, servers []config.Server) error {
 	total := 0
+	lower := "lower the weights"
+	if unitWeights(servers) {
+		lower = fmt.Sprintf("%d servers of weight 1: use fewer", len(servers))
+	}
 	for _, s := range servers {
 		if s.Weight < 1 {
 			return p.ErrorAt("servers", fmt.Errorf("server %q: weight %d is not positive", s.Name(), s.Weight))
 		}
 		if total += min(s.Weight, maxPoints+1); total > maxPoints {
-			return p.ErrorAt("servers", fmt.Errorf("the weights add up to more than %d, the slots of the %s table (one per unit of weight); lower the weights", maxPoints, p.Distribution))
+			return p.ErrorAt("servers", fmt.Errorf("the weights add up to more than %d, the slots of the %s table (one per unit of weight); %s", maxPoints, p.Distribution, lower))
 		}
 	}
 	return nil
+}
+
+// unitWeights reports whether every server has weight 1, so that a ring or
+// table too large is the servers' count, not their weights.
+func unitWeights(servers []config.Server) bool {
+	for _, s := range servers {
+		if s.Weight != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // unweighted reports an error for a server whose weight is not 1.

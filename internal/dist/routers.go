@@ -1,11 +1,13 @@
 package dist
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/bounded"
 	"github.com/chash-dev/chash/compat"
+	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/jump"
 	"github.com/chash-dev/chash/maglev"
@@ -18,8 +20,9 @@ import (
 // index[k]: a lookup is the ring's and one load, with no name compared or
 // hashed.
 type ringRouter struct {
-	ring  *chash.Ring
-	index []int
+	ring   *chash.Ring
+	index  []int
+	lo, hi uint32 // the ring positions keys hash to (keySpan)
 }
 
 // newRingRouter builds a ring of nodes, nodes[i] being servers[i] under the
@@ -36,6 +39,55 @@ func newRingRouter(p *config.Pool, s chash.Scheme, nodes []chash.Node, prev Rout
 		return nil, p.ErrorAt("servers", err)
 	}
 	return ringOver(r, nodes), nil
+}
+
+// buildSpanned is e.build, then sets the span of the keys of the router, if
+// it is a ring's, from the pool's hash (keySpan).
+func (e Entry) buildSpanned(p *config.Pool, servers []config.Server, prev Router) (Router, error) {
+	r, err := e.build(p, servers, prev)
+	if err != nil {
+		return nil, err
+	}
+	var rr *ringRouter
+	switch r := r.(type) {
+	case *ringRouter:
+		rr = r
+	case replicaRing:
+		rr = r.ringRouter
+	default:
+		return r, nil
+	}
+	name := p.Hash
+	if name == "" {
+		name = e.DefaultHash
+	}
+	rr.lo, rr.hi = keySpan(name, rr.ring.Scheme())
+	return r, nil
+}
+
+// keySpan returns the first and last ring positions that keys hashed with
+// the function called hash, placed by scheme s, can land on: the whole ring,
+// unless the hash has fewer than 32 bits (hashfn.Max),
+// as twemproxy's crc32 (0..32767) has. compat.Seed moves a hash's values as
+// its doc says, so the span moves with them.
+func keySpan(hash string, s chash.Scheme) (lo, hi uint32) {
+	m, err := hashfn.Max(hash)
+	if err != nil || m == math.MaxUint32 {
+		return 0, math.MaxUint32
+	}
+	if seed, ok := s.(compat.Seed); ok {
+		if seed.Signed {
+			if m >= 1<<31 {
+				return 0, math.MaxUint32
+			}
+			return 1 << 31, 1<<31 | m // the sign bit flipped
+		}
+		if m >= 1<<31-1 {
+			return 0, math.MaxUint32
+		}
+		return 0, 2*m + 1 // v at 2v+1
+	}
+	return 0, m
 }
 
 // ringOver returns the router of r, whose nodes are named as in nodes, the
@@ -63,6 +115,10 @@ func (r *ringRouter) Lookup(key []byte) (int, error) {
 // Ring returns the ring and, for each of its nodes in Nodes order, the index
 // of its server, for exact analysis. The caller must not change the slice.
 func (r *ringRouter) Ring() (*chash.Ring, []int) { return r.ring, r.index }
+
+// KeySpan returns the first and last ring positions keys hash to, for exact
+// analysis: the whole ring unless the pool's hash has fewer than 32 bits.
+func (r *ringRouter) KeySpan() (lo, hi uint32) { return r.lo, r.hi }
 
 // replicaRing is a ringRouter with the ring's replica sets: the first distinct
 // servers clockwise.

@@ -31,7 +31,7 @@ func Update(prevPool *config.Pool, prev Router, p *config.Pool, servers []config
 	if prevPool == nil || prev == nil || routingOf(prevPool) != routingOf(p) {
 		prev = nil
 	}
-	return e.build(p, servers, prev)
+	return e.buildSpanned(p, servers, prev)
 }
 
 // mergeRing returns the ring of nodes with scheme s merged from the ring of
