@@ -740,8 +740,8 @@
 // EXISTS and TOUCH are split by server and merged in the order of their keys
 // (not atomically, as with nutcracker). The proxy answers PING, ECHO, QUIT,
 // AUTH, SELECT 0, HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
-// clients fall back to RESP2) and CLIENT SETNAME, GETNAME and ID (of the
-// client's connection to the proxy) itself, and refuses what cannot be sharded
+// clients fall back to RESP2) and CLIENT SETNAME, GETNAME, ID and SETINFO (of
+// the client's connection to the proxy) itself, and refuses what cannot be sharded
 // (KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, MULTI/EXEC, WATCH, blocking pops,
 // SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT's other subcommands, CONFIG, INFO,
 // CLUSTER, ...) with "-ERR command 'keys' is not supported by the proxy", the
@@ -910,10 +910,9 @@
 //
 // --max-memory bounds the bytes of requests read and not yet answered and of
 // replies read from servers and not yet written, over all clients (1 GiB by
-// default): past it, clients whose last requests held more than a thousandth
-// of it (64 KiB at least) are not read until replies are written, so a client
-// that sends faster than its replies are read cannot make the proxy hold ever
-// more, while clients that hold little go on. Replies to requests already
+// default): past it, clients are not read until replies are written, so a
+// client that sends faster than its replies are read cannot make the proxy
+// hold ever more. Replies to requests already
 // sent may take it past the bound (at most 256 requests and 4,096 keys per
 // client are in flight), and so may the one request each client is reading,
 // counted once read whole (up to --max-value or --max-bulk). While past it, a
@@ -1001,8 +1000,8 @@
 // leaves nothing stale to read.
 //
 // --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-// 2 otherwise. It resolves the listen addresses and refuses two pools whose
-// addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
+// 2 otherwise. It resolves the listen addresses, refuses one that does not
+// resolve, and refuses two pools whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
 // 127.0.0.1:22121). It checks a servers_from URL but does not read the list, so
 // that a file can be checked where etcd cannot be reached; 'chash route
 // --config FILE' reads it once, and fails if it is not valid.

@@ -38,6 +38,8 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", writeConfig(t, "alpha:\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", "no listen address"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\nbeta:\n  listen: localhost:22121\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "",
 			`:6: pool "beta": listen 127.0.0.1:22121: pool "alpha" (line 2) listens there too`},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: no-such-host.invalid:22121\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "",
+			`:2: pool "alpha": listen tcp: lookup no-such-host.invalid`},
 		{[]string{"--config", filepath.Join(t.TempDir(), "missing.yml"), "--test-conf"}, 2, "", "no such file"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  tls_cert_file: /nonexistent/c.pem\n  tls_key_file: /nonexistent/k.pem\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": tls_cert_file "/nonexistent/c.pem", tls_key_file "/nonexistent/k.pem": open /nonexistent/c.pem: no such file`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  eject_errors: true\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": eject_errors: true needs auto_eject_hosts: true`},

@@ -40,17 +40,13 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int // bytes held by the pending requests
-	pkeys   int // keys the pending requests name
-	// lastHeld is what the last requests answered held, replies included:
-	// past the memory budget, a client that held more than its share waits
-	// (memory.share).
-	lastHeld int64
-	werr     error // why a write failed: nothing more is written
-	broken   bool  // the connection failed or is closing: read no more
-	idle     bool  // a read deadline for the idle timeout is set
-	wdl      bool  // a write deadline for a slow reader is set (write)
-	barrier  bool  // a request must be answered before the next is read
+	pbytes  int   // bytes held by the pending requests
+	pkeys   int   // keys the pending requests name
+	werr    error // why a write failed: nothing more is written
+	broken  bool  // the connection failed or is closing: read no more
+	idle    bool  // a read deadline for the idle timeout is set
+	wdl     bool  // a write deadline for a slow reader is set (write)
+	barrier bool  // a request must be answered before the next is read
 }
 
 // clientSource is what a client's codec reads: the bytes read while the client
@@ -253,10 +249,7 @@ func (c *client) serveRead() end {
 			if c.broken {
 				return endClose
 			}
-			// Past the budget, the clients that hold much wait for the
-			// memory to come back; those that hold little go on, so
-			// that a few greedy clients do not stop every other.
-			if c.lastHeld > mem.share() && !mem.wait(pl.stopped) {
+			if !mem.wait(pl.stopped) {
 				return endFinish
 			}
 		}
@@ -386,7 +379,7 @@ func (c *client) flush() {
 	}
 	clear(c.pending)
 	c.pending = c.pending[:0]
-	c.pbytes, c.pkeys, c.lastHeld = 0, 0, held
+	c.pbytes, c.pkeys = 0, 0
 	c.pool.proxy.mem.release(held)
 	if len(*out) > 0 && c.werr == nil {
 		c.write(*out)

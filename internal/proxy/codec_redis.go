@@ -490,7 +490,8 @@ func (c *redisClient) clientID() int64 {
 	return c.id
 }
 
-// clientCommand answers CLIENT SETNAME, GETNAME and ID as Redis 7.0 does, for
+// clientCommand answers CLIENT SETNAME, GETNAME and ID as Redis 7.0 does, and
+// SETINFO as 7.2 does, for
 // the client's connection to the proxy: clients (go-redis's ClientName,
 // redis-py's client_name) name their connections when they open them. The
 // other subcommands see or change the server's connections, which are the
@@ -522,11 +523,24 @@ func (c *redisClient) clientCommand(req *redisRequest) {
 		}
 	case sub == "id":
 		req.local = resp.AppendInt(req.local, c.clientID())
+	case sub == "setinfo":
+		// Redis 7.2's, which go-redis and redis-py send on every new
+		// connection (ignoring an error): answered as 7.2 does, and
+		// dropped, so that it costs them no refusal logged.
+		attr := strings.ToLower(string(args[2]))
+		switch {
+		case attr != "lib-name" && attr != "lib-ver":
+			req.refuse(refusedArgument, "ERR Unrecognized option '"+string(args[2])+"'")
+		case !validClientName(args[3]):
+			req.refuse(refusedArgument, "ERR "+attr+" cannot contain spaces, newlines or special characters.")
+		default:
+			req.local = resp.AppendSimple(req.local, "OK")
+		}
 	}
 }
 
 // clientArity is the arity of the CLIENT subcommands the proxy answers.
-var clientArity = map[string]int{"setname": 3, "getname": 2, "id": 2}
+var clientArity = map[string]int{"setname": 3, "getname": 2, "id": 2, "setinfo": 4}
 
 // clientSubcommands are Redis 7.0's other CLIENT subcommands.
 var clientSubcommands = map[string]bool{

@@ -17,16 +17,12 @@ const DefaultMaxMemory = 1 << 30
 // memory accounts the bytes the proxy holds for requests in flight, over all
 // its clients: the requests read and not yet answered, and their replies read
 // from servers and not yet written. While it holds more than max, clients
-// whose last requests held more than a share of it (share) read no new
-// request: each writes the replies it has, which frees their bytes, then
-// waits until the proxy holds max or less. The clients whose requests held
-// little go on: the bytes are the greedy clients', and waiting would not
-// bring them back (a client that does not read its replies stalled every
-// client of the proxy for seconds). Servers are always read, so the bytes
-// held come down. So the proxy holds at most max, plus the replies to
-// requests already sent when it went over, plus a share for each client that
-// holds little, plus one request being read by each client (bounded by the
-// codec's limits).
+// read no new request: each writes the replies it has, which frees their
+// bytes, then waits until the proxy holds max or less. Servers are always
+// read, so the bytes held come down. So the proxy holds at most max, plus the
+// replies to requests already sent when it went over (at most maxPipeline
+// requests naming maxPendingKeys keys per client), plus one request being
+// read by each client (bounded by the codec's limits).
 type memory struct {
 	max  int64
 	held atomic.Int64
@@ -64,10 +60,6 @@ func (m *memory) release(n int64) {
 		m.mu.Unlock()
 	}
 }
-
-// share is the most a client's last requests may have held for it to go on
-// past max: a thousandth of it, at least 64 KiB (1 MiB of the default).
-func (m *memory) share() int64 { return max(m.max>>10, 64<<10) }
 
 // over reports whether the bytes held exceed max.
 func (m *memory) over() bool { return m.held.Load() > m.max }

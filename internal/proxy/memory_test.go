@@ -72,11 +72,9 @@ func TestIdleClientsMemory(t *testing.T) {
 
 // TestMemoryBudget has a client pipeline 40 gets of a 512 KiB value and not
 // read the replies, so that the proxy holds 20 MiB it cannot write. With a
-// budget of 8 MiB, a client whose last requests held much (four of the
-// values) is not read until the first reads its replies, while a client that
-// holds little is served at once; with the default budget, both are. Either
-// way the proxy holds nothing once every reply is written. So for memcached
-// and Redis pools.
+// budget of 8 MiB, another client is not read until the first reads its
+// replies; with the default budget, it is served at once. Either way the proxy
+// holds nothing once every reply is written. So for memcached and Redis pools.
 func TestMemoryBudget(t *testing.T) {
 	const gets, size = 40, 512 << 10
 	value := strings.Repeat("v", size)
@@ -114,13 +112,6 @@ func TestMemoryBudget(t *testing.T) {
 			if _, err := loader.br.ReadString('\n'); err != nil {
 				t.Fatal(err)
 			}
-			// heavy reads four of the values: its last requests held 2 MiB.
-			heavy := dial(t, addr)
-			io.WriteString(heavy.c, strings.Repeat(proto.get, 4))
-			heavy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.ReadFull(heavy.br, make([]byte, 4*len(proto.big))); err != nil {
-				t.Fatal(err)
-			}
 			greedy := dial(t, addr)
 			if _, err := io.WriteString(greedy.c, strings.Repeat(proto.get, gets)); err != nil {
 				t.Fatal(err)
@@ -128,35 +119,30 @@ func TestMemoryBudget(t *testing.T) {
 			if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 16<<20 }) {
 				t.Fatalf("%s, budget %d: the proxy holds %d bytes; want the replies it cannot write", proto.name, budget, p.mem.held.Load())
 			}
-			light := dial(t, addr)
-			io.WriteString(light.c, proto.getSmall)
-			light.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if line, err := light.br.ReadString('\n'); line != proto.small {
-				t.Errorf("%s, budget %d: a client that holds little is answered %q, %v; want %q", proto.name, budget, line, err, proto.small)
-			}
 			waits := p.mem.waits.Load()
-			if _, err := io.WriteString(heavy.c, proto.getSmall); err != nil {
+			other := dial(t, addr)
+			if _, err := io.WriteString(other.c, proto.getSmall); err != nil {
 				t.Fatal(err)
 			}
 			if budget > 0 {
-				// heavy waits for memory, its request unread.
+				// The other client waits for memory, its request unread.
 				if !waitFor(10*time.Second, func() bool { return p.mem.waits.Load() > waits }) {
 					t.Fatalf("%s, budget %d: no client waits while the proxy holds %d bytes", proto.name, budget, p.mem.held.Load())
 				}
-				heavy.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				if line, err := heavy.br.ReadString('\n'); err == nil {
-					t.Errorf("%s, budget %d: a client that held much is answered %q while the proxy is over its budget", proto.name, budget, line)
+				other.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				if line, err := other.br.ReadString('\n'); err == nil {
+					t.Errorf("%s, budget %d: a client is answered %q while the proxy is over its budget", proto.name, budget, line)
 				}
 			}
-			heavy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			other.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			answered := make(chan string, 1)
 			go func() {
-				line, _ := heavy.br.ReadString('\n')
+				line, _ := other.br.ReadString('\n')
 				answered <- line
 			}()
 			if budget == 0 {
 				if line := <-answered; line != proto.small {
-					t.Errorf("%s, default budget: the heavy client is answered %q; want %q", proto.name, line, proto.small)
+					t.Errorf("%s, default budget: the other client is answered %q; want %q", proto.name, line, proto.small)
 				}
 			}
 			greedy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -168,7 +154,7 @@ func TestMemoryBudget(t *testing.T) {
 			}
 			if budget > 0 {
 				if line := <-answered; line != proto.small {
-					t.Errorf("%s, budget %d: once memory is free, the heavy client is answered %q; want %q", proto.name, budget, line, proto.small)
+					t.Errorf("%s, budget %d: once memory is free, the other client is answered %q; want %q", proto.name, budget, line, proto.small)
 				}
 			}
 			if !waitFor(5*time.Second, func() bool { return p.mem.held.Load() == 0 }) {
@@ -190,10 +176,6 @@ func TestSlowReaderClosed(t *testing.T) {
 	if got := dial(t, addr).mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
 		t.Fatalf("set big: %q", got)
 	}
-	heavy := dial(t, addr)
-	if got := heavy.mustDo(strings.Repeat("get big\r\n", 4)); len(got) < 4*size {
-		t.Fatalf("four gets of big: %d bytes", len(got))
-	}
 	greedy := dial(t, addr)
 	if _, err := io.WriteString(greedy.c, strings.Repeat("get big\r\n", gets)); err != nil {
 		t.Fatal(err)
@@ -201,27 +183,20 @@ func TestSlowReaderClosed(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 16<<20 }) {
 		t.Fatalf("the proxy holds %d bytes; want the replies it cannot write", p.mem.held.Load())
 	}
-	// A client that holds little is answered while the slow reader is
-	// connected; one whose last requests held much waits until it is closed.
-	if got := dial(t, addr).mustDo("get small\r\n"); got != "END\r\n" || p.pools["alpha"].nconns.Load() != 4 {
-		t.Errorf("a client that holds little: %q with %d clients connected; want END with the slow reader's", got, p.pools["alpha"].nconns.Load())
-	}
-	other := heavy
+	other := dial(t, addr)
+	start := time.Now()
 	other.c.SetReadDeadline(time.Now().Add(3 * slowReader))
 	if got := other.mustDo("get small\r\n"); got != "END\r\n" {
 		t.Errorf("the client that waited: %q; want END", got)
 	}
-	rs := &p.pools["alpha"].refused
-	rs.mu.Lock()
-	closed := rs.classes[refusedSlowReader] != nil
-	rs.mu.Unlock()
-	if !closed {
-		t.Error("the client that held much was answered before the slow reader was closed")
+	waited := time.Since(start)
+	if waited < slowReader/2 {
+		t.Errorf("the other client was answered after %v, before the slow reader's %v could pass", waited, slowReader)
 	}
 	// The slow reader's connection is closed (the loader's and the other
-	// clients' stay), and ends for it after what it had received.
-	if !waitFor(5*time.Second, func() bool { return p.pools["alpha"].nconns.Load() == 3 }) {
-		t.Errorf("%d clients connected; want 3, the slow reader closed", p.pools["alpha"].nconns.Load())
+	// client's stay), and ends for it after what it had received.
+	if !waitFor(5*time.Second, func() bool { return p.pools["alpha"].nconns.Load() == 2 }) {
+		t.Errorf("%d clients connected; want 2, the slow reader closed", p.pools["alpha"].nconns.Load())
 	}
 	greedy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.Copy(io.Discard, greedy.br); isTimeout(err) {

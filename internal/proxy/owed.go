@@ -219,6 +219,9 @@ func (l *leftOwed) keep(s *server, max int) {
 // take hands s, a server just made that serves nothing yet, the deletes kept
 // for its address: its first connection replays them.
 func (l *leftOwed) take(s *server) {
+	if _, ok := s.pool.codec.(forgetter); !ok {
+		return // a Redis pool's server: the deletes wait for a memcached one
+	}
 	l.mu.Lock()
 	set := l.sets[s.addr]
 	if set != nil {

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"fmt"
+	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -281,5 +283,56 @@ func TestLeftOwedBound(t *testing.T) {
 	l.take(back) // nothing kept for it
 	if back.owes() {
 		t.Error("127.0.0.1:2 owes deletes it never owed")
+	}
+}
+
+// TestOwedPoolRestart: deletes a server of a pool comes to owe while the pool
+// finishes after a reload that restarts it (new TLS files) are owed by
+// the new pool's server of that address once the old pool stops; and deletes
+// kept for an address are not handed to a Redis pool's server, which cannot
+// replay them.
+func TestOwedPoolRestart(t *testing.T) {
+	const opts = "distribution: chash\nreplicas: 2\ntimeout: 300"
+	s, s2 := memcachedtest.Start(t), memcachedtest.Start(t)
+	p := startProxy(t, poolYAML(opts, s, s2))
+	// A set in flight to a frozen replica when the reload comes: it times
+	// out after the reload, and the old pool's server owes the key.
+	c := dial(t, p.Addr("alpha").String())
+	s.Freeze()
+	defer s.Thaw()
+	io.WriteString(c.c, "set late 0 0 1\r\nv\r\n")
+	time.Sleep(50 * time.Millisecond)
+	// TLS files restart the pool where it listens.
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	if err := p.Reload(parseConfig(t, poolYAML(opts+"\ntls_cert_file: "+certFile+"\ntls_key_file: "+keyFile, s, s2))); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	nw := p.pools["alpha"].state.Load().servers[s.Addr]
+	p.mu.Unlock()
+	nw.ejected.Store(true) // no replay: the server is frozen
+	if !waitFor(5*time.Second, func() bool {
+		nw.owed.mu.Lock()
+		defer nw.owed.mu.Unlock()
+		_, ok := nw.owed.keys["late"]
+		return ok
+	}) {
+		t.Error("a delete the old pool's server came to owe after the reload is not owed by the new one's once it stops")
+	}
+
+	var l leftOwed
+	mc := newServer(p.pools["alpha"], config.Server{Host: "127.0.0.1", Port: 1, Weight: 1}, 1)
+	defer mc.close()
+	mc.ejected.Store(true)
+	mc.owe([]byte("k"), false)
+	l.keep(mc, 10)
+	rp := startProxy(t, poolOf("redis: true", []string{"127.0.0.1:1:1"}))
+	rs := newServer(rp.pools["alpha"], config.Server{Host: "127.0.0.1", Port: 1, Weight: 1}, 1)
+	defer rs.close()
+	l.take(rs)
+	if rs.owes() || l.keys != 1 {
+		t.Errorf("a Redis pool's server took the deletes kept for its address (owes %v, %d kept)", rs.owes(), l.keys)
 	}
 }

@@ -157,9 +157,8 @@ type Proxy struct {
 	IdleTimeout time.Duration
 	// MaxMemory bounds, in bytes, what the proxy holds for requests in flight
 	// over all its clients: requests read and not yet answered, and replies
-	// read and not yet written. Past it, clients whose last requests held
-	// more than a thousandth of it read no new request until replies are
-	// written. If zero, it is DefaultMaxMemory (1 GiB). The replies
+	// read and not yet written. Past it, clients read no new request until
+	// replies are written. If zero, it is DefaultMaxMemory (1 GiB). The replies
 	// to requests already sent, and one request being read per client (within
 	// Limits), may take the proxy past it.
 	MaxMemory int64
@@ -302,7 +301,8 @@ func (p *Proxy) Start(f *config.File) error {
 // valid URL (Validate does not read it), its redis_db is not negative, its
 // TLS certificate and key, if it names them, load, and no other pool listens
 // on an overlapping TCP address (resolved as the proxy binds it: a host
-// name's first address, see Proxy.Start). A pool without servers is
+// name's first address, see Proxy.Start; see CheckListens for addresses that
+// do not resolve). A pool without servers is
 // valid, if its distribution is known: its requests are answered "no live
 // servers" errors until UpdateServers gives it some.
 func Validate(f *config.File) error {
@@ -345,20 +345,32 @@ func Validate(f *config.File) error {
 			}
 		}
 	}
-	return checkListens(f)
+	return checkListens(f, false)
 }
+
+// CheckListens resolves the TCP listen address of every pool of f, as the
+// proxy binds them, and refuses one that does not resolve or two that
+// overlap: what nutcracker -t checks of them. Validate checks the overlaps
+// only, among the addresses that resolve (a reload that keeps a pool's
+// listener must not fail on a name server), and the bind of a new listener
+// says what does not resolve.
+func CheckListens(f *config.File) error { return checkListens(f, true) }
 
 // checkListens refuses two pools of f whose TCP listen addresses, resolved as
 // the proxy binds them, overlap: the kernel would spread their clients over
 // both (listenApart refuses them too, and the admin listener's and stats
-// port's, which f does not name).
-func checkListens(f *config.File) error {
+// port's, which f does not name); strict, it refuses an address that does
+// not resolve too.
+func checkListens(f *config.File, strict bool) error {
 	addrs := map[string]net.Addr{}
 	for _, cfg := range f.Pools {
 		if unixPath(cfg.Listen) {
 			continue
 		}
 		ta, err := resolveListen(cfg.Listen)
+		if err != nil && !strict {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("proxy: %s:%d: pool %q: %w", f.Path, cfg.KeyLine("listen"), cfg.Name, err)
 		}
@@ -670,6 +682,21 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		lns[i] = ln
 		others[fmt.Sprintf("pool %q", cfg.Name)] = ln.Addr()
 	}
+	// What the servers of the pools that restart or go owe is kept for the
+	// servers of their addresses (leftOwed), those of the pools that start
+	// now among them; what they owe while they finish is handed on when
+	// they stop (retirePool).
+	restarted := map[string]bool{}
+	for _, cfg := range moves {
+		restarted[cfg.Name] = true
+	}
+	for name, pl := range p.pools {
+		if restarted[name] || !keep[name] {
+			for _, s := range pl.state.Load().list {
+				p.left.keep(s, p.maxOwedKeys())
+			}
+		}
+	}
 	for i, cfg := range moves {
 		if old := p.pools[cfg.Name]; old != nil {
 			// The pool moves: its old address stops serving now, and its
@@ -678,7 +705,6 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			old.drain()
 			var gone []string
 			for _, s := range old.state.Load().list {
-				p.left.keep(s, p.maxOwedKeys()) // for the new pool's servers
 				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
 					gone = append(gone, s.name)
 				}
@@ -697,7 +723,6 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			pl.drain()
 			var gone []string
 			for _, s := range pl.state.Load().list {
-				p.left.keep(s, p.maxOwedKeys())
 				gone = append(gone, s.name)
 			}
 			p.retirePool(pl, gone)
@@ -808,7 +833,36 @@ func (p *Proxy) retirePool(pl *pool, forget []string) {
 		case <-p.ctx.Done():
 		}
 		pl.stop(forget)
+		// The deletes its servers came to owe since the reload. Close
+		// holds mu while it waits for this goroutine, having cancelled
+		// ctx first: then the deletes go with the process.
+		for !p.mu.TryLock() {
+			if p.ctx.Err() != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		defer p.mu.Unlock()
+		for _, s := range pl.state.Load().list {
+			p.handOwed(s)
+		}
 	}()
+}
+
+// handOwed passes on what s, a server of a pool that stopped, owes still: to
+// a server of its address in a memcached pool that serves, else to those
+// kept for its address (leftOwed); p.mu is held.
+func (p *Proxy) handOwed(s *server) {
+	if !s.owes() {
+		return
+	}
+	var list []*server
+	for _, pl := range p.pools {
+		if _, ok := pl.codec.(forgetter); ok {
+			list = append(list, pl.state.Load().list...)
+		}
+	}
+	s.pool.handOwed(s, list)
 }
 
 // sameListener says whether the pool can serve cfg on its listener: the address,

@@ -289,7 +289,9 @@ var redisScript = []redisCase{
 	{req: "CLIENT GETNAME x", nc: ncCloses},
 	{req: "CLIENT SETNAME", nc: ncCloses},
 	{req: "CLIENT NOSUCH", nc: ncCloses},
-	{req: "Client SetInfo lib-name x", nc: ncCloses}, // Redis 7.2's
+	{req: "Client SetInfo lib-name x", proxy: "+OK\r\n", nc: ncCloses}, // Redis 7.2's (7.0: unknown subcommand)
+	{req: "CLIENT SETINFO lib-ver 9.7.1", proxy: "+OK\r\n", nc: ncCloses},
+	{req: "CLIENT SETINFO lib-color red", proxy: "-ERR Unrecognized option 'lib-color'\r\n", nc: ncCloses},
 	{req: "CLIENT", nc: ncCloses},
 	{req: "SCRIPT FLUSH", proxy: unsupported("script"), nc: ncCloses},
 	{req: "SHUTDOWN", proxy: unsupported("shutdown"), nc: ncCloses},

@@ -291,18 +291,18 @@ func (pl *pool) retire(gone []*server, grace time.Duration) {
 		if st.servers[s.name] == nil {
 			pl.proxy.metrics.forgetServer(pl.name, s.name)
 		}
-		pl.handOwed(s, st)
+		pl.handOwed(s, st.list)
 	}
 }
 
 // handOwed passes on the deletes that s, a server that left and is closed,
-// owes still: to the server of its address in st if one is back, else to
-// those kept for its address (leftOwed); pl.mu is held.
-func (pl *pool) handOwed(s *server, st *state) {
+// owes still: to the server of its address in list if one is back, else to
+// those kept for its address (leftOwed).
+func (pl *pool) handOwed(s *server, list []*server) {
 	if !s.owes() {
 		return
 	}
-	for _, o := range st.list {
+	for _, o := range list {
 		if o.addr == s.addr {
 			s.owed.mu.Lock()
 			keys := make([]string, 0, len(s.owed.keys))

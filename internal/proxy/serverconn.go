@@ -84,6 +84,7 @@ type session struct {
 	// extendAt is when progress may next extend the read deadline; the
 	// reader's alone.
 	extendAt time.Time
+	srv      *server // whose pool's timeout pop and progress extend by
 
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
@@ -262,9 +263,9 @@ func (ss *session) pop() *call {
 	if ss.n--; ss.n > 0 {
 		next = ss.ring[ss.head]
 		d := next.deadline
-		if !d.IsZero() && !next.start.IsZero() {
-			if t := time.Now().Add(d.Sub(next.start)); t.After(d) {
-				d = t
+		if t := ss.timeout(); !d.IsZero() && t > 0 {
+			if n := time.Now().Add(t); n.After(d) {
+				d = n
 			}
 		}
 		ss.conn.SetReadDeadline(d)
@@ -288,15 +289,24 @@ func (ss *session) progress() {
 	if now.Before(ss.extendAt) {
 		return
 	}
+	t := ss.timeout()
 	ss.qmu.Lock()
-	if ss.n > 0 {
-		if cl := ss.ring[ss.head]; !cl.deadline.IsZero() && !cl.start.IsZero() {
-			t := cl.deadline.Sub(cl.start)
-			ss.conn.SetReadDeadline(now.Add(t))
-			ss.extendAt = now.Add(t / 8)
-		}
+	if ss.n > 0 && t > 0 && !ss.ring[ss.head].deadline.IsZero() {
+		ss.conn.SetReadDeadline(now.Add(t))
+		ss.extendAt = now.Add(t / 8)
 	}
 	ss.qmu.Unlock()
+}
+
+// timeout returns the pool's timeout, which pop and progress give a call
+// from its server's last bytes: not a call's own (its deadline less its
+// start), which for a call of a later stage of a request (a failover, a
+// warm-up read) counts the request's age too.
+func (ss *session) timeout() time.Duration {
+	if ss.srv == nil {
+		return 0
+	}
+	return ss.srv.pool.state.Load().timeout()
 }
 
 // idle clears the read deadline, that of a call since answered, and reports
@@ -485,6 +495,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 		gen:   gen,
 	}
 	ss.room.L = &ss.wmu
+	ss.srv = c.srv
 	cr.ss = ss
 	c.srv.wg.Add(2)
 	go c.read(ss)
