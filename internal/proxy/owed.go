@@ -144,6 +144,17 @@ func (s *server) startReplay() {
 // when it is closed, or, if a server of its address is back by then, owed by
 // that one. A replayed delete of a key written since only costs a miss.
 
+// snapshot returns the keys owed, and whether the server must be emptied.
+func (o *owedSet) snapshot() (keys []string, flush bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	keys = make([]string, 0, len(o.keys))
+	for k := range o.keys {
+		keys = append(keys, k)
+	}
+	return keys, o.flushSeq != 0
+}
+
 // leftOwed is the deletes owed by servers that left, by address.
 type leftOwed struct {
 	mu   sync.Mutex
@@ -165,14 +176,7 @@ const maxLeftAddrs = 4096
 // keep adds the deletes s owes to those kept for its address. Past max keys
 // in all, the largest sets are kept as flushes.
 func (l *leftOwed) keep(s *server, max int) {
-	o := &s.owed
-	o.mu.Lock()
-	flush := o.flushSeq != 0
-	keys := make([]string, 0, len(o.keys))
-	for k := range o.keys {
-		keys = append(keys, k)
-	}
-	o.mu.Unlock()
+	keys, flush := s.owed.snapshot()
 	if !flush && len(keys) == 0 {
 		return
 	}

@@ -304,13 +304,7 @@ func (pl *pool) handOwed(s *server, list []*server) {
 	}
 	for _, o := range list {
 		if o.addr == s.addr {
-			s.owed.mu.Lock()
-			keys := make([]string, 0, len(s.owed.keys))
-			for k := range s.owed.keys {
-				keys = append(keys, k)
-			}
-			flush := s.owed.flushSeq != 0
-			s.owed.mu.Unlock()
+			keys, flush := s.owed.snapshot()
 			if flush {
 				o.oweFlush()
 			}
