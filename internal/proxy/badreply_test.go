@@ -18,6 +18,17 @@ import (
 // protocol, which memcached never is.
 func fakeServer(t *testing.T, reply string) string {
 	t.Helper()
+	return lineServer(t, func(c net.Conn, line string) bool {
+		_, err := io.WriteString(c, reply)
+		return err == nil
+	})
+}
+
+// lineServer is a TCP server of the test on loopback that calls answer with
+// each line a connection sends, until answer returns false or the
+// connection ends; it returns its address.
+func lineServer(t *testing.T, answer func(c net.Conn, line string) bool) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +49,8 @@ func fakeServer(t *testing.T, reply string) string {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for {
-					if _, err := br.ReadString('\n'); err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, reply); err != nil {
+					line, err := br.ReadString('\n')
+					if err != nil || !answer(c, line) {
 						return
 					}
 				}

@@ -69,41 +69,20 @@ func TestLargeRepliesPipelined(t *testing.T) {
 // pause apart, and then waits pause before it reads the next line; a key
 // with "stall" in it gets half its reply, and nothing more.
 func trickleServer(t *testing.T, reply func(key string) string, parts int, pause time.Duration) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	return lineServer(t, func(c net.Conn, line string) bool {
+		key := strings.Fields(line)[1]
+		r := reply(key)
+		part := (len(r) + parts - 1) / parts
+		for i := 0; i < len(r); i += part {
+			if strings.Contains(key, "stall") && i >= len(r)/2 {
+				time.Sleep(time.Second)
+				return false
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					key := strings.Fields(line)[1]
-					r := reply(key)
-					part := (len(r) + parts - 1) / parts
-					for i := 0; i < len(r); i += part {
-						if strings.Contains(key, "stall") && i >= len(r)/2 {
-							time.Sleep(time.Second)
-							return
-						}
-						c.Write([]byte(r[i:min(i+part, len(r))]))
-						time.Sleep(pause)
-					}
-				}
-			}()
+			c.Write([]byte(r[i:min(i+part, len(r))]))
+			time.Sleep(pause)
 		}
-	}()
-	return ln.Addr().String()
+		return true
+	})
 }
 
 // TestSlowLargeReply: a server that sends a reply in parts, each within the
