@@ -79,6 +79,11 @@ func (r *Reader) firstPart(whole bool) error {
 			r.skipLine(whole)
 			return r.fail(ReplyError)
 		}
+		if !whole && tokenEnd(req.line, tok[1]) == len(req.line) {
+			// The exptime goes on past the bytes read: longer than any
+			// line memcached reads.
+			return newError(ReplyLineTooLong, req.line, true)
+		}
 		e, ok := parseInt32(tok[1]) // tok holds more than a line's worth of bytes
 		if !ok {
 			r.skipLine(whole)
@@ -96,11 +101,14 @@ func (r *Reader) firstPart(whole bool) error {
 			}
 		}
 	}
-	t := tok[before-1]
-	off := cap(req.line) - cap(t) + len(t) // where t ends in the line
-	r.pbuf = append(r.pbuf[:0], req.line[off:]...)
+	r.pbuf = append(r.pbuf[:0], req.line[tokenEnd(req.line, tok[before-1]):]...)
 	r.poff, r.pwhole, r.part = 0, whole, req.Command
 	return r.nextPart()
+}
+
+// tokenEnd returns where token t of line ends in line.
+func tokenEnd(line, t []byte) int {
+	return cap(line) - cap(t) + len(t)
 }
 
 // nextPart returns the next part of the line being read in parts into r.req:

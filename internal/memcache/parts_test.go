@@ -110,6 +110,12 @@ func TestPartsGat(t *testing.T) {
 	if longest > MaxCommandLine {
 		t.Errorf("ReadRequest(%.40q...): a part of %d bytes; want at most %d", in, longest, MaxCommandLine)
 	}
+	// An exptime longer than a part is not cut into an exptime and a key.
+	in = "gat " + strings.Repeat("0", 700) + " a\r\nget b\r\n"
+	got, _ = readParts(t, in, Limits{MaxLine: 300, Parts: true}, 16)
+	if len(got) != 1 || got[0] != ReplyLineTooLong {
+		t.Errorf("ReadRequest(%.40q...) = %.80q; want %q, then nothing", in, got, ReplyLineTooLong)
+	}
 }
 
 // TestPartsMemory checks that a Reader holds a bounded part of a long line.

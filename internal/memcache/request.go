@@ -349,7 +349,14 @@ func (r *Reader) badKey(k []byte) bool {
 // noreply sets the request's Noreply as memcached does for a classic command:
 // its last token is "noreply", whatever the number of tokens.
 func (r *Reader) noreply() {
-	r.req.Noreply = string(r.req.tokens[len(r.req.tokens)-1]) == "noreply"
+	last := r.req.tokens[len(r.req.tokens)-1]
+	if r.ctl {
+		// A NUL byte ends memcached's line, and the token with it.
+		if i := bytes.IndexByte(last, 0); i >= 0 {
+			last = last[:i]
+		}
+	}
+	r.req.Noreply = string(last) == "noreply"
 }
 
 // retrieval parses "get <key>*" and gets, and "gat <exptime> <key>*" and gats.
@@ -400,12 +407,11 @@ func (r *Reader) storage() error {
 	if !ok1 || !ok2 || !sizeOK || !ok3 {
 		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
-	if r.ctl && (size <= r.lim.maxValue() || hasControl(key) || bytes.IndexByte(r.req.line, 0) >= 0) {
+	if r.ctl && (size <= r.lim.maxValue() || hasControl(key)) {
 		// A control character that can stand only in the key or in the
 		// token memcached ignores after the numbers. Where it is in that
-		// token, the line has no NUL (which ends memcached's line), and the
-		// value is too large, memcached refuses the request as too large
-		// and drops the key's item: so does value, below.
+		// token and the value is too large, memcached refuses the request
+		// as too large and drops the key's item: so does value, below.
 		return r.refuse(ReplyBadFormat, size, sizeOK)
 	}
 	req.Keys = append(req.Keys, key)

@@ -125,11 +125,16 @@ var readRequestTests = []struct {
 	{in: "set a 0 0 2000000 noreply\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, noreply: true, mc: "MN\r\n"},
 	// A control character in the token memcached ignores after the numbers:
 	// refused, but a value too large is refused as memcached refuses it (which
-	// drops the key's item), unless a NUL byte ends memcached's line early.
+	// drops the key's item), a NUL byte in that token too: it ends memcached's
+	// line, and noreply with it.
 	{in: "set a 0 0 2000000 \x03\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
 	{in: "set a 0 0 1 \x03\r\nx\r\n", reply: ReplyBadFormat, mc: "STORED\r\nMN\r\n"},
 	{in: "set a\x03 0 0 2000000 x\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyBadFormat, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
-	{in: "set a 0 0 2000000 x\x00\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyBadFormat, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
+	{in: "set a 0 0 2000000 x\x00\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
+	{in: "set a 0 0 2000000 \x00noreply\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, mc: "SERVER_ERROR object too large for cache\r\nMN\r\n"},
+	{in: "set a 0 0 2000000 noreply\x00\x01\r\n" + strings.Repeat("v", 2000000) + "\r\n", reply: ReplyTooLarge, noreply: true, mc: "MN\r\n"},
+	{in: "set a 0 0 1 noreply\x00\r\nx\r\n", reply: ReplyBadFormat, noreply: true, mc: "MN\r\n"},
+	{in: "delete a noreply\x00\r\n", reply: ReplyBadFormat, noreply: true, mc: "MN\r\n"},
 
 	// delete, incr, decr, touch.
 	{in: "delete a\r\n", want: "delete a\r\n", mc: "NOT_FOUND\r\nMN\r\n"},
