@@ -47,6 +47,7 @@ type client struct {
 	idle    bool  // a read deadline for the idle timeout is set
 	wdl     bool  // a write deadline for a slow reader is set (write)
 	barrier bool  // a request must be answered before the next is read
+	ended   bool  // the connection's end is counted (client_eof, client_err)
 }
 
 // clientSource is what a client's codec reads: the bytes read while the client
@@ -164,6 +165,16 @@ func (r *clientReq) reset() {
 	}
 }
 
+// refused reports whether r's request was refused (see refuser).
+func (r *clientReq) refused() bool {
+	rf, ok := r.req.(refuser)
+	if !ok {
+		return false
+	}
+	class, _ := rf.refusal()
+	return class != ""
+}
+
 // planned reports whether r was sent by a plan.
 func (r *clientReq) planned() bool { return r.plan != nil && r.plan.active }
 
@@ -183,6 +194,11 @@ func (r *clientReq) newCall(cd codec) *call {
 func (c *client) serve() {
 	pl := c.pool
 	defer func() {
+		if c.werr != nil {
+			// A reply could not be written: the client reset or stopped
+			// reading (nutcracker counts EPIPE, ECONNRESET, ETIMEDOUT).
+			c.endedBy(&pl.stats.clientErr)
+		}
 		c.conn.Close()
 		pl.conns.Delete(c.conn)
 		pl.nconns.Add(-1)
@@ -292,7 +308,14 @@ func (c *client) serveRead() end {
 		mem.add(int64(n))
 		switch act {
 		case closeAfter:
+			// A quit ends the connection as the client's EOF does, a
+			// request refused for its protocol by an error.
 			c.broken = true
+			if r.refused() {
+				c.endedBy(&pl.stats.clientErr)
+			} else {
+				c.endedBy(&pl.stats.clientEOF)
+			}
 			return endFinish
 		case localAlone:
 			c.barrier = true
@@ -306,19 +329,27 @@ func (c *client) readFailed(err error) end {
 	stopping := c.pool.stopping.Load()
 	switch {
 	case errors.Is(err, errReadPast):
-		c.pool.stats.clientErr.Add(1)
+		c.endedBy(&c.pool.stats.clientErr)
 		c.pool.proxy.log.Error("client connection closed: a request read past the bytes found whole (a bug)",
 			"pool", c.pool.name, "client", c.conn.RemoteAddr().String())
 	case isEOF(err) || stopping:
-		c.pool.stats.clientEOF.Add(1)
+		c.endedBy(&c.pool.stats.clientEOF)
 	default:
-		c.pool.stats.clientErr.Add(1)
+		c.endedBy(&c.pool.stats.clientErr)
 	}
 	c.flush()
 	if stopping {
 		return endFinish
 	}
 	return endClose
+}
+
+// endedBy counts the end of the connection in n, unless it is counted.
+func (c *client) endedBy(n *atomic.Uint64) {
+	if !c.ended {
+		c.ended = true
+		n.Add(1)
+	}
 }
 
 // finish ends the connection of a client answered at shutdown: it closes it

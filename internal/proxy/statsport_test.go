@@ -238,6 +238,29 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 			exchange(t, r, rbr, redistest.Request("INCR", "n:"+k), ":1\r\n")
 		}
 		r.Close()
+		// Three more clients of each pool, whose ends count as in
+		// nutcracker: one quits (client_eof), one sends what neither
+		// parses and one resets its connection (client_err).
+		for i, end := range [][]string{{"quit\r\n", "set a 0 0 x\r\n"}, {redistest.Request("QUIT"), "*x\r\n"}} {
+			for _, req := range end {
+				c, err := net.Dial("tcp", addrs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				io.WriteString(c, req)
+				if _, err := io.Copy(io.Discard, c); err != nil {
+					t.Fatalf("%q to %s: %v; want the connection closed", req, addrs[i], err)
+				}
+				c.Close()
+			}
+			c, err := net.Dial("tcp", addrs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
 		for _, s := range mc {
 			if got := dial(t, s.Addr).mustDo("flush_all\r\n"); got != "OK\r\n" {
 				t.Fatalf("flush_all: %q", got)
@@ -249,12 +272,13 @@ func TestStatsPortMatchesNutcracker(t *testing.T) {
 	}
 
 	// Both documents once every client (and readiness check) is gone and 126
-	// requests answered.
+	// requests answered: per pool, three ends by EOF or quit and two by an
+	// error.
 	settled := func(doc *statsObject) bool {
 		var answered int64
 		for _, pool := range []string{"alpha", "beta"} {
 			ps, ok := doc.vals[pool].(*statsObject)
-			if !ok || ps.num(t, "client_connections") != 0 || ps.num(t, "client_eof") != 2 {
+			if !ok || ps.num(t, "client_connections") != 0 || ps.num(t, "client_eof") != 3 || ps.num(t, "client_err") != 2 {
 				return false
 			}
 			servers, _ := ps.split()
