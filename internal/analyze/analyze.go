@@ -189,10 +189,7 @@ func (b *Balance) Node(name string) (NodeShare, bool) {
 // reorder puts b's nodes in the order of names, as a configuration lists them;
 // nodes not named keep their order after the named ones.
 func (b *Balance) reorder(names []string) {
-	rank := make(map[string]int, len(names))
-	for i, n := range names {
-		rank[n] = i
-	}
+	rank := rankOf(names)
 	slices.SortStableFunc(b.Nodes, func(x, y NodeShare) int {
 		rx, okx := rank[x.Name]
 		ry, oky := rank[y.Name]
@@ -206,6 +203,17 @@ func (b *Balance) reorder(names []string) {
 		}
 		return 0
 	})
+}
+
+// rankOf maps each of names to its first index.
+func rankOf(names []string) map[string]int {
+	rank := make(map[string]int, len(names))
+	for i, n := range names {
+		if _, ok := rank[n]; !ok {
+			rank[n] = i
+		}
+	}
+	return rank
 }
 
 var errNoNodes = errors.New("analyze: no nodes")

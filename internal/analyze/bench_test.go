@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chash-dev/chash"
+	"github.com/chash-dev/chash/internal/config"
 )
 
 func benchRing(b *testing.B, n int) *chash.Ring {
@@ -84,5 +85,35 @@ func BenchmarkSweep(b *testing.B) {
 		if _, err := Sweep(SweepConfig{Scheme: standard}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDiffPools measures the diff of ketama pools when one server joins:
+// the share of every server changes, so that there is a flow from each.
+func BenchmarkDiffPools(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		servers := make([]config.Server, n+1)
+		for i := range servers {
+			servers[i] = config.Server{Host: fmt.Sprintf("10.0.%d.%d", i/256, i%256), Port: 11211, Weight: 1}
+		}
+		pool := func(servers []config.Server) *Pool {
+			p, err := NewPool(&config.Pool{Name: "bench", Distribution: "ketama", Servers: servers}, servers)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return p
+		}
+		old, new := pool(servers[:n]), pool(servers)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				d, err := DiffPools(old, new, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(d.Flows) < n/2 {
+					b.Fatalf("%d flows; want one from most servers", len(d.Flows))
+				}
+			}
+		})
 	}
 }

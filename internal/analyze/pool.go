@@ -146,9 +146,18 @@ func DiffPools(old, new *Pool, keys iter.Seq[[]byte]) (*Diff, error) {
 	oldNames, newNames := old.Names(), new.Names()
 	d.Old.reorder(oldNames)
 	d.New.reorder(newNames)
+	// Ranks from maps: a move to a fleet of thousands has thousands of flows
+	// (a search of the names for each comparison took seconds).
+	oldRank, newRank := rankOf(oldNames), rankOf(newNames)
+	rank := func(ranks map[string]int, name string) int {
+		if i, ok := ranks[name]; ok {
+			return i
+		}
+		return -1
+	}
 	slices.SortStableFunc(d.Flows, func(a, b Flow) int {
-		return cmp.Or(cmp.Compare(slices.Index(oldNames, a.From), slices.Index(oldNames, b.From)),
-			cmp.Compare(slices.Index(newNames, a.To), slices.Index(newNames, b.To)))
+		return cmp.Or(cmp.Compare(rank(oldRank, a.From), rank(oldRank, b.From)),
+			cmp.Compare(rank(newRank, a.To), rank(newRank, b.To)))
 	})
 	return d, nil
 }
