@@ -85,15 +85,16 @@ bars to FILE, a .png or .svg.
 	{"nodes": N, "weights": [W, ...], "keys": N, "points": P,
 	 "distributions": [{"name", "method", "lookup_ns", "memory_bytes",
 	   "max_over_mean", "min_over_mean", "std_over_mean",
-	   "add": {"moved", "ideal", "modulo_moved"},
-	   "remove": {"moved", "ideal", "modulo_moved"},
+	   "add": {"moved", "ideal", "modulo_moved", "repointed"},
+	   "remove": {"moved", "ideal", "modulo_moved", "repointed"},
 	   "weights": true|false, "removal": "any"|"last", "replicas": true|false,
 	   "error": "..."}, ...]}
 
 "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
 "add" and "remove" have chash diff's fields: the fraction of the key space that
-moves, the ideal (every server at its fair share) and what modulo hashing over the same
-servers moves. A distribution without figures has only its name, its
+moves, the ideal (every server at its fair share), what modulo hashing over the same
+servers moves, and, where servers that stay own another number of points, as in
+ketama, "repointed". A distribution without figures has only its name, its
 capabilities and "error". --format csv prints the same, one row per
 distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
 std_over_mean,add_moved,add_ideal,add_modulo_moved,remove_moved,remove_ideal,
@@ -303,6 +304,21 @@ func (f *compareFlags) write(w io.Writer, out *compareOutput) error {
 	for _, r := range out.Distributions {
 		if r.Error != "" { // "maglev: ...", from package maglev, names itself
 			fmt.Fprintf(bw, "%s: %s\n", r.Name, strings.TrimPrefix(r.Error, r.Name+": "))
+		}
+		if f := r.compareFigures; f != nil && (f.Add.Repointed != nil || f.Remove.Repointed != nil) {
+			var when []string
+			for _, m := range []struct {
+				r    *analyze.Repointed
+				when string
+			}{{f.Add.Repointed, "when one joins"}, {f.Remove.Repointed, "when one leaves"}} {
+				if m.r != nil {
+					when = append(when, fmt.Sprintf("%s, %s", m.when, repointedText(m.r)))
+				}
+			}
+			var b strings.Builder
+			wrap(&b, fmt.Sprintf("%s: %s; it sizes each server's points by the whole pool, so keys also move between servers that stay.",
+				r.Name, strings.Join(when, "; ")), "")
+			fmt.Fprint(bw, b.String())
 		}
 	}
 	return bw.Flush()

@@ -214,3 +214,19 @@ func TestCompareReasons(t *testing.T) {
 		t.Errorf("chash's reason with all weights 1, want fewer servers:\n%s", out)
 	}
 }
+
+// TestCompareRepointed checks the note under compare's table on twemproxy's
+// ketama, whose servers own 156 points each among 100 servers and 160 among
+// 99 or 101, and its absence for chash's ring.
+func TestCompareRepointed(t *testing.T) {
+	stdout, stderr, code := runChash(t, nil, "compare", "--nodes", "100", "--keys", "1000", "--algorithms", "ketama,chash")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "ketama: when one joins, 100 of the 100 servers that keep their weight own\n" +
+		"another number of points (node0: 156 -> 160); when one leaves, 99 of the 99\n" +
+		"servers that keep their weight own another number of points (node0: 156 -> 160);\n"
+	if !strings.Contains(stdout, want) || strings.Contains(stdout, "chash: ") {
+		t.Errorf("compare:\n%s\nwant the note on ketama only:\n%s", stdout, want)
+	}
+}

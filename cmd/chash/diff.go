@@ -80,12 +80,16 @@ range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 
 	{"old": {"config", "pool", "distribution"}, "new": {...},
 	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
-	 "moved", "ideal", "modulo_moved",
+	 "moved", "ideal", "modulo_moved", "repointed",
 	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
 	 "ranges": [{"start", "end", "from", "to"}, ...],
 	 "before": BALANCE, "after": BALANCE}
 
+"repointed" is there only when servers that keep their weight own another
+number of points, as in ketama, whose point count follows the whole pool:
+{"nodes": N, "kept": N, "name", "old_points", "new_points"}, the number of
+such servers out of those that keep their weight, and the first of them.
 Shares are fractions of the key space; "count" counts ring positions (of
 "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries or
 sample keys; flows are sorted by from, then
@@ -377,6 +381,12 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 		{"ideal", pct(out.Ideal), ideal},
 		{"modulo hashing", pct(out.ModuloMoved), "hash mod n over the same servers by weight, in modula's order"},
 	}, "lrl")
+	if r := out.Repointed; r != nil {
+		var b strings.Builder
+		wrap(&b, fmt.Sprintf("note: %s: %s sizes each server's points by the whole pool, so keys also move between servers that stay.",
+			repointedText(r), out.New.Distribution), "")
+		fmt.Fprint(bw, "\n"+b.String())
+	}
 	if len(out.Flows) > 0 {
 		fmt.Fprintln(bw)
 		rows := make([][]string, len(out.Flows))
@@ -407,6 +417,13 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 		writeTable(bw, "", []string{"start", "end", "from", "", "to"}, rows, "rrll")
 	}
 	return bw.Flush()
+}
+
+// repointedText says which servers own another number of points after a
+// change that left their weight as it was.
+func repointedText(r *analyze.Repointed) string {
+	return fmt.Sprintf("%d of the %d servers that keep their weight own another number of points (%s: %d -> %d)",
+		r.Nodes, r.Kept, r.Name, r.Old, r.New)
 }
 
 func movedMethod(out *diffOutput) string {

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -148,4 +150,51 @@ func TestDiffPlots(t *testing.T) {
 	}
 	checkImage(t, bars)
 	checkImage(t, ring)
+}
+
+// TestDiffRepointed checks the note on servers that keep their weight but
+// not their points: twemproxy's ketama gives each of 100 servers 156 points
+// and each of 99 servers 160 (its float32 formula), so removing one moves keys
+// between the servers that stay, about 3.6 times the ideal.
+func TestDiffRepointed(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("pool:\n  listen: 127.0.0.1:22121\n  distribution: ketama\n  hash: md5\n  servers:\n")
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&b, "   - 10.0.0.%d:11211:1\n", i)
+	}
+	file := filepath.Join(t.TempDir(), "k100.yml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runChash(t, nil, "diff", "--remove", "10.0.0.100:11211", file)
+	want := "note: 99 of the 99 servers that keep their weight own another number of points\n" +
+		"(10.0.0.1:11211: 156 -> 160): ketama sizes each server's points by the whole\n" +
+		"pool, so keys also move between servers that stay.\n"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, %s\n%s\nwant the note\n%s", code, stderr, stdout, want)
+	}
+	stdout, stderr, code = runChash(t, nil, "diff", "--format", "json", "--remove", "10.0.0.100:11211", file)
+	var d struct {
+		Moved, Ideal float64
+		Repointed    *struct {
+			Nodes, Kept int
+			Name        string
+			Old         int `json:"old_points"`
+			New         int `json:"new_points"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); code != 0 || err != nil {
+		t.Fatalf("exit %d, %s, %v", code, stderr, err)
+	}
+	if r := d.Repointed; r == nil || r.Nodes != 99 || r.Kept != 99 || r.Name != "10.0.0.1:11211" || r.Old != 156 || r.New != 160 {
+		t.Errorf("repointed = %+v; want 99 of 99, 10.0.0.1:11211 from 156 to 160 points", r)
+	}
+	if d.Moved < 3*d.Ideal {
+		t.Errorf("moved %v, ideal %v; want more than three times the ideal", d.Moved, d.Ideal)
+	}
+	// A ring whose points follow each server's weight alone: no note.
+	stdout, _, _ = runChash(t, nil, "diff", "--remove", "192.168.0.4:111", "testdata/seed5.yml")
+	if strings.Contains(stdout, "note:") {
+		t.Errorf("diff of the seed's ring:\n%s\nwant no note", stdout)
+	}
 }

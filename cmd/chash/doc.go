@@ -161,15 +161,16 @@
 //	{"nodes": N, "weights": [W, ...], "keys": N, "points": P,
 //	 "distributions": [{"name", "method", "lookup_ns", "memory_bytes",
 //	   "max_over_mean", "min_over_mean", "std_over_mean",
-//	   "add": {"moved", "ideal", "modulo_moved"},
-//	   "remove": {"moved", "ideal", "modulo_moved"},
+//	   "add": {"moved", "ideal", "modulo_moved", "repointed"},
+//	   "remove": {"moved", "ideal", "modulo_moved", "repointed"},
 //	   "weights": true|false, "removal": "any"|"last", "replicas": true|false,
 //	   "error": "..."}, ...]}
 //
 // "max_over_mean", "min_over_mean" and "std_over_mean" are chash analyze's;
 // "add" and "remove" have chash diff's fields: the fraction of the key space that
-// moves, the ideal (every server at its fair share) and what modulo hashing over the same
-// servers moves. A distribution without figures has only its name, its
+// moves, the ideal (every server at its fair share), what modulo hashing over the same
+// servers moves, and, where servers that stay own another number of points, as in
+// ketama, "repointed". A distribution without figures has only its name, its
 // capabilities and "error". --format csv prints the same, one row per
 // distribution: name,method,lookup_ns,memory_bytes,max_over_mean,min_over_mean,
 // std_over_mean,add_moved,add_ideal,add_modulo_moved,remove_moved,remove_ideal,
@@ -642,12 +643,16 @@
 //
 //	{"old": {"config", "pool", "distribution"}, "new": {...},
 //	 "method": "arcs"|"table"|"sample"|"placed", "total": N,
-//	 "moved", "ideal", "modulo_moved",
+//	 "moved", "ideal", "modulo_moved", "repointed",
 //	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 //	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
 //	 "ranges": [{"start", "end", "from", "to"}, ...],
 //	 "before": BALANCE, "after": BALANCE}
 //
+// "repointed" is there only when servers that keep their weight own another
+// number of points, as in ketama, whose point count follows the whole pool:
+// {"nodes": N, "kept": N, "name", "old_points", "new_points"}, the number of
+// such servers out of those that keep their weight, and the first of them.
 // Shares are fractions of the key space; "count" counts ring positions (of
 // "total": 2^32, or fewer for a hash of fewer than 32 bits), table entries or
 // sample keys; flows are sorted by from, then

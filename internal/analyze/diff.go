@@ -59,6 +59,65 @@ type Movement struct {
 	// (ModuloMovedNodes), exactly,
 	// for hashes uniform over 32 bits.
 	ModuloMoved float64 `json:"modulo_moved"`
+	// Repointed, for exact ring figures, tells of the nodes that keep their
+	// weight but own another number of points after (nil if none): a
+	// distribution that sizes each node's points by the whole pool, as the
+	// weighted ketama formula does (in float32, as twemproxy computes it),
+	// moves keys between nodes that stay as well.
+	Repointed *Repointed `json:"repointed,omitempty"`
+}
+
+// Repointed counts the nodes that keep their weight but not their number of
+// points, and gives the first of them.
+type Repointed struct {
+	// Nodes is how many of the Kept nodes, in both configurations at the
+	// same weight, own another number of points.
+	Nodes int `json:"nodes"`
+	Kept  int `json:"kept"`
+	// Name is the first of them, in the new order of nodes, and Old and New
+	// its points before and after.
+	Name string `json:"name"`
+	Old  int    `json:"old_points"`
+	New  int    `json:"new_points"`
+}
+
+// repointed compares the points of the nodes of both rings that keep their
+// weight.
+func repointed(old, new *chash.Ring) *Repointed {
+	oc, nc := pointCounts(old), pointCounts(new)
+	on := old.Nodes()
+	index := make(map[string]int, len(on))
+	for i, n := range on {
+		index[n.Name] = i
+	}
+	var r Repointed
+	for j, n := range new.Nodes() {
+		i, ok := index[n.Name]
+		if !ok || on[i].Weight != n.Weight {
+			continue
+		}
+		r.Kept++
+		if oc[i] != nc[j] {
+			if r.Nodes == 0 {
+				r.Name, r.Old, r.New = n.Name, oc[i], nc[j]
+			}
+			r.Nodes++
+		}
+	}
+	if r.Nodes == 0 {
+		return nil
+	}
+	return &r
+}
+
+// pointCounts returns the number of points of each of r's nodes.
+func pointCounts(r *chash.Ring) []int {
+	c := make([]int, r.Len())
+	for i := range r.NumPoints() {
+		_, n := r.Point(i)
+		c[n]++
+	}
+	return c
 }
 
 // OverIdeal returns Moved as a multiple of Ideal, or NaN if Ideal is zero.
@@ -120,6 +179,7 @@ func RingsIn(old, new *chash.Ring, span Span) (*Diff, error) {
 		return nil, err
 	}
 	d := newDiff(MethodArcs, span.Len(), old.Nodes(), new.Nodes(), ob, nb)
+	d.Repointed = repointed(old, new)
 	on, nn := old.Nodes(), new.Nodes()
 	flows := map[[2]int]*Flow{}
 	var moved uint64
@@ -321,6 +381,9 @@ func (d *Diff) rename(on, nn map[string]string) {
 	}
 	for i, n := range d.Reweighted {
 		d.Reweighted[i] = renamed(nn, n)
+	}
+	if d.Repointed != nil {
+		d.Repointed.Name = renamed(nn, d.Repointed.Name)
 	}
 	for i := range d.Flows {
 		d.Flows[i].From, d.Flows[i].To = renamed(on, d.Flows[i].From), renamed(nn, d.Flows[i].To)
