@@ -313,15 +313,21 @@ func (c *redisClient) authCommand(req *redisRequest) {
 // Redis checks them for its default user, and marks the client
 // authenticated if they pass. A failed attempt leaves the client as it was.
 func (c *redisClient) authenticate(user, pass []byte) bool {
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if c.codec.auth != "" && subtle.ConstantTimeCompare(pass, []byte(c.codec.auth)) != 1 {
+	if !c.passes(user, pass) {
 		return false
 	}
 	c.authed = true
 	c.rd.SetAuthRequired(false)
 	return true
+}
+
+// passes reports whether user (nil: the default user) and pass are the
+// pool's.
+func (c *redisClient) passes(user, pass []byte) bool {
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	return c.codec.auth == "" || subtle.ConstantTimeCompare(pass, []byte(c.codec.auth)) == 1
 }
 
 // selectCommand answers SELECT: database 0, the pool's (whichever redis_db
@@ -409,10 +415,13 @@ func checkDatabase(req *redisRequest) bool {
 }
 
 // helloCommand answers HELLO [protover [AUTH user pass] [SETNAME name]] as
-// Redis 7.0 does, for protocol 2; protocol 3 is refused, which tells clients
-// such as go-redis to speak RESP2.
+// Redis 7.0 does, for protocol 2, checking what Redis checks in its order;
+// protocol 3 is refused where Redis would switch to it, which tells clients
+// such as go-redis to speak RESP2. A refused HELLO changes nothing: its AUTH
+// does not authenticate the client.
 func (c *redisClient) helloCommand(req *redisRequest) {
 	args := req.q.Args
+	resp3 := false
 	if len(args) >= 2 {
 		v, ok := parseRedisInt(args[1])
 		switch {
@@ -420,8 +429,7 @@ func (c *redisClient) helloCommand(req *redisRequest) {
 			req.refuse(refusedArgument, resp.ReplyBadProto)
 			return
 		case v == 3:
-			req.refuse(refusedProto, resp.ReplyNoProto+": the proxy speaks RESP2 only")
-			return
+			resp3 = true
 		case v != 2:
 			req.refuse(refusedProto, resp.ReplyNoProto)
 			return
@@ -442,17 +450,24 @@ func (c *redisClient) helloCommand(req *redisRequest) {
 			return
 		}
 	}
-	if user != nil && !c.authenticate(user, pass) {
+	if user != nil && !c.passes(user, pass) {
 		req.refuse(refusedWrongPass, resp.ReplyWrongPass)
-		return
-	}
-	if c.locked() {
-		req.refuse(refusedNoAuth, resp.ReplyHelloNoAuth)
 		return
 	}
 	if !validClientName(name) {
 		req.refuse(refusedArgument, replyBadClientName)
 		return
+	}
+	if user == nil && c.locked() {
+		req.refuse(refusedNoAuth, resp.ReplyHelloNoAuth)
+		return
+	}
+	if resp3 {
+		req.refuse(refusedProto, resp.ReplyNoProto+": the proxy speaks RESP2 only")
+		return
+	}
+	if user != nil {
+		c.authenticate(user, pass)
 	}
 	if name != nil {
 		c.name = append(c.name[:0], name...)

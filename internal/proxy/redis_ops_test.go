@@ -428,3 +428,38 @@ func TestRedisAuthThenSplitRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisHelloAuthMatches sends HELLO's refusals on a pool with a password,
+// each on a new connection, to redis-server with that password and through
+// the proxy: the same replies, in Redis's order of checks (syntax, password,
+// name, NOAUTH), and NOPROTO for protocol 3 only where Redis would switch to
+// it, which leaves the client unauthenticated.
+func TestRedisHelloAuthMatches(t *testing.T) {
+	s := redistest.Start(t, "--requirepass", "sesame")
+	p := startProxy(t, redisPoolYAML("redis_auth: sesame", s))
+	for _, req := range [][]string{
+		{"HELLO", "2"},
+		{"HELLO", "3"},
+		{"HELLO", "4"},
+		{"HELLO", "x"},
+		{"HELLO", "3", "FOO"},
+		{"HELLO", "3", "SETNAME"},
+		{"HELLO", "2", "SETNAME", "a b"},
+		{"HELLO", "3", "SETNAME", "a b"},
+		{"HELLO", "3", "AUTH", "default", "nope"},
+		{"HELLO", "2", "AUTH", "default", "nope", "SETNAME", "a b"},
+		{"HELLO", "2", "AUTH", "default", "sesame", "SETNAME", "a b"},
+	} {
+		want := redistest.Dial(t, s.Addr).Do(req...)
+		if got := redistest.Dial(t, p.Addr("alpha").String()).Do(req...); got != want {
+			t.Errorf("%q through the proxy = %q; redis-server %q", req, got, want)
+		}
+	}
+	c := redistest.Dial(t, p.Addr("alpha").String())
+	if got := c.Do("HELLO", "3", "AUTH", "default", "sesame"); got != "-NOPROTO unsupported protocol version: the proxy speaks RESP2 only\r\n" {
+		t.Errorf("HELLO 3 AUTH default sesame = %q; want NOPROTO", got)
+	}
+	if got := c.Do("PING"); got != "-NOAUTH Authentication required.\r\n" {
+		t.Errorf("PING after a refused HELLO 3 AUTH = %q; want NOAUTH", got)
+	}
+}
