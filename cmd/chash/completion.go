@@ -210,9 +210,15 @@ func flagValues(c *Command, f *flag.Flag, line commandLine, prefix, typed string
 		}
 		return out
 	case "pool", "new-pool":
-		file := line.values["config"]
-		if n := slices.Index([]string{"pool", "new-pool"}, f.Name); file == "" && n < len(line.args) {
-			file = line.args[n] // diff's OLD for --pool, its NEW for --new-pool
+		// The --config file, then the arguments: diff's OLD for --pool,
+		// its NEW for --new-pool.
+		files := line.args
+		if cfg := line.values["config"]; cfg != "" {
+			files = append([]string{cfg}, files...)
+		}
+		var file string
+		if n := slices.Index([]string{"pool", "new-pool"}, f.Name); n < len(files) {
+			file = files[n]
 		}
 		var out []string
 		if cf, err := config.Load(file); err == nil {

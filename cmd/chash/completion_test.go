@@ -56,6 +56,8 @@ func TestComplete(t *testing.T) {
 		{[]string{"diff", "testdata/two.yml", "--pool", ""}, []string{"a", "b"}},
 		{[]string{"diff", "testdata/seed5.yml", "testdata/two.yml", "--new-pool", ""}, []string{"a", "b"}},
 		{[]string{"diff", "old.yml", "new.yml", ""}, nil},
+		{[]string{"diff", "--config", "testdata/two.yml", "--pool", ""}, []string{"a", "b"}},
+		{[]string{"diff", "--config", "testdata/seed5.yml", "testdata/two.yml", "--new-pool", ""}, []string{"a", "b"}},
 		{[]string{"demo", "--image", ""}, []string{"png", "svg"}},
 		{[]string{"proxy", "--test-conf", "--con"}, []string{"--conf-file", "--config"}}, // a bool flag takes no value
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},

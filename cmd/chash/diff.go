@@ -25,6 +25,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ", ") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 type diffFlags struct {
+	config   string
 	pool     string
 	newPool  string
 	add      listFlag
@@ -42,7 +43,8 @@ func newDiff() *Command {
 		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]",
 		Short:     "show which keys move between two configurations, as a migration plan",
 		Long: `Diff compares a pool of the configuration OLD with the same pool of NEW, or,
-given one file, with that pool changed by --add and --remove, and prints what
+given one file, with that pool changed by --add and --remove (OLD may be
+given as --config OLD, as route and analyze take it), and prints what
 moves: the fraction of the key space that changes server, a from -> to table of
 the moved fractions, and the moved hash ranges, a migration plan. For
 comparison it prints the ideal, what moves when every server ends at its
@@ -108,6 +110,7 @@ ends in .png or .svg.`,
 		}
 		return nil
 	}
+	c.Flag.StringVar(&f.config, "config", "", "read OLD from `FILE`, as route and analyze take it")
 	c.Flag.StringVar(&f.pool, "pool", "", "compare the pool called `NAME` (required if a file has several)")
 	c.Flag.StringVar(&f.newPool, "new-pool", "", "the pool's `NAME` in NEW, if not the same as in OLD")
 	c.Flag.Var(&f.add, "add", "add the `SERVER` host:port:weight[ alias] (repeatable)")
@@ -148,6 +151,9 @@ type diffOutput struct {
 }
 
 func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
+	if f.config != "" {
+		args = append([]string{f.config}, args...)
+	}
 	switch {
 	case len(args) == 0:
 		return cmd.UsageError(env.Stderr, "no configuration given")

@@ -198,3 +198,21 @@ func TestDiffRepointed(t *testing.T) {
 		t.Errorf("diff of the seed's ring:\n%s\nwant no note", stdout)
 	}
 }
+
+// TestDiffConfigFlag checks that OLD may be given as --config, as route and
+// analyze take their file.
+func TestDiffConfigFlag(t *testing.T) {
+	for _, args := range [][2][]string{
+		{{"diff", "--remove", "192.168.0.4:111", "testdata/seed5.yml"}, {"diff", "--config", "testdata/seed5.yml", "--remove", "192.168.0.4:111"}},
+		{{"diff", "testdata/seed5.yml", "testdata/seed6.yml"}, {"diff", "--config=testdata/seed5.yml", "testdata/seed6.yml"}},
+	} {
+		want, _, code := runChash(t, nil, args[0]...)
+		got, stderr, gotCode := runChash(t, nil, args[1]...)
+		if code != 0 || gotCode != 0 || got != want {
+			t.Errorf("chash %q: exit %d, %s%s\nwant exit %d and the output of chash %q:\n%s", args[1], gotCode, stderr, got, code, args[0], want)
+		}
+	}
+	if _, stderr, code := runChash(t, nil, "diff", "--config", "testdata/seed5.yml", "testdata/seed6.yml", "testdata/seed6.yml"); code != 2 || !strings.Contains(stderr, "too many arguments") {
+		t.Errorf("diff --config OLD NEW EXTRA: exit %d, %q; want 2, too many arguments", code, stderr)
+	}
+}

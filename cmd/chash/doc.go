@@ -605,7 +605,8 @@
 //	chash diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]
 //
 // Diff compares a pool of the configuration OLD with the same pool of NEW, or,
-// given one file, with that pool changed by --add and --remove, and prints what
+// given one file, with that pool changed by --add and --remove (OLD may be
+// given as --config OLD, as route and analyze take it), and prints what
 // moves: the fraction of the key space that changes server, a from -> to table of
 // the moved fractions, and the moved hash ranges, a migration plan. For
 // comparison it prints the ideal, what moves when every server ends at its
@@ -669,6 +670,8 @@
 //
 //	--add SERVER
 //		add the SERVER host:port:weight[ alias] (repeatable)
+//	--config FILE
+//		read OLD from FILE, as route and analyze take it
 //	--format FORMAT
 //		print FORMAT: text, json or csv (default text)
 //	--new-pool NAME
