@@ -42,6 +42,9 @@ func New(cfg Config, nodes []chash.Node) (*Buckets, error) {
 // share of keys, from every other node. b is never changed.
 func (b *Buckets) Add(nodes ...chash.Node) (*Buckets, error) {
 	nb := &Buckets{cfg: b.cfg, t: b.t, names: slices.Clone(b.names), bucket: maps.Clone(b.bucket)}
+	if nb.t == nil { // the zero Buckets, which New had not set up
+		nb.t, nb.bucket = &Table{}, map[string]int{}
+	}
 	for _, n := range nodes {
 		switch _, dup := nb.bucket[n.Name]; {
 		case n.Name == "":
