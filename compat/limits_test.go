@@ -52,3 +52,26 @@ func TestWeightSum(t *testing.T) {
 		}
 	}
 }
+
+// TestModulaSlots: weights that would give twemproxy's modula table more than
+// chash.MaxPoints slots, one per unit of weight, are an error naming the node,
+// not a table built slot by slot until memory runs out.
+func TestModulaSlots(t *testing.T) {
+	for _, ns := range [][]chash.Node{
+		{{Name: "a", Weight: 1 << 40}},
+		{{Name: "a", Weight: math.MaxInt}},
+		{{Name: "a", Weight: chash.MaxPoints}, {Name: "bb", Weight: 1}},
+	} {
+		last := ns[len(ns)-1].Name
+		if _, err := compat.NewModula(ns, nil, ""); err == nil || !strings.Contains(err.Error(), `"`+last+`"`) {
+			t.Errorf("NewModula(weights %d, ...) error %v; want one naming %q", ns[0].Weight, err, last)
+		}
+	}
+	m, err := compat.NewModula([]chash.Node{{Name: "a", Weight: chash.MaxPoints - 1}, {Name: "bb", Weight: 1}}, nil, "")
+	if err != nil {
+		t.Fatalf("NewModula of exactly MaxPoints slots: %v", err)
+	}
+	if _, err := m.LookupString("k"); err != nil {
+		t.Error(err)
+	}
+}
