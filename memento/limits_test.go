@@ -2,6 +2,7 @@ package memento_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -37,5 +38,20 @@ func TestZeroBuckets(t *testing.T) {
 	}
 	if _, err := b.Add(chash.Node{Name: "a", Weight: 1}, chash.Node{Name: "a", Weight: 1}); err == nil {
 		t.Errorf("zero Buckets: Add of a node twice: no error")
+	}
+}
+
+// TestRemoveTwice: a node named twice in one Remove is refused as such, as
+// chash's and balanced's Remove refuse it, not reported as absent.
+func TestRemoveTwice(t *testing.T) {
+	b, err := memento.New(memento.Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Remove("a", "a"); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf(`Remove("a", "a") error %v; want one saying "a" is named twice`, err)
+	}
+	if _, err := b.Remove("c"); err == nil || !strings.Contains(err.Error(), "no such node") {
+		t.Errorf(`Remove("c") error %v; want "no such node"`, err)
 	}
 }
