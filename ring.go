@@ -78,9 +78,9 @@ const maxIndexBits = 20
 
 // New builds a ring of the given nodes with scheme s (Standard{} when s is nil).
 // It returns an error, naming the node, for an empty or duplicate name or a weight
-// below 1, and if the scheme gives the nodes more than MaxPoints points in all.
-// It also returns an error for a Standard scheme with negative Points. An empty
-// node list gives an empty ring.
+// below 1, if the weights sum past math.MaxInt, and if the scheme gives the
+// nodes more than MaxPoints points in all. It also returns an error for a
+// Standard scheme with negative Points. An empty node list gives an empty ring.
 func New(s Scheme, nodes []Node) (*Ring, error) {
 	if s == nil {
 		s = Standard{}
@@ -150,10 +150,16 @@ func compareNodes(a, b Node) int {
 }
 
 // pointCounts asks s how many points each node owns, and reports an error,
-// naming the node that takes it past, if that is more than MaxPoints in all.
+// naming the node that takes it past, if that is more than MaxPoints in all or
+// if the weights sum past math.MaxInt, where a scheme that divides by the sum
+// (ketama's) would give every node no point.
 func pointCounts(s Scheme, ns []Node) ([]int, error) {
-	weights := 0
-	for _, n := range ns {
+	weights, past := 0, -1
+	for i, n := range ns {
+		if n.Weight > math.MaxInt-weights {
+			weights, past = math.MaxInt, i
+			break
+		}
 		weights += n.Weight
 	}
 	counts := make([]int, len(ns))
@@ -164,6 +170,9 @@ func pointCounts(s Scheme, ns []Node) ([]int, error) {
 			return nil, fmt.Errorf("chash: node %q: weight %d gives the ring more than %d points; lower the weights or the points per unit of weight", n.Name, n.Weight, MaxPoints)
 		}
 		counts[i], total = c, total+c
+	}
+	if past >= 0 {
+		return nil, fmt.Errorf("chash: node %q: weight %d takes the sum of the weights past %d; lower the weights", ns[past].Name, ns[past].Weight, math.MaxInt)
 	}
 	return counts, nil
 }

@@ -97,8 +97,10 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 }
 
 // Add returns a ring with nodes joined, in order, after the existing ones:
-// each takes its fair share of keys, from the most loaded nodes. The result is
-// what New gives for the old list followed by nodes. r is never changed.
+// each takes its fair share of keys, from the most loaded nodes. When r was
+// built by New and Add alone, the result is what New gives for the old list
+// followed by nodes; after a Remove it is not (see the package comment). r is
+// never changed.
 func (r *Ring) Add(nodes ...chash.Node) (*Ring, error) {
 	if r.points == 0 { // the zero Ring, which New had not set up
 		z, err := New(r.cfg, nil)

@@ -240,5 +240,11 @@ func (b *Balancer) Nodes() []chash.Node { return slices.Clone(b.nodes) }
 // Len returns the number of nodes.
 func (b *Balancer) Len() int { return len(b.nodes) }
 
-// Ring returns the ring the Balancer walks.
-func (b *Balancer) Ring() *chash.Ring { return b.ring }
+// Ring returns the ring the Balancer walks; an empty ring for the zero
+// Balancer.
+func (b *Balancer) Ring() *chash.Ring {
+	if b.ring == nil {
+		return new(chash.Ring)
+	}
+	return b.ring
+}

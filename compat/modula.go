@@ -37,8 +37,8 @@ type Modula struct {
 // NewModula returns twemproxy's modula table of nodes, named as twemproxy names
 // them and given in any order (their Order fields are ignored), with keys hashed by keyHash (nil means fnv1a_64) under
 // hash tag hashTag ("" for none; see Ketama.HashTag). It is an error, naming the
-// node, if a name is empty or repeated or a weight is below 1, or if nodes is
-// empty.
+// node, if a name is empty or repeated, a weight is below 1 or the weights add
+// up to more than chash.MaxPoints slots, or if nodes is empty.
 func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("compat: modula: no nodes")
@@ -48,6 +48,14 @@ func NewModula(nodes []chash.Node, keyHash hashfn.Func, hashTag string) (*Modula
 	}
 	m := &Modula{keyHash: keyHash, hashTag: hashTag, nodes: slices.Clone(nodes)}
 	slices.SortStableFunc(m.nodes, ModulaOrder)
+	slots := 0
+	for _, n := range m.nodes {
+		if n.Weight > chash.MaxPoints-slots {
+			return nil, fmt.Errorf("compat: modula: node %q: weight %d gives the table more than %d slots (one per unit of weight); lower the weights", n.Name, n.Weight, chash.MaxPoints)
+		}
+		slots += n.Weight
+	}
+	m.slots = make([]int32, 0, slots)
 	for i, n := range m.nodes {
 		for range n.Weight {
 			m.slots = append(m.slots, int32(i))

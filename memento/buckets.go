@@ -42,6 +42,9 @@ func New(cfg Config, nodes []chash.Node) (*Buckets, error) {
 // share of keys, from every other node. b is never changed.
 func (b *Buckets) Add(nodes ...chash.Node) (*Buckets, error) {
 	nb := &Buckets{cfg: b.cfg, t: b.t, names: slices.Clone(b.names), bucket: maps.Clone(b.bucket)}
+	if nb.t == nil { // the zero Buckets, which New had not set up
+		nb.t, nb.bucket = &Table{}, map[string]int{}
+	}
 	for _, n := range nodes {
 		switch _, dup := nb.bucket[n.Name]; {
 		case n.Name == "":
@@ -64,12 +67,15 @@ func (b *Buckets) Add(nodes ...chash.Node) (*Buckets, error) {
 
 // Remove returns Buckets without the named nodes, removed in the order given.
 // Only their keys move, spread evenly over the remaining nodes. It is an
-// error if a node is not present; b is never changed.
+// error if a node is not present or is named twice; b is never changed.
 func (b *Buckets) Remove(names ...string) (*Buckets, error) {
 	nb := &Buckets{cfg: b.cfg, t: b.t, names: slices.Clone(b.names), bucket: maps.Clone(b.bucket)}
-	for _, name := range names {
+	for k, name := range names {
 		i, ok := nb.bucket[name]
 		if !ok {
+			if slices.Contains(names[:k], name) {
+				return nil, fmt.Errorf("memento: remove %q: node named twice", name)
+			}
 			return nil, fmt.Errorf("memento: remove %q: no such node", name)
 		}
 		t, err := nb.t.Remove(i)
