@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chash-dev/chash"
 )
@@ -77,5 +78,41 @@ func TestNegativePoints(t *testing.T) {
 	_, err := chash.New(chash.Standard{Points: -1}, []chash.Node{{Name: "a", Weight: 1}})
 	if err == nil || !strings.Contains(err.Error(), "-1") {
 		t.Errorf("New(Standard{Points: -1}) error %v; want one naming -1", err)
+	}
+}
+
+// shortScheme is a Scheme that breaks its contract: it says each node owns
+// four points but gives node "b" none.
+type shortScheme struct{ chash.Standard }
+
+func (shortScheme) NumPoints(weight, total, n int) int { return 4 }
+
+func (s shortScheme) AppendPoints(dst []uint32, name string, from, to int) []uint32 {
+	if name == "b" {
+		return dst
+	}
+	return s.Standard.AppendPoints(dst, name, from, to)
+}
+
+// TestShortScheme: a ring of a Scheme that gives a node fewer points than it
+// says answers AppendN with the owners it has, where the walk for distinct
+// owners went round the ring for ever.
+func TestShortScheme(t *testing.T) {
+	r, err := chash.New(shortScheme{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string)
+	go func() {
+		got, _ := r.AppendNString(nil, "k", 2)
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0] != "a" {
+			t.Errorf("AppendNString(k, 2) = %q; want [a], the one node with points", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AppendNString(k, 2) did not return in 10 s")
 	}
 }

@@ -421,10 +421,16 @@ func (r *Ring) distinct(ids []uint32, key []byte, n int) ([]uint32, error) {
 		i = 0 // past the last point: the first
 	}
 	ids = append(ids, uint32(pts[i]))
+	start := i
 next:
 	for len(ids) < n {
 		if i++; i == len(pts) {
 			i = 0
+		}
+		if i == start {
+			// Round the ring: a Scheme that gave a node fewer points than
+			// NumPoints said (none) left fewer owners than live counts.
+			break
 		}
 		o := uint32(pts[i])
 		for _, s := range ids {
