@@ -15,14 +15,15 @@ import (
 // TestLargeRepliesPipelined: a client pipelines 50 GETs of a 1 MB value in
 // one write, 50 MB of replies, and reads them as fast as it can. Every reply
 // is the value and the server is not ejected (nutcracker 0.5.0 answers them
-// all too, at timeout 400 ms). The timeout is 1 s: redis-server answers a
+// all too, at timeout 400 ms). The timeout is 3 s: redis-server answers a
 // pipeline once it has run all of it, here 50 MB of replies to copy, which
 // under -race on a loaded machine (the CI's) took longer than 400 ms before
-// the first byte. TestPipelinedRepliesLate and TestSlowLargeReply time the
-// replies with a server of their own.
+// the first byte, and, with two more busy processes on its two cores, left
+// more than a second between two replies. TestPipelinedRepliesLate and
+// TestSlowLargeReply time the replies with a server of their own.
 func TestLargeRepliesPipelined(t *testing.T) {
 	servers := startRedisServers(t, 1)
-	yaml := redisPoolYAML("timeout: 1000\nauto_eject_hosts: true\nserver_failure_limit: 2\nserver_retry_timeout: 2000", servers...)
+	yaml := redisPoolYAML("timeout: 3000\nauto_eject_hosts: true\nserver_failure_limit: 2\nserver_retry_timeout: 2000", servers...)
 	value := strings.Repeat("v", 1<<20)
 	servers[0].Do("SET", "big", value)
 	p := startProxy(t, yaml)

@@ -298,6 +298,29 @@ func (ss *session) progress() {
 	ss.qmu.Unlock()
 }
 
+// late looks once more at the socket, with r, of a read that failed with err
+// at its deadline: bytes found there came while the reader waited for a
+// processor (on a loaded machine a goroutine may wait past a deadline), not
+// for the server, and are read as in time, a new deadline a timeout from
+// now, as nutcracker handles the events it finds before its timeouts. With
+// none, or a reader that cannot look without waiting, err stands.
+func (ss *session) late(r io.Reader, p []byte, err error) (int, error) {
+	nr, ok := r.(nowReader)
+	if !ok {
+		return 0, err
+	}
+	var deadline time.Time
+	if t := ss.timeout(); t > 0 {
+		deadline = time.Now().Add(t)
+	}
+	ss.conn.SetReadDeadline(deadline)
+	n, again, rerr := nr.readNow(p)
+	if again {
+		return 0, err
+	}
+	return n, rerr
+}
+
 // timeout returns the pool's timeout, which pop and progress give a call
 // from its server's last bytes: not a call's own (its deadline less its
 // start), which for a call of a later stage of a request (a failover, a
@@ -638,6 +661,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.ss.progress()
 	}
 	n, err := c.r.Read(p)
+	if n == 0 && c.ss != nil && isTimeout(err) {
+		n, err = c.ss.late(c.r, p, err)
+	}
 	c.mid = n > 0
 	if n > 0 {
 		if c.n != nil {
