@@ -765,7 +765,8 @@
 // Requests the proxy refuses are counted by class in
 // chash_proxy_refused_requests_total{pool,class} (and in the refused_<class>
 // lines of a memcached pool's stats), and each class is logged once a minute
-// at most, with the number refused since. A memcached pool's classes are the
+// at most: a refusal at once, those that follow within the minute in one line
+// with their number when it ends. A memcached pool's classes are the
 // words of memcached's error (error, bad_command_line_format, line_too_long,
 // ...); a Redis pool's are fixed: protocol_error, unknown_command,
 // unsupported_command, wrong_number_of_arguments, invalid_argument (of AUTH,

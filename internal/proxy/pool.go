@@ -106,6 +106,7 @@ func (pl *pool) stop(forget []string) {
 		return true
 	})
 	pl.clients.Wait()
+	pl.refused.close(pl.proxy.log, pl.name)
 	for _, s := range pl.state.Load().list {
 		s.close()
 	}
