@@ -825,7 +825,8 @@
 // changed too), and the fraction of the key space that moved is logged, with
 // the servers added, removed, reweighted and readdressed. A pool whose listen
 // address, TLS files or protocol (redis, redis_auth, redis_db) changed
-// restarts on its new listener, closing its clients; a pool keeping its TLS
+// restarts on its new listener, closing its clients (its counters and those
+// of the servers that stay go on); a pool keeping its TLS
 // files (its own, or --tls-cert's and --tls-key's) reads them again for new
 // clients, so a renewed certificate needs no restart. eject_errors and client_idle_timeout apply at once.
 //
