@@ -231,7 +231,8 @@ refuses, so its keys land in database 0.
 Requests the proxy refuses are counted by class in
 chash_proxy_refused_requests_total{pool,class} (and in the refused_<class>
 lines of a memcached pool's stats), and each class is logged once a minute
-at most, with the number refused since. A memcached pool's classes are the
+at most: a refusal at once, those that follow within the minute in one line
+with their number when it ends. A memcached pool's classes are the
 words of memcached's error (error, bad_command_line_format, line_too_long,
 ...); a Redis pool's are fixed: protocol_error, unknown_command,
 unsupported_command, wrong_number_of_arguments, invalid_argument (of AUTH,
@@ -290,7 +291,8 @@ serving; servers that stay keep their connections and counters (a weight
 changed too), and the fraction of the key space that moved is logged, with
 the servers added, removed, reweighted and readdressed. A pool whose listen
 address, TLS files or protocol (redis, redis_auth, redis_db) changed
-restarts on its new listener, closing its clients; a pool keeping its TLS
+restarts on its new listener, closing its clients (its counters and those
+of the servers that stay go on); a pool keeping its TLS
 files (its own, or --tls-cert's and --tls-key's) reads them again for new
 clients, so a renewed certificate needs no restart. eject_errors and client_idle_timeout apply at once.
 

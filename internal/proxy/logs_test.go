@@ -274,3 +274,59 @@ func TestLogsFailingServer(t *testing.T) {
 		t.Errorf("refusals logged: %v; want one of class client_connections", got)
 	}
 }
+
+// TestLogsRefusedBurst checks that refusals held back within a class's
+// interval are logged with their count when the pool stops, rather than
+// waiting for a refusal of the class that may never come.
+func TestLogsRefusedBurst(t *testing.T) {
+	s := memcachedtest.Start(t)
+	var logs testprog.Buffer
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	c := dial(t, p.Addr("alpha").String())
+	for range 5 {
+		if got := c.mustDo("bogus\r\n"); got != "ERROR\r\n" {
+			t.Fatalf("bogus = %q; want ERROR", got)
+		}
+	}
+	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 1 || got[0]["count"] != 1.0 {
+		t.Fatalf("after five refusals: %v; want one line, of count 1", got)
+	}
+	p.Close()
+	got := jsonLogs(t, &logs, "requests refused")
+	if len(got) != 2 || got[1]["class"] != "error" || got[1]["count"] != 4.0 || got[1]["line"] != "bogus" {
+		t.Errorf("once the pool stopped: %v; want a second line of class error, count 4, quoting bogus", got)
+	}
+}
+
+// TestRefusalsLoggedAtIntervalEnd checks that a class's refusals after its
+// line are logged, counted, once its interval ends, and that one line a
+// class an interval is all that is logged.
+func TestRefusalsLoggedAtIntervalEnd(t *testing.T) {
+	var logs testprog.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	const every = 200 * time.Millisecond
+	rs := &refusals{every: every}
+	start := time.Now()
+	for i := range 10 {
+		rs.add(log, "alpha", "ERROR", []byte("bogus "+itoa(i)), "127.0.0.1:1")
+	}
+	rs.add(log, "alpha", "CLIENT_ERROR line too long", []byte("get kkk"), "127.0.0.1:2")
+	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 2 {
+		t.Fatalf("at once: %v; want the first of each class", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(jsonLogs(t, &logs, "requests refused")) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := jsonLogs(t, &logs, "requests refused")
+	if len(got) != 3 || got[2]["class"] != "error" || got[2]["count"] != 9.0 || got[2]["line"] != "bogus 9" {
+		t.Fatalf("after the interval: %v; want a third line, of class error, count 9, quoting the last", got)
+	}
+	if d := time.Since(start); d < every {
+		t.Errorf("the held refusals were logged after %v; want the interval, %v", d, every)
+	}
+	rs.close(log, "alpha")
+	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 3 {
+		t.Errorf("close with nothing held logged again: %v", got)
+	}
+}

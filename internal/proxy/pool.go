@@ -79,6 +79,28 @@ func (pl *pool) serve() {
 	}
 }
 
+// takeCounts moves into pl the counts of old, the pool it restarts (a reload
+// that changed its listener, TLS files or protocol): the pool's, its
+// refusals' and those of each server pl keeps, of the same name and address.
+// Called as pl starts and again once old has stopped, it leaves each counter
+// going up, as a reload that keeps the pool does, and with what old counted
+// while it finished its clients.
+func (pl *pool) takeCounts(old *pool) {
+	move := func(to, from []*atomic.Uint64) {
+		for i := range to {
+			to[i].Add(from[i].Swap(0))
+		}
+	}
+	move(pl.stats.counters(), old.stats.counters())
+	prev := old.state.Load().servers
+	for _, s := range pl.state.Load().list {
+		if o := prev[s.name]; o != nil && o.addr == s.addr {
+			move(s.stats.counters(), o.stats.counters())
+		}
+	}
+	pl.refused.take(&old.refused)
+}
+
 // drain stops the pool taking clients and its clients reading requests: each
 // answers every request it has read and closes its connection, gracefully
 // (see Proxy.Shutdown).
@@ -106,6 +128,7 @@ func (pl *pool) stop(forget []string) {
 		return true
 	})
 	pl.clients.Wait()
+	pl.refused.close(pl.proxy.log, pl.name)
 	for _, s := range pl.state.Load().list {
 		s.close()
 	}

@@ -698,23 +698,30 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		}
 	}
 	for i, cfg := range moves {
-		if old := p.pools[cfg.Name]; old != nil {
+		old := p.pools[cfg.Name]
+		var gone []string
+		if old != nil {
 			// The pool moves: its old address stops serving now, and its
 			// clients once they are answered. The new pool takes over the
-			// metrics of the servers it keeps.
+			// metrics of the servers it keeps, and the counts.
 			old.drain()
-			var gone []string
 			for _, s := range old.state.Load().list {
 				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
 					gone = append(gone, s.name)
 				}
 			}
-			p.retirePool(old, gone)
 			delete(p.pools, cfg.Name)
 		}
-		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
+		pl, err := p.startPool(f.Path, cfg, lns[i])
+		if err != nil {
 			// Only TLS files that broke since Validate read them get here.
 			p.log.Error("reload: pool not restarted", "pool", cfg.Name, "err", err)
+		}
+		if old != nil {
+			if pl != nil {
+				pl.takeCounts(old)
+			}
+			p.retirePool(old, gone, pl)
 		}
 	}
 	for name, pl := range p.pools {
@@ -725,7 +732,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			for _, s := range pl.state.Load().list {
 				gone = append(gone, s.name)
 			}
-			p.retirePool(pl, gone)
+			p.retirePool(pl, gone, nil)
 			delete(p.pools, name)
 		}
 	}
@@ -814,8 +821,9 @@ func checkServers(servers []config.Server) error {
 // restarted elsewhere, and drained: its clients have twice the pool's timeout
 // (at least a second), and the linger of their close, to be answered; then
 // what is left is closed, and the metrics of the servers named in forget
-// dropped.
-func (p *Proxy) retirePool(pl *pool, forget []string) {
+// dropped. next, if not nil, is the pool that restarted it, which then takes
+// the counts pl made meanwhile.
+func (p *Proxy) retirePool(pl *pool, forget []string, next *pool) {
 	grace := max(2*pl.state.Load().cfg.Timeout, time.Second) + closeLinger
 	p.wg.Add(1)
 	go func() {
@@ -845,6 +853,9 @@ func (p *Proxy) retirePool(pl *pool, forget []string) {
 		defer p.mu.Unlock()
 		for _, s := range pl.state.Load().list {
 			p.handOwed(s)
+		}
+		if next != nil {
+			next.takeCounts(pl) // what it counted while it finished
 		}
 	}()
 }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"io"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -22,6 +24,8 @@ import (
 // another writes, so reads and writes have fields of their own.
 type rawIO struct {
 	rc syscall.RawConn
+	// The socket's addresses, which its errors name as net.Conn's do.
+	laddr, raddr net.Addr
 
 	readFn  func(fd uintptr) bool
 	nowFn   func(fd uintptr) bool // readNow's
@@ -46,6 +50,26 @@ type rawIO struct {
 	cmsg [(syscall.SizeofCmsghdr + 8) / 8]uint64 // a control message, aligned
 }
 
+// opError returns err, of op ("read" or "write"), as net.Conn words it:
+// "read tcp 10.0.0.1:40000->10.0.0.2:11211: read: connection reset by peer".
+// A system call's errno would read "read raw: connection reset by peer", and
+// the poller's failed wait (a deadline) "raw-read tcp ...: i/o timeout".
+func (r *rawIO) opError(op string, err error) error {
+	if errno, ok := err.(syscall.Errno); ok {
+		network := "raw"
+		if r.laddr != nil {
+			network = r.laddr.Network()
+		}
+		return &net.OpError{Op: op, Net: network, Source: r.laddr, Addr: r.raddr, Err: os.NewSyscallError(op, errno)}
+	}
+	if oe, ok := err.(*net.OpError); ok && strings.HasPrefix(oe.Op, "raw-") {
+		e := *oe
+		e.Op = op
+		return &e
+	}
+	return err
+}
+
 // socketIO returns what reads and writes conn: a rawIO for TCP and Unix
 // sockets, conn itself otherwise (TLS).
 func socketIO(conn net.Conn) io.ReadWriter {
@@ -57,7 +81,7 @@ func socketIO(conn net.Conn) io.ReadWriter {
 	if err != nil {
 		return conn
 	}
-	r := &rawIO{rc: rc}
+	r := &rawIO{rc: rc, laddr: conn.LocalAddr(), raddr: conn.RemoteAddr()}
 	r.readFn, r.writeFn, r.nowFn, r.wnowFn = r.tryRead, r.tryWrite, r.readOnce, r.writeOnce
 	return r
 }
@@ -72,9 +96,9 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	n, errno := r.rn, r.rerrno
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, r.opError("read", err)
 	case errno != 0:
-		return 0, &net.OpError{Op: "read", Net: "raw", Err: errno}
+		return 0, r.opError("read", errno)
 	case n == 0:
 		return 0, io.EOF
 	}
@@ -103,11 +127,11 @@ func (r *rawIO) readNow(p []byte) (n int, again bool, err error) {
 	r.rbuf = nil
 	switch {
 	case err != nil:
-		return 0, false, err
+		return 0, false, r.opError("read", err)
 	case r.rerrno == syscall.EAGAIN:
 		return 0, true, nil
 	case r.rerrno != 0:
-		return 0, false, &net.OpError{Op: "read", Net: "raw", Err: r.rerrno}
+		return 0, false, r.opError("read", r.rerrno)
 	case r.rn == 0:
 		return 0, false, io.EOF
 	}
@@ -127,9 +151,9 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	done, errno := r.wdone, r.werrno
 	switch {
 	case err != nil:
-		return done, err
+		return done, r.opError("write", err)
 	case errno != 0:
-		return done, &net.OpError{Op: "write", Net: "raw", Err: errno}
+		return done, r.opError("write", errno)
 	}
 	return done, nil
 }
@@ -142,9 +166,9 @@ func (r *rawIO) writeNow(p []byte) (int, error) {
 	r.wbuf = nil
 	switch {
 	case err != nil:
-		return r.wdone, err
+		return r.wdone, r.opError("write", err)
 	case r.werrno != 0:
-		return r.wdone, &net.OpError{Op: "write", Net: "raw", Err: r.werrno}
+		return r.wdone, r.opError("write", r.werrno)
 	}
 	return r.wdone, nil
 }
@@ -212,7 +236,7 @@ func (r *rawIO) serveClient(c *client) end {
 	r.client = nil
 	switch {
 	case err != nil: // the wait failed: a deadline, or the connection closed
-		return c.readFailed(err)
+		return c.readFailed(r.opError("read", err))
 	case r.cerr != nil:
 		return c.readFailed(r.cerr)
 	case r.cend != endIdle:
@@ -238,7 +262,7 @@ func (r *rawIO) serve(fd uintptr) bool {
 		case errno == syscall.EAGAIN:
 			return false
 		case errno != 0:
-			r.cerr = &net.OpError{Op: "read", Net: "raw", Err: errno}
+			r.cerr = r.opError("read", errno)
 			return true
 		case n == 0:
 			r.cerr = io.EOF

@@ -88,3 +88,28 @@ func TestRawIOReset(t *testing.T) {
 		t.Errorf("dialError(%v) = %v", err, dialError(err))
 	}
 }
+
+// TestRawIOErrorText checks that rawIO's errors read as net.Conn's, naming
+// the operation and the connection's addresses: they are what the log says
+// of a failing server.
+func TestRawIOErrorText(t *testing.T) {
+	a, b := tcpPair(t)
+	rw := socketIO(a)
+	conn := a.LocalAddr().String() + "->" + a.RemoteAddr().String()
+	a.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	_, err := rw.Read(make([]byte, 8))
+	if want := "read tcp " + conn + ": i/o timeout"; err == nil || err.Error() != want {
+		t.Errorf("Read past the deadline = %v; want %s", err, want)
+	}
+	a.SetReadDeadline(time.Time{})
+	b.SetLinger(0) // close with a reset
+	b.Close()
+	time.Sleep(20 * time.Millisecond)
+	_, err = rw.Read(make([]byte, 8))
+	if want := "read tcp " + conn + ": read: connection reset by peer"; err == nil || err.Error() != want {
+		t.Errorf("Read after a reset = %v; want %s", err, want)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("Read after a reset = %v; want ECONNRESET", err)
+	}
+}

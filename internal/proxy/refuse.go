@@ -37,20 +37,35 @@ type refuser interface {
 // refusals counts a pool's refused requests by class and logs them, rate
 // limited. It is safe for concurrent use; refusals are rare, so a mutex does.
 type refusals struct {
+	// every is how often a class is logged at most; if zero, refusalLogEvery.
+	every   time.Duration
 	mu      sync.Mutex
 	classes map[string]*refusalClass
+	closed  bool
 }
 
 type refusalClass struct {
 	total    uint64    // refused since the pool started
 	unlogged uint64    // refused since the last line logged
 	logged   time.Time // when the last line was logged
+	// The last refusal not logged, quoted by the line that counts it, and
+	// the timer that logs that line once the interval ends: a burst is
+	// logged within an interval, not at the class's next refusal, which may
+	// never come.
+	client string
+	line   []byte
+	timer  *time.Timer
 }
 
 // add counts one refusal of class by the client at addr, and logs it if the
-// class was not logged in the last refusalLogEvery.
+// class was not logged in the last interval; otherwise the line that counts
+// it is logged when the interval ends.
 func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr string) {
 	now := time.Now()
+	every := rs.every
+	if every <= 0 {
+		every = refusalLogEvery
+	}
 	rs.mu.Lock()
 	if rs.classes == nil {
 		rs.classes = map[string]*refusalClass{}
@@ -63,22 +78,92 @@ func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr 
 	c.total++
 	c.unlogged++
 	n := c.unlogged
-	due := c.logged.IsZero() || now.Sub(c.logged) >= refusalLogEvery
-	if due {
+	due := c.timer == nil && (c.logged.IsZero() || now.Sub(c.logged) >= every)
+	switch {
+	case due:
 		c.unlogged, c.logged = 0, now
+	case !rs.closed:
+		c.client, c.line = addr, append(c.line[:0], line...)
+		if c.timer == nil {
+			c.timer = time.AfterFunc(c.logged.Add(every).Sub(now), func() { rs.flush(log, pool, class) })
+		}
 	}
 	rs.mu.Unlock()
 	if due {
-		level := slog.LevelWarn
-		if class == refusedProto {
-			// A client offering RESP3 and going on in RESP2 when refused,
-			// as go-redis does on each new connection: nothing went wrong.
-			level = slog.LevelInfo
+		logRefusals(log, pool, class, n, every, addr, line)
+	}
+}
+
+// flush logs the refusals of class held back since its last line, if any.
+func (rs *refusals) flush(log *slog.Logger, pool, class string) {
+	rs.mu.Lock()
+	c := rs.classes[class]
+	c.timer = nil
+	n, addr, line := c.unlogged, c.client, c.line
+	c.unlogged, c.logged, c.line = 0, time.Now(), nil
+	every := rs.every
+	if every <= 0 {
+		every = refusalLogEvery
+	}
+	rs.mu.Unlock()
+	if n > 0 {
+		logRefusals(log, pool, class, n, every, addr, line)
+	}
+}
+
+// close logs at once the refusals held back for the end of their interval,
+// for a pool that stops; those counted after are not logged.
+func (rs *refusals) close(log *slog.Logger, pool string) {
+	rs.mu.Lock()
+	rs.closed = true
+	var held []string
+	for name, c := range rs.classes {
+		if c.timer != nil && c.timer.Stop() {
+			held = append(held, name)
 		}
-		// The class as the metric's label and the data port's stats name
-		// it (unknown_command, line_too_long), which the docs list.
-		log.Log(context.Background(), level, "requests refused", "pool", pool, "class", strings.TrimPrefix(refusalStat(class), "refused_"), "count", n,
-			"every", refusalLogEvery, "client", addr, "line", string(line))
+	}
+	rs.mu.Unlock()
+	slices.Sort(held)
+	for _, class := range held {
+		rs.flush(log, pool, class)
+	}
+}
+
+// logRefusals logs n refusals of class, quoting the last one's client and line.
+func logRefusals(log *slog.Logger, pool, class string, n uint64, every time.Duration, addr string, line []byte) {
+	level := slog.LevelWarn
+	if class == refusedProto {
+		// A client offering RESP3 and going on in RESP2 when refused,
+		// as go-redis does on each new connection: nothing went wrong.
+		level = slog.LevelInfo
+	}
+	// The class as the metric's label and the data port's stats name
+	// it (unknown_command, line_too_long), which the docs list.
+	log.Log(context.Background(), level, "requests refused", "pool", pool, "class", strings.TrimPrefix(refusalStat(class), "refused_"), "count", n,
+		"every", every, "client", addr, "line", string(line))
+}
+
+// take moves the totals of old's classes into rs's (pool.takeCounts).
+func (rs *refusals) take(old *refusals) {
+	old.mu.Lock()
+	totals := map[string]uint64{}
+	for name, c := range old.classes {
+		totals[name] = c.total
+		c.total = 0
+	}
+	old.mu.Unlock()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for name, n := range totals {
+		if rs.classes == nil {
+			rs.classes = map[string]*refusalClass{}
+		}
+		c := rs.classes[name]
+		if c == nil {
+			c = &refusalClass{}
+			rs.classes[name] = c
+		}
+		c.total += n
 	}
 }
 

@@ -3,8 +3,11 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,5 +76,72 @@ func TestStatsQueues(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { in, inBytes, out, outBytes := queues(); return in+inBytes+out+outBytes == 0 }) {
 		in, inBytes, out, outBytes := queues()
 		t.Errorf("all answered: in_queue %v (%v bytes), out_queue %v (%v bytes); want 0", in, inBytes, out, outBytes)
+	}
+}
+
+// TestStatsPoolRestartKeepsCounts checks that a reload that restarts a pool
+// (new TLS files here; a new listener or protocol alike) keeps its counters,
+// as a reload that keeps the pool does: the pool's, its refusals' and those
+// of the servers it keeps, with what the old pool counted while it finished
+// its clients.
+func TestStatsPoolRestartKeepsCounts(t *testing.T) {
+	const opts = "timeout: 300"
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML(opts, s), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("set k 0 0 1\r\nv\r\n")
+	c.mustDo("get k\r\n")
+	c.mustDo("bogus\r\n")
+	requests := func() float64 { n, _ := adminServerStats(t, p, "alpha", s.Addr)["requests"].(float64); return n }
+	if got := requests(); got != 2 {
+		t.Fatalf("requests before the reload = %v; want 2", got)
+	}
+	// A get in flight to a frozen server when the reload comes, answered by
+	// the old pool.
+	s.Freeze()
+	io.WriteString(c.c, "get late\r\n")
+	time.Sleep(50 * time.Millisecond)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	if err := p.Reload(parseConfig(t, poolYAML(opts+"\ntls_cert_file: "+certFile+"\ntls_key_file: "+keyFile, s))); err != nil {
+		t.Fatal(err)
+	}
+	if got := requests(); got < 2 {
+		t.Errorf("requests once the pool restarted = %v; want at least the 2 before", got)
+	}
+	s.Thaw()
+	if !waitFor(5*time.Second, func() bool { return requests() == 3 }) {
+		t.Errorf("requests once the old pool stopped = %v; want 3, the get it finished included", requests())
+	}
+	metrics := adminGet(t, p, "/metrics")
+	for _, want := range []string{
+		`chash_proxy_refused_requests_total{class="error",pool="alpha"} 1`,
+		`chash_proxy_client_connections_total{pool="alpha"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics once the pool restarted has no %s", want)
+		}
+	}
+}
+
+// TestStatsCountersListed checks that counters lists every counter of
+// poolStats and serverStats, which a restarted pool takes over.
+func TestStatsCountersListed(t *testing.T) {
+	countersOf := func(v any) int {
+		n := 0
+		typ := reflect.TypeOf(v).Elem()
+		for i := range typ.NumField() {
+			if typ.Field(i).Type == reflect.TypeFor[atomic.Uint64]() {
+				n++
+			}
+		}
+		return n
+	}
+	if got, want := len((&poolStats{}).counters()), countersOf(&poolStats{}); got != want {
+		t.Errorf("poolStats.counters lists %d counters; the struct has %d", got, want)
+	}
+	if got, want := len((&serverStats{}).counters()), countersOf(&serverStats{}); got != want {
+		t.Errorf("serverStats.counters lists %d counters; the struct has %d", got, want)
 	}
 }

@@ -260,3 +260,36 @@ func TestRouteReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusPageNoLiveServer checks the page of a pool whose servers are all
+// ejected: it says why there is no ring, in the ring's place, so that the
+// servers' table keeps its column and shows every figure.
+func TestStatusPageNoLiveServer(t *testing.T) {
+	p := startProxy(t, `alpha:
+  listen: 127.0.0.1:22121
+  auto_eject_hosts: true
+  server_failure_limit: 1
+  server_retry_timeout: 60000
+  servers:
+   - 127.0.0.1:1:1 gone
+`, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	c := dial(t, p.Addr("alpha").String())
+	for range 2 {
+		c.mustDo("get k\r\n")
+	}
+	if e := p.Rings()["alpha"].Ejected; len(e) != 1 {
+		t.Fatalf("ejected servers: %v; want gone", e)
+	}
+	code, page := adminResponse(t, p, "/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d\n%s", code, page)
+	}
+	// The grid of a pool: the ring's figure, then the servers.
+	grid := regexp.MustCompile(`(?s)<div class="pool">\s*<figure class="ring"[^>]*>(.*?)</figure>\s*<div class="servers">`).FindStringSubmatch(page)
+	if grid == nil {
+		t.Fatalf("the status page of a pool with no live server has no figure before its servers:\n%s", page)
+	}
+	if !strings.Contains(grid[1], "no server of the pool is live") {
+		t.Errorf("the figure in the ring's place is %q; want it to say no server is live", grid[1])
+	}
+}
