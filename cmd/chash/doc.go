@@ -787,7 +787,9 @@
 // A server's first failure after an answer (a timeout, a reset, a bad reply)
 // is logged, "server failing", and its next answer, "server answering again":
 // two lines a streak, at most one streak in 10 s; a server that cannot be
-// connected to logs "server down" and "server up" instead.
+// connected to logs "server down" and "server up" instead. Both lines of a
+// pair, and "server ejected" and "server readmitted", are warnings, so that a
+// log kept at -v 4 shows a server's return as well as its failure.
 //
 // With auto_eject_hosts, a server that fails server_failure_limit times in a
 // row leaves the ring and its keys go to the next server; unlike nutcracker, it

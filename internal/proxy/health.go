@@ -13,7 +13,7 @@ func (s *server) ok() {
 	if s.failures.Load() != 0 {
 		n := s.failures.Swap(0)
 		if s.failLogged.CompareAndSwap(true, false) {
-			s.pool.proxy.log.Info("server answering again", "pool", s.pool.name, "server", s.name, "failures", n)
+			s.pool.proxy.log.Warn("server answering again", "pool", s.pool.name, "server", s.name, "failures", n)
 		}
 	}
 }
@@ -76,7 +76,7 @@ func (s *server) probeLoop() {
 		if err == nil {
 			s.failures.Store(0)
 			s.ejected.Store(false)
-			s.pool.proxy.log.Info("server readmitted after a successful probe", "pool", s.pool.name, "server", s.name)
+			s.pool.proxy.log.Warn("server readmitted after a successful probe", "pool", s.pool.name, "server", s.name)
 			s.pool.reroute("readmission", s)
 			return
 		}
@@ -99,7 +99,7 @@ func (s *server) markDown(err error) {
 // the server was down.
 func (s *server) markUp() {
 	if s.down.Load() && s.down.CompareAndSwap(true, false) {
-		s.pool.proxy.log.Info("server up", "pool", s.pool.name, "server", s.name, "addr", s.addr)
+		s.pool.proxy.log.Warn("server up", "pool", s.pool.name, "server", s.name, "addr", s.addr)
 	}
 }
 

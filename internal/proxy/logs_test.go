@@ -83,6 +83,9 @@ func TestLogs(t *testing.T) {
 	c.mustDo(keys)
 	if got := jsonLogs(t, &logs, "server up"); len(got) != 1 {
 		t.Errorf("server up: %d lines %v; want one", len(got), got)
+	} else if down := jsonLogs(t, &logs, "server down"); got[0]["level"] != down[0]["level"] {
+		// A log read at the level of "server down" must show its end.
+		t.Errorf("server up at level %v, server down at %v; want the same", got[0]["level"], down[0]["level"])
 	}
 
 	// Refused requests: one line a class, with the count.
@@ -233,6 +236,10 @@ func TestLogsHungServer(t *testing.T) {
 	if up := jsonLogs(t, &logs, "server up"); len(up) != 1 {
 		t.Errorf("after it answers again: %d server up lines; want 1; logs:\n%s", len(up), logs.String())
 	}
+	in, out := jsonLogs(t, &logs, "server readmitted after a successful probe"), jsonLogs(t, &logs, "server ejected")
+	if in[0]["level"] != out[0]["level"] {
+		t.Errorf("server readmitted at level %v, server ejected at %v; want the same", in[0]["level"], out[0]["level"])
+	}
 }
 
 // TestLogsFailingServer: in a pool without ejection, a server that stops
@@ -259,6 +266,8 @@ func TestLogsFailingServer(t *testing.T) {
 	}
 	if got := jsonLogs(t, &logs, "server answering again"); len(got) != 1 || got[0]["failures"] != 3.0 {
 		t.Errorf("once it answers: %v; want one server answering again line, after 3 failures", got)
+	} else if failing := jsonLogs(t, &logs, "server failing"); got[0]["level"] != failing[0]["level"] {
+		t.Errorf("server answering again at level %v, server failing at %v; want the same", got[0]["level"], failing[0]["level"])
 	}
 	// A second client is one too many.
 	extra, err := net.Dial("tcp", p.Addr("alpha").String())
