@@ -409,8 +409,9 @@ GOMAXPROCS environment variable, if set, fixes it instead.
 The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
 serves a status page at / (each pool's ring drawn as a circle, each
 server's arcs in its colour; its servers with health, ejection, share of the
-key space, request and error rates; plain HTML with inline SVG that reloads
-itself every 5 seconds, readable without JavaScript and in a terminal
+key space, request and error rates since the page's last view, "–" at the
+first view and after a minute without one; plain HTML with inline SVG that
+reloads itself every 5 seconds, readable without JavaScript and in a terminal
 browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
 port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},
 the server that gets the key now, ejections included, and with replicas

@@ -93,7 +93,9 @@ type rateSample struct {
 }
 
 // rates returns the request and error rates of s over the time since the last
-// sample at least a second old, and samples it; -1, -1 on the first sample.
+// sample at least a second old, and samples it; -1, -1 on the first sample
+// and after one older than rateWindow, whose average would not be a rate of
+// now (the first view after a quiet hour).
 func (r *statusRates) rates(s *server, now time.Time) (req, errs float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -105,7 +107,7 @@ func (r *statusRates) rates(s *server, now time.Time) (req, errs float64) {
 	if ok && now.Sub(prev.at) < time.Second {
 		return prev.reqRate, prev.errRate // viewed again at once: keep the last figures
 	}
-	if ok {
+	if ok && now.Sub(prev.at) <= rateWindow {
 		dt := now.Sub(prev.at).Seconds()
 		cur.reqRate, cur.errRate = float64(cur.requests-prev.requests)/dt, float64(cur.errs-prev.errs)/dt
 	}
@@ -115,6 +117,10 @@ func (r *statusRates) rates(s *server, now time.Time) (req, errs float64) {
 	r.last[s] = cur
 	return cur.reqRate, cur.errRate
 }
+
+// rateWindow is the longest time over which the status page shows a rate:
+// twelve of its refreshes.
+const rateWindow = time.Minute
 
 // ring returns the picture of st's ring as inline SVG, each server's arcs in
 // its colour (plot.Color of its place in the pool), drawn once per state.

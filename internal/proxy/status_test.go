@@ -293,3 +293,33 @@ func TestStatusPageNoLiveServer(t *testing.T) {
 		t.Errorf("the figure in the ring's place is %q; want it to say no server is live", grid[1])
 	}
 }
+
+// TestStatusRates checks the rates the status page shows: none at the first
+// view, the rate since the view before, the same figures for a view within a
+// second, and none again after a view more than rateWindow old, whose average
+// would not be a rate of now.
+func TestStatusRates(t *testing.T) {
+	var r statusRates
+	s := &server{}
+	t0 := time.Now()
+	at := func(d time.Duration, requests uint64) (float64, float64) {
+		s.stats.requests.Store(requests)
+		return r.rates(s, t0.Add(d))
+	}
+	for _, tt := range []struct {
+		at       time.Duration
+		requests uint64
+		want     float64
+	}{
+		{0, 100, -1},
+		{5 * time.Second, 600, 100},
+		{5*time.Second + 500*time.Millisecond, 900, 100}, // at once: the same
+		{10 * time.Second, 1100, 100},
+		{10*time.Second + rateWindow + time.Second, 1200, -1}, // after a quiet spell
+		{15*time.Second + rateWindow + time.Second, 1700, 100},
+	} {
+		if req, errs := at(tt.at, tt.requests); req != tt.want || (tt.want < 0) != (errs < 0) {
+			t.Errorf("at %v with %d requests: rates %v, %v; want %v", tt.at, tt.requests, req, errs, tt.want)
+		}
+	}
+}
