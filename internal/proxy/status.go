@@ -309,7 +309,7 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request) {
 	case !q.Has("pool"):
 		fail(http.StatusBadRequest, "/route needs ?pool=P&key=K: no pool")
 		return
-	case key == "":
+	case !q.Has("key"):
 		fail(http.StatusBadRequest, "/route needs ?pool=P&key=K: no key")
 		return
 	}
@@ -321,6 +321,11 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := pl.state.Load()
+	if key == "" && !st.cfg.Redis {
+		// Redis takes an empty key; memcached none.
+		fail(http.StatusBadRequest, "pool %q: an empty key, which memcached does not take", name)
+		return
+	}
 	if st.dist.Random {
 		fail(http.StatusBadRequest, "pool %q: distribution %s sends each request to a server at random; a key has no server", name, st.dist.Name)
 		return

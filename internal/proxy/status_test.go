@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 )
 
 // adminResponse returns the status and body of GET path on the proxy's admin listener.
@@ -133,7 +134,7 @@ func TestRoute(t *testing.T) {
 	}{
 		{"/route?key=k", http.StatusBadRequest, "no pool"},
 		{"/route?pool=alpha", http.StatusBadRequest, "no key"},
-		{"/route?pool=alpha&key=", http.StatusBadRequest, "no key"},
+		{"/route?pool=alpha&key=", http.StatusBadRequest, "an empty key"},
 		{"/route?pool=nope&key=k", http.StatusNotFound, `no pool \"nope\"`},
 	} {
 		code, body := adminResponse(t, p, tt.query)
@@ -320,6 +321,26 @@ func TestStatusRates(t *testing.T) {
 	} {
 		if req, errs := at(tt.at, tt.requests); req != tt.want || (tt.want < 0) != (errs < 0) {
 			t.Errorf("at %v with %d requests: rates %v, %v; want %v", tt.at, tt.requests, req, errs, tt.want)
+		}
+	}
+}
+
+// TestRouteEmptyRedisKey: Redis takes an empty key, so /route of a Redis pool
+// answers for it: the server that holds it once set through the proxy.
+func TestRouteEmptyRedisKey(t *testing.T) {
+	servers := startRedisServers(t, 3)
+	p := startProxy(t, redisPoolYAML("", servers...), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	if got := redistest.Dial(t, p.Addr("alpha").String()).Do("SET", "", "v"); got != "+OK\r\n" {
+		t.Fatalf(`SET "" v = %q`, got)
+	}
+	code, body := adminResponse(t, p, "/route?pool=alpha&key=")
+	var rr routeReply
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &rr) != nil {
+		t.Fatalf("GET /route?pool=alpha&key= = %d %s; want 200 and the key's server", code, body)
+	}
+	for i, s := range servers {
+		if holds := s.Do("GET", "") == "$1\r\nv\r\n"; holds != (rr.Server == fmt.Sprintf("s%d", i+1)) {
+			t.Errorf("server s%d holds the empty key: %v; /route says %q", i+1, holds, rr.Server)
 		}
 	}
 }
