@@ -59,6 +59,9 @@ func (pl *pool) serve() {
 			// Out of file descriptors, or a connection reset before it was
 			// accepted: wait a little, as net/http does, and go on.
 			pl.stats.clientErr.Add(1)
+			if outOfFiles(err) {
+				pl.proxy.logOutOfFiles("accepting clients, who wait in the listen queue", err)
+			}
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}

@@ -119,6 +119,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -230,6 +231,8 @@ type Proxy struct {
 
 	maxOwed int      // deletes a server may owe before it is emptied; 0: defaultMaxOwed
 	left    leftOwed // deletes owed by servers that left their pool (owed.go)
+
+	noFilesLoggedAt atomic.Int64 // unix milliseconds of the last "out of file descriptors" (health.go)
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error

@@ -607,6 +607,8 @@ func dialError(err error) error {
 		return errors.New("Connection refused")
 	case errors.Is(err, syscall.ECONNRESET):
 		return errors.New("Connection reset by peer")
+	case outOfFiles(err):
+		return errors.New("Too many open files")
 	case errors.Is(err, context.Canceled):
 		return errShutdown
 	}
