@@ -18,9 +18,9 @@ type pool struct {
 	raw   net.Listener // ln without TLS: the socket
 	state atomic.Pointer[state]
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
-	stats poolStats
+	stats *poolStats                      // shared with the pool it replaces, as refused
 	// refused counts the requests the pool refused, by class.
-	refused refusals
+	refused *refusals
 	codec   codec
 	reqs    sync.Pool   // *clientReq, with requests of codec
 	cmds    []*counter  // by command

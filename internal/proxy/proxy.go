@@ -264,7 +264,7 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	f = p.withSources(f, opened)
 	for _, cfg := range f.Pools {
-		_, err := p.startPool(f.Path, cfg, nil)
+		_, err := p.startPool(f.Path, cfg, nil, nil)
 		if err != nil {
 			closeSources(slices.Collect(maps.Values(opened)))
 			p.closeLocked()
@@ -475,9 +475,19 @@ func unixPath(addr string) bool {
 	return err != nil && len(addr) > 0 && addr[0] == '/'
 }
 
-// startPool starts serving the pool cfg of the file at path.
-func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{})}
+// startPool starts serving the pool cfg of the file at path; old, if not
+// nil, is the pool of its name that a reload restarts, whose counters it
+// takes over.
+func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *pool) (*pool, error) {
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}),
+		stats: new(poolStats), refused: new(refusals)}
+	var oldServers map[string]*server
+	if old != nil {
+		// A pool restarted by a reload counts on: its stats and those of
+		// the servers it keeps go on from where they were.
+		pl.stats, pl.refused = old.stats, old.refused
+		oldServers = old.state.Load().servers
+	}
 	pl.codec = p.newCodec(cfg, pl)
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	pl.copier.pl = pl
@@ -504,6 +514,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
+		servers[i].carryCounters(oldServers[s.Name()])
 	}
 	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg), nil)
 	if err != nil {
@@ -701,7 +712,8 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		}
 	}
 	for i, cfg := range moves {
-		if old := p.pools[cfg.Name]; old != nil {
+		old := p.pools[cfg.Name]
+		if old != nil {
 			// The pool moves: its old address stops serving now, and its
 			// clients once they are answered. The new pool takes over the
 			// metrics of the servers it keeps.
@@ -715,7 +727,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			p.retirePool(old, gone)
 			delete(p.pools, cfg.Name)
 		}
-		if _, err := p.startPool(f.Path, cfg, lns[i]); err != nil {
+		if _, err := p.startPool(f.Path, cfg, lns[i], old); err != nil {
 			// Only TLS files that broke since Validate read them get here.
 			p.log.Error("reload: pool not restarted", "pool", cfg.Name, "err", err)
 		}

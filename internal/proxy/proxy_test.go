@@ -872,6 +872,62 @@ func TestReloadMoveRefused(t *testing.T) {
 	}
 }
 
+// TestReloadKeepsCounters reloads a pool with another server_connections,
+// then moves it to another address: its servers get new connections, and
+// the pool a new listener, but the counters of the stats port go on from
+// where they were, as requests_total of /metrics does.
+func TestReloadKeepsCounters(t *testing.T) {
+	s := memcachedtest.Start(t)
+	var addrs [2]string
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = ln.Addr().String()
+		ln.Close()
+	}
+	at := func(addr string, conns int) *config.File {
+		return parseConfig(t, strings.Replace(poolYAML("server_connections: "+itoa(conns), s), "127.0.0.1:22121", addr, 1))
+	}
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(at(addrs[0], 1)); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := dial(t, addrs[0])
+	for range 3 {
+		c.mustDo("set k 0 0 1\r\nx\r\n")
+	}
+	io.WriteString(c.c, "quit\r\n")
+	io.Copy(io.Discard, c.c)
+	counts := func() (requests, eof int64) {
+		alpha := parseStats(t, p.StatsJSON()).obj(t, "alpha")
+		return alpha.obj(t, s.Addr).num(t, "requests"), alpha.num(t, "client_eof")
+	}
+	waitFor(5*time.Second, func() bool { _, eof := counts(); return eof == 1 })
+	for _, step := range []struct {
+		what  string
+		addr  string
+		conns int
+	}{
+		{"before a reload", addrs[0], 1},
+		{"after a reload to server_connections: 2", addrs[0], 2},
+		{"after a reload to another listen address", addrs[1], 2},
+	} {
+		if err := p.Reload(at(step.addr, step.conns)); err != nil {
+			t.Fatal(err)
+		}
+		if requests, eof := counts(); requests != 3 || eof != 1 {
+			t.Errorf("%s: requests = %d, client_eof = %d; want 3, 1", step.what, requests, eof)
+		}
+	}
+	dial(t, addrs[1]).mustDo("set k 0 0 1\r\nx\r\n")
+	if requests, _ := counts(); requests != 4 {
+		t.Errorf("a set more at the new address: requests = %d; want 4", requests)
+	}
+}
+
 // TestUnixSockets serves a pool on a Unix socket in front of a memcached on
 // another, as nutcracker.yml allows for both.
 func TestUnixSockets(t *testing.T) {

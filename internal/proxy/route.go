@@ -214,7 +214,8 @@ func samePool(a, b *config.Pool) bool {
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
 // name, address and number of connections, with their connections, health
-// and counters (a new weight is the new state's: see state.conf), and has the fraction of the key space that moved logged, saying why
+// and counters (a new weight is the new state's: see state.conf; a server
+// given another number of connections keeps its counters), and has the fraction of the key space that moved logged, saying why
 // (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
@@ -231,6 +232,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 			continue
 		}
 		ns := newServer(pl, s, cfg.ServerConnections)
+		ns.carryCounters(old)
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}

@@ -46,8 +46,8 @@ type server struct {
 	ctx          context.Context
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
-	stats        serverStats
-	latency      *observer // of all commands
+	stats        *serverStats // shared with the server it replaces (carryCounters)
+	latency      *observer    // of all commands
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
@@ -94,13 +94,24 @@ func (s *server) spawn(f func()) bool {
 
 func newServer(pl *pool, s config.Server, nconns int) *server {
 	ctx, cancel := context.WithCancel(pl.proxy.ctx)
-	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
+	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel, stats: new(serverStats)}
 	srv.latency = pl.proxy.metrics.serverObserver(pl.name, srv.name)
 	srv.conns = make([]*serverConn, max(nconns, 1))
 	for i := range srv.conns {
 		srv.conns[i] = &serverConn{srv: srv}
 	}
 	return srv
+}
+
+// carryCounters makes s count on the counters of old, if old is the server
+// of its name and address that s replaces: in a pool restarted by a reload,
+// or with another number of connections. Its stats go on from where they
+// were, as those of a server a reload keeps; old, while it finishes what it
+// was sent, counts on the same counters.
+func (s *server) carryCounters(old *server) {
+	if old != nil && old.name == s.name && old.addr == s.addr {
+		s.stats = old.stats
+	}
 }
 
 // same reports whether s and o are the same server process: one address. A
