@@ -832,7 +832,8 @@
 // request the proxy has read is answered (none is run and left unanswered),
 // then each client's connection is closed for writing, so the client reads
 // its last reply and the end of the stream; the proxy exits 0 once all are
-// done, cutting what is still in flight after 10s.
+// done, cutting what is still in flight after 10s, or at once at a second
+// SIGTERM or SIGINT.
 //
 // A pool may take its servers from etcd or from a file instead of listing
 // them (servers_from:, see 'chash help config'):

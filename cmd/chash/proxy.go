@@ -298,7 +298,8 @@ SIGTERM and SIGINT stop accepting clients and reading requests: every
 request the proxy has read is answered (none is run and left unanswered),
 then each client's connection is closed for writing, so the client reads
 its last reply and the end of the stream; the proxy exits 0 once all are
-done, cutting what is still in flight after 10s.
+done, cutting what is still in flight after 10s, or at once at a second
+SIGTERM or SIGINT.
 
 A pool may take its servers from etcd or from a file instead of listing
 them (servers_from:, see 'chash help config'):
@@ -727,12 +728,27 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 			level.Set(f.verbose.level())
 		case <-ctx.Done():
 			p.Logger.Info("shutting down: finishing requests in flight")
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			cut, cutNow := context.WithCancelCause(context.Background())
+			sctx, cancel := context.WithTimeoutCause(cut, 10*time.Second, errors.New("not done in 10s"))
+			// A second SIGTERM or SIGINT cuts what is in flight at once, as
+			// an operator who presses ^C again expects, rather than go
+			// unheard until the 10s pass.
+			again := make(chan os.Signal, 1)
+			signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
+			go func() {
+				select {
+				case sig := <-again:
+					cutNow(fmt.Errorf("a second signal (%v)", sig))
+				case <-sctx.Done():
+				}
+			}()
 			err := p.Shutdown(sctx)
-			cancel()
+			signal.Stop(again)
 			if err != nil {
-				p.Logger.Warn("shutdown timed out; requests in flight were cut", "err", err)
+				p.Logger.Warn("requests in flight were cut", "why", context.Cause(sctx).Error())
 			}
+			cancel()
+			cutNow(nil)
 			return 0
 		}
 	}
