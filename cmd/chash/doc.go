@@ -400,7 +400,10 @@
 //
 // server_connections (twemproxy)
 //
-//	The most connections the proxy opens to each server; at least 1.
+//	The most connections the proxy opens to each server; at least 1. A
+//	client's requests to a server all go on one of them, so that the server
+//	runs them in the client's order and a pipelined get reads the set before
+//	it (unlike twemproxy's, which take turns).
 //	Default: 1.
 //	Example:
 //		server_connections: 4

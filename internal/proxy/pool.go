@@ -39,6 +39,7 @@ type pool struct {
 	clients  sync.WaitGroup
 	conns    sync.Map // net.Conn -> struct{}, the open client connections
 	nconns   atomic.Int64
+	lanes    atomic.Uint32 // the last client.lane given
 	done     chan struct{} // closed when the accept loop has returned
 }
 
@@ -77,7 +78,7 @@ func (pl *pool) serve() {
 		pl.stats.clientTotal.Add(1)
 		pl.conns.Store(conn, struct{}{})
 		pl.clients.Add(1)
-		c := &client{pool: pl, conn: conn}
+		c := &client{pool: pl, conn: conn, lane: pl.lanes.Add(1)}
 		go c.serve()
 	}
 }

@@ -872,6 +872,31 @@ func TestReloadMoveRefused(t *testing.T) {
 	}
 }
 
+// TestServerConnectionsKeepOrder pipelines a set and a get of one key, many
+// times over, to a pool with four connections to its server: each get reads
+// the value of the set before it, as from memcached itself, where requests
+// taking turns over the connections let a get overtake its set.
+func TestServerConnectionsKeepOrder(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("server_connections: 4\ntimeout: 5000", s))
+	var req, want strings.Builder
+	for i := range 500 {
+		v := itoa(i)
+		fmt.Fprintf(&req, "set k 0 0 %d\r\n%s\r\nget k\r\n", len(v), v)
+		fmt.Fprintf(&want, "STORED\r\nVALUE k 0 %d\r\n%s\r\nEND\r\n", len(v), v)
+	}
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo(req.String()); got != want.String() {
+		stale := 0
+		for i, line := range strings.Split(got, "\r\n") {
+			if i%4 == 2 && line != itoa(i/4) {
+				stale++
+			}
+		}
+		t.Errorf("%d of 500 gets did not read the set pipelined before them", stale)
+	}
+}
+
 // TestReloadKeepsCounters reloads a pool with another server_connections,
 // then moves it to another address: its servers get new connections, and
 // the pool a new listener, but the counters of the stats port go on from

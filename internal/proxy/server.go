@@ -143,12 +143,20 @@ func (s *server) network() string {
 	return "tcp"
 }
 
-// send writes c on one of the server's connections.
+// send writes c on one of the server's connections: its client's, so that
+// the server runs a client's requests in their order (twemproxy's turn over
+// the connections runs a pipelined "set k" and "get k" on two, and the get
+// may read the value before the set), or, for the proxy's own calls, the
+// next in turn.
 func (s *server) send(c *call) {
 	c.srv = s
 	conn := s.conns[0]
-	if len(s.conns) > 1 {
-		conn = s.conns[s.next.Add(1)%uint32(len(s.conns))]
+	if n := uint32(len(s.conns)); n > 1 {
+		i := c.lane
+		if i == 0 {
+			i = s.next.Add(1)
+		}
+		conn = s.conns[i%n]
 	}
 	conn.send(c)
 }
