@@ -825,7 +825,8 @@
 // or TLS files that do not load, is refused and the old configuration keeps
 // serving; servers that stay keep their connections and counters (a weight
 // changed too), and the fraction of the key space that moved is logged, with
-// the servers added, removed, reweighted and readdressed. A pool whose listen
+// the servers added, removed, reweighted and readdressed and the routing
+// settings changed (distribution, hash, hash_tag, points, label). A pool whose listen
 // address, TLS files or protocol (redis, redis_auth, redis_db) changed
 // restarts on its new listener, closing its clients; a pool keeping its TLS
 // files (its own, or --tls-cert's and --tls-key's) reads them again for new

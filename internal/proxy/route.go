@@ -359,12 +359,15 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 			reweighted = append(reweighted, s.name+":"+strconv.Itoa(old.conf(o).Weight)+"->"+strconv.Itoa(cur.conf(s).Weight))
 		}
 	}
+	// Routing settings that changed move keys between servers that stay.
+	routing := dist.RoutingChanges(old.cfg, cur.cfg)
 	level := slog.LevelInfo
-	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed) == 0 {
+	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed)+len(routing) == 0 {
 		level = slog.LevelDebug // a reload that changed no server
 	}
 	pl.proxy.log.Log(context.Background(), level, why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
-		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed, "flows", flows, "changes", changes)
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed,
+		"routing", routing, "flows", flows, "changes", changes)
 }
 
 func serverNames(servers []*server) []string {
