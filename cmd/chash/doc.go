@@ -824,7 +824,8 @@
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
 // serving; servers that stay keep their connections and counters (a weight
-// changed too), and the fraction of the key space that moved is logged, with
+// changed too; their counters also where their server_connections changed or
+// their pool restarts, below), and the fraction of the key space that moved is logged, with
 // the servers added, removed, reweighted and readdressed and the routing
 // settings changed (distribution, hash, hash_tag, points, label). A pool whose listen
 // address, TLS files or protocol (redis, redis_auth, redis_db) changed
