@@ -358,7 +358,8 @@ and chash_proxy_source_connected, _revision, _updates_total,
 _refused_total, _errors_total, _relists_total and _state_since_seconds
 show each source's state.
 
-Hitless restart: every TCP listener, the pools' and the admin's, sets
+Hitless restart: every TCP listener, the pools', the admin's and the
+stats port's, sets
 SO_REUSEPORT, so a new process listens on the same addresses while the old
 one runs, the kernel spreading new connections over both. To restart (a
 new binary, new flags, a configuration that nutcracker would need a
@@ -380,7 +381,9 @@ Pools on Unix sockets cannot be shared so: the new process fails to listen
 while the old one runs (a socket file that nothing serves, left by a process
 that died, is replaced, as nutcracker does). Only processes of one user share an address, and a
 second proxy started by mistake on the same address serves alongside the
-first rather than fail to start, as nutcracker would.
+first rather than fail to start, as nutcracker would; a process that opens
+a listener where another process listens logs so, a warning for each ("another
+process listens on this address too"), the new process of a restart too.
 
 --max-memory bounds the bytes of requests read and not yet answered and of
 replies read from servers and not yet written, over all clients (1 GiB by

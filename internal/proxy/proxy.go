@@ -536,6 +536,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 	}
 	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers),
 		"distribution", cfg.Distribution, "tls", tc != nil)
+	p.logShared(fmt.Sprintf("pool %q", cfg.Name), pl.raw)
 	go pl.serve()
 	return pl, nil
 }
