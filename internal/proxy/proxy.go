@@ -718,6 +718,9 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			// The pool moves: its old address stops serving now, and its
 			// clients once they are answered. The new pool takes over the
 			// metrics of the servers it keeps.
+			p.log.Info("pool restarting: its clients are closed once answered", "pool", cfg.Name,
+				"why", restartWhy(old.state.Load().cfg, cfg, listens[cfg.Name]),
+				"from", old.raw.Addr().String(), "clients", old.nconns.Load())
 			old.drain()
 			var gone []string
 			for _, s := range old.state.Load().list {
@@ -887,6 +890,22 @@ func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
 	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
 		sameProtocol(old, cfg)
+}
+
+// restartWhy names what of cfg restarts a pool of old: its listen address
+// (moved), TLS files or protocol.
+func restartWhy(old, cfg *config.Pool, moved bool) []string {
+	why := []string{}
+	if moved {
+		why = append(why, "listen")
+	}
+	if old.TLSCertFile != cfg.TLSCertFile || old.TLSKeyFile != cfg.TLSKeyFile {
+		why = append(why, "tls")
+	}
+	if !sameProtocol(old, cfg) {
+		why = append(why, "protocol")
+	}
+	return why
 }
 
 // sameProtocol says whether a pool of old speaks cfg's protocol with cfg's

@@ -846,7 +846,8 @@ func TestReloadMoveRefused(t *testing.T) {
 	at := func(addr string) *config.File {
 		return parseConfig(t, strings.Replace(poolYAML("", s), "127.0.0.1:22121", addr, 1))
 	}
-	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var logs testprog.Buffer
+	p := &Proxy{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
 	if err := p.Start(at(a)); err != nil {
 		t.Fatal(err)
 	}
@@ -865,6 +866,12 @@ func TestReloadMoveRefused(t *testing.T) {
 	}
 	if got := dial(t, b).mustDo("get m\r\n"); got != "VALUE m 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("after the move, the new address answers %q", got)
+	}
+	// The log says the pool restarts, why, where from, and how many clients
+	// it closes.
+	if got := jsonLogs(t, &logs, "pool restarting: its clients are closed once answered"); len(got) != 1 ||
+		fmt.Sprint(got[0]["why"]) != "[listen]" || got[0]["from"] != a || got[0]["clients"] != float64(1) {
+		t.Errorf("pool restarting lines %v; want one, why [listen], from %s, clients 1", got, a)
 	}
 	if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
 		conn.Close()
