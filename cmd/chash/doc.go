@@ -400,7 +400,10 @@
 //
 // server_connections (twemproxy)
 //
-//	The most connections the proxy opens to each server; at least 1.
+//	The most connections the proxy opens to each server; at least 1. A
+//	client's requests to a server all go on one of them, so that the server
+//	runs them in the client's order and a pipelined get reads the set before
+//	it (unlike twemproxy's, which take turns).
 //	Default: 1.
 //	Example:
 //		server_connections: 4
@@ -827,8 +830,10 @@
 // SIGHUP, or POST /reload on the admin listener, reloads FILE: an invalid file,
 // or TLS files that do not load, is refused and the old configuration keeps
 // serving; servers that stay keep their connections and counters (a weight
-// changed too), and the fraction of the key space that moved is logged, with
-// the servers added, removed, reweighted and readdressed. A pool whose listen
+// changed too; their counters also where their server_connections changed or
+// their pool restarts, below), and the fraction of the key space that moved is logged, with
+// the servers added, removed, reweighted and readdressed and the routing
+// settings changed (distribution, hash, hash_tag, points, label). A pool whose listen
 // address, TLS files or protocol (redis, redis_auth, redis_db) changed
 // restarts on its new listener, closing its clients (its counters and those
 // of the servers that stay go on); a pool keeping its TLS
@@ -839,7 +844,8 @@
 // request the proxy has read is answered (none is run and left unanswered),
 // then each client's connection is closed for writing, so the client reads
 // its last reply and the end of the stream; the proxy exits 0 once all are
-// done, cutting what is still in flight after 10s.
+// done, cutting what is still in flight after 10s, or at once at a second
+// SIGTERM or SIGINT.
 //
 // A pool may take its servers from etcd or from a file instead of listing
 // them (servers_from:, see 'chash help config'):
@@ -896,7 +902,8 @@
 // _refused_total, _errors_total, _relists_total and _state_since_seconds
 // show each source's state.
 //
-// Hitless restart: every TCP listener, the pools' and the admin's, sets
+// Hitless restart: every TCP listener, the pools', the admin's and the
+// stats port's, sets
 // SO_REUSEPORT, so a new process listens on the same addresses while the old
 // one runs, the kernel spreading new connections over both. To restart (a
 // new binary, new flags, a configuration that nutcracker would need a
@@ -918,7 +925,9 @@
 // while the old one runs (a socket file that nothing serves, left by a process
 // that died, is replaced, as nutcracker does). Only processes of one user share an address, and a
 // second proxy started by mistake on the same address serves alongside the
-// first rather than fail to start, as nutcracker would.
+// first rather than fail to start, as nutcracker would; a process that opens
+// a listener where another process listens logs so, a warning for each ("another
+// process listens on this address too"), the new process of a restart too.
 //
 // --max-memory bounds the bytes of requests read and not yet answered and of
 // replies read from servers and not yet written, over all clients (1 GiB by

@@ -108,3 +108,40 @@ func ringFingerprint(t *testing.T, admin string) string {
 	}
 	return p.Fingerprint
 }
+
+// TestSecondSignalCuts stops a proxy whose client does not read its replies,
+// so that the graceful shutdown waits: a second SIGTERM or SIGINT cuts what is
+// in flight at once, where it went unheard until the 10s passed, and the
+// proxy exits 0 saying why it cut.
+func TestSecondSignalCuts(t *testing.T) {
+	s := memcachedtest.Start(t, "-I", "2m")
+	bin := buildChash(t)
+	listen := testprog.FreeAddr(t)
+	conf := filepath.Join(t.TempDir(), "nutcracker.yml")
+	writeFile(t, conf, fmt.Sprintf("alpha:\n  listen: %s\n  timeout: 2000\n  servers:\n   - %s:1\n", listen, s.Addr))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := startChashProxy(t, bin, conf, listen)
+			c := dialText(t, listen)
+			value := strings.Repeat("v", 1<<20)
+			if got := c.roundTrip("set big 0 0 " + strconv.Itoa(len(value)) + "\r\n" + value + "\r\n"); got != "STORED\r\n" {
+				t.Fatalf("set: %q", got)
+			}
+			// Twenty replies of a megabyte that the client does not read.
+			c.c.Write([]byte(strings.Repeat("get big\r\n", 20)))
+			time.Sleep(300 * time.Millisecond)
+			sendSignal(t, p, sig)
+			time.Sleep(300 * time.Millisecond)
+			if p.Exited() {
+				t.Fatalf("the proxy exited at the first %v though its client had not read its replies\n%s", sig, p.Output())
+			}
+			sendSignal(t, p, sig)
+			if err := p.Wait(3 * time.Second); err != nil {
+				t.Fatalf("after a second %v: %v\n%s", sig, err, p.Output())
+			}
+			if !strings.Contains(p.Output(), `msg="requests in flight were cut" why="a second signal`) {
+				t.Errorf("the log does not say a second signal cut the requests in flight:\n%s", p.Output())
+			}
+		})
+	}
+}

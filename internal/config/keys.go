@@ -251,7 +251,7 @@ var settings = []setting{
 		Key: Key{
 			Name: "server_connections", Origin: "twemproxy",
 			Default: "1",
-			Doc:     "The most connections the proxy opens to each server; at least 1.",
+			Doc:     "The most connections the proxy opens to each server; at least 1. A client's requests to a server all go on one of them, so that the server runs them in the client's order and a pipelined get reads the set before it (unlike twemproxy's, which take turns).",
 			Example: "server_connections: 4",
 		},
 		parse: positiveSetting(func(p *Pool) *int { return &p.ServerConnections }, ""),

@@ -44,6 +44,26 @@ func routingOf(p *config.Pool) routing {
 	return r
 }
 
+// RoutingChanges lists the routing settings, besides the servers, that differ
+// from old to p, each "name:old->new" (distribution, hash, hash_tag, points,
+// label), defaults filled in as Fingerprint fills them: a pool that comes to
+// name its distribution's default hash changes nothing.
+func RoutingChanges(old, p *config.Pool) []string {
+	a, b := routingOf(old), routingOf(p)
+	changes := []string{}
+	add := func(name, from, to string) {
+		if from != to {
+			changes = append(changes, name+":"+from+"->"+to)
+		}
+	}
+	add("distribution", a.dist, b.dist)
+	add("hash", a.hash, b.hash)
+	add("hash_tag", a.hashTag, b.hashTag)
+	add("points", strconv.Itoa(a.points), strconv.Itoa(b.points))
+	add("label", a.label, b.label)
+	return changes
+}
+
 // fingerprintVersion begins what Fingerprint hashes; a new way of hashing
 // would begin with another, so that no two versions of chash mistake each
 // other's fingerprints for their own.

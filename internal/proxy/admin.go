@@ -138,6 +138,7 @@ func (p *Proxy) startAdmin() error {
 	p.wg.Add(1)
 	go p.serveAdmin()
 	p.log.Info("admin listening", "addr", ln.Addr().String(), "paths", "/ /route /metrics /stats /ring /reload /drain /healthz")
+	p.logShared("admin listener", ln)
 	return nil
 }
 

@@ -48,6 +48,10 @@ type client struct {
 	wdl     bool  // a write deadline for a slow reader is set (write)
 	barrier bool  // a request must be answered before the next is read
 	ended   bool  // the connection's end is counted (client_eof, client_err)
+	// lane picks the client's connection to each server where a pool has
+	// several (server_connections): all of the client's requests to a
+	// server go on one, so that the server runs them in the client's order.
+	lane uint32
 }
 
 // clientSource is what a client's codec reads: the bytes read while the client
@@ -150,8 +154,9 @@ type clientReq struct {
 	split   bool  // split over servers by key, or sent to every server
 	err     error // why no server could take the request
 	start   time.Time
-	plan    *plan // of a request planned over several servers (replica.go)
-	waited  int   // the calls whose completion flush has received
+	plan    *plan  // of a request planned over several servers (replica.go)
+	waited  int    // the calls whose completion flush has received
+	lane    uint32 // the client's, given to its calls
 }
 
 func (r *clientReq) reset() {
@@ -185,6 +190,7 @@ func (r *clientReq) newCall(cd codec) *call {
 	}
 	c := r.calls[r.ncalls]
 	r.ncalls++
+	c.lane = r.lane
 	c.err = nil
 	c.held = 0
 	c.out = c.out[:0]
@@ -282,6 +288,7 @@ func (c *client) serveRead() end {
 		}
 		r := pl.reqs.Get().(*clientReq)
 		r.reset()
+		r.lane = c.lane
 		act, err := c.cc.read(r.req)
 		r.start = time.Now()
 		if err != nil {

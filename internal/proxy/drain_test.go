@@ -125,7 +125,7 @@ func TestDrainConfig(t *testing.T) {
 	if got := getMany(t, c, keys); len(got) != len(keys) {
 		t.Errorf("during the drain, %d of %d gets hit; want all", len(got), len(keys))
 	}
-	st := &p.pools["alpha"].stats
+	st := p.pools["alpha"].stats
 	if got := st.warmReads.Load(); got != uint64(moved) {
 		t.Errorf("%d warm-up reads; want %d, the drained server's keys", got, moved)
 	}

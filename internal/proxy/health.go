@@ -5,8 +5,25 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
+
+// outOfFiles reports whether err is the proxy's own lack of file
+// descriptors (EMFILE, ENFILE), which says nothing of the server it dialed
+// or the client it accepted.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// logOutOfFiles logs that the proxy is out of file descriptors, doing what,
+// at most once every failLogEvery.
+func (p *Proxy) logOutOfFiles(what string, err error) {
+	now := time.Now().UnixMilli()
+	if last := p.noFilesLoggedAt.Load(); now-last >= failLogEvery.Milliseconds() && p.noFilesLoggedAt.CompareAndSwap(last, now) {
+		p.log.Error("out of file descriptors: raise the open files limit (ulimit -n, LimitNOFILE)", "while", what, "err", err)
+	}
+}
 
 // ok records a successful exchange.
 func (s *server) ok() {
@@ -26,7 +43,13 @@ const failLogEvery = 10 * time.Second
 // when the pool says so. A failure counts once in the stats, as in
 // nutcracker's: a timeout in server_timedout and the server's end of stream
 // in server_eof (where the callers count them), anything else in server_err.
+// The proxy's own lack of file descriptors is not the server's failure: it is
+// logged as the proxy's, and neither counts nor ejects.
 func (s *server) fail(err error) {
+	if outOfFiles(err) {
+		s.pool.proxy.logOutOfFiles("connecting to a server", err)
+		return
+	}
 	if !isTimeout(err) && !errors.Is(err, errTimeout) && !errors.Is(err, io.EOF) {
 		s.stats.errors.Add(1)
 	}
@@ -88,8 +111,12 @@ func (s *server) probeLoop() {
 // markDown records that the server could not be reached, and logs it if it
 // could be before: a server that stays down leaves one line, however many
 // connections and probes fail meanwhile. A proxy closing its servers logs
-// nothing.
+// nothing, and neither does a dial that failed for the proxy's lack of file
+// descriptors (fail logs it).
 func (s *server) markDown(err error) {
+	if outOfFiles(err) {
+		return
+	}
 	if s.ctx.Err() == nil && s.down.CompareAndSwap(false, true) {
 		s.pool.proxy.log.Warn("server down", "pool", s.pool.name, "server", s.name, "addr", s.addr, "err", err)
 	}

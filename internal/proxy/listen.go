@@ -115,10 +115,12 @@ func listenApart(ctx context.Context, addr, what string, others map[string]net.A
 	if host, _, _ := net.SplitHostPort(addr); host != "" {
 		addr = ta.String() // bind what was compared
 	}
+	shared := ta.Port != 0 && servedElsewhere(ta)
 	ln, err := listenTCP(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %s: %w", what, err)
 	}
+	ln.(*reuseListener).shared = shared
 	if other := overlapping(ln.Addr(), others); other != "" {
 		ln.Close()
 		return nil, errOverlap(what, ln.Addr(), other)
@@ -172,6 +174,16 @@ func listenNetwork(addr string) string {
 	return "tcp"
 }
 
+// logShared logs, for a listener that opened on an address another process
+// serves, that the two share its new connections: the way of a restart,
+// whose old process must then be stopped, and otherwise a second proxy
+// started by mistake.
+func (p *Proxy) logShared(what string, ln net.Listener) {
+	if l, ok := ln.(*reuseListener); ok && l.shared {
+		p.log.Warn("another process listens on this address too: new connections go to either until one stops; in a restart, stop the old process now", "listener", what, "addr", l.Addr().String())
+	}
+}
+
 // aLongTimeAgo is a deadline that has passed: a call waiting on it returns.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -185,6 +197,9 @@ type reuseListener struct {
 	closeOnce sync.Once
 	closeErr  error
 	swept     chan struct{} // closed once Close has taken the queue and closed the socket
+	// shared is set when another process listened on the address as this
+	// one opened: the kernel spreads new connections over both (logShared).
+	shared bool
 
 	mu      sync.Mutex
 	pending []net.Conn // accepted by Close, for Accept to return

@@ -288,3 +288,39 @@ func TestOverlaps(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedAddressLogged starts a pool on an address another listener
+// serves already, as a second proxy started by mistake, or the new process
+// of a restart, does: it opens, as SO_REUSEPORT lets it, and says that the
+// two share the new connections; a pool on an address of its own says
+// nothing.
+func TestSharedAddressLogged(t *testing.T) {
+	s := memcachedtest.Start(t)
+	other, err := listenTCP(context.Background(), "127.0.0.1:0") // the other process's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	free := testprog.FreeAddr(t)
+	const msg = "another process listens on this address too: new connections go to either until one stops; in a restart, stop the old process now"
+	for _, tc := range []struct {
+		addr string
+		want int
+	}{{free, 0}, {other.Addr().String(), 1}} {
+		var logs testprog.Buffer
+		p := &Proxy{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+		if err := p.Start(parseConfig(t, strings.Replace(poolYAML("", s), "127.0.0.1:22121", tc.addr, 1))); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		got := jsonLogs(t, &logs, msg)
+		if len(got) != tc.want {
+			t.Errorf("a pool on %s (another listener there: %v) logged %d lines %q; want %d", tc.addr, tc.want == 1, len(got), msg, tc.want)
+		}
+		for _, rec := range got {
+			if rec["listener"] != `pool "alpha"` || rec["addr"] != tc.addr {
+				t.Errorf("line %v; want listener pool \"alpha\", addr %s", rec, tc.addr)
+			}
+		}
+	}
+}

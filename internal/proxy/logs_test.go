@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -128,12 +129,12 @@ func TestLogs(t *testing.T) {
 	if len(moved) != 1 {
 		t.Fatalf("reload: %d lines %v; want one", len(moved), moved)
 	}
-	for _, key := range []string{"pool", "moved", "method", "added", "removed", "reweighted", "readdressed", "flows", "changes"} {
+	for _, key := range []string{"pool", "moved", "method", "added", "removed", "reweighted", "readdressed", "routing", "flows", "changes"} {
 		if _, ok := moved[0][key]; !ok {
 			t.Errorf("reload line %v lacks %q", moved[0], key)
 		}
 	}
-	if len(moved[0]) != 3+9 { // time, level, msg and the nine
+	if len(moved[0]) != 3+10 { // time, level, msg and the ten
 		t.Errorf("reload line %v: keys beyond the fixed ones", moved[0])
 	}
 	if flows, _ := moved[0]["flows"].([]any); len(flows) != 1 || !strings.HasPrefix(flows[0].(string), servers[1].Addr+"->"+servers[0].Addr+":0.") {
@@ -142,9 +143,10 @@ func TestLogs(t *testing.T) {
 	// A server named by an alias moves to another address: nothing moves in
 	// the ring, and the line says where it went. A reload that changes no
 	// server logs no line at Info.
+	settings := "timeout: 300"
 	reload := func(lines ...string) {
 		t.Helper()
-		f := parseConfig(t, poolOf("timeout: 300", lines))
+		f := parseConfig(t, poolOf(settings, lines))
 		f.Pools[0].Listen = p.Addr("alpha").String()
 		if err := p.Reload(f); err != nil {
 			t.Fatal(err)
@@ -189,6 +191,15 @@ func TestLogs(t *testing.T) {
 	if st := p.pools["alpha"].state.Load(); st.servers["s1"] != s1 || st.nodes(st.live)[1].Weight != 3 {
 		t.Errorf("after s1's weight changed, s1 is a new server (%v) or has weight %d in the ring; want the same, weight 3",
 			st.servers["s1"] != s1, st.nodes(st.live)[1].Weight)
+	}
+	// The key hash changes: keys move between servers that all stay, and
+	// the line says what changed.
+	settings = "timeout: 300\nhash: murmur"
+	reload(servers[1].Addr+":1 s0", servers[0].Addr+":3 s1")
+	waitLine(6)
+	moved = jsonLogs(t, &logs, "reload: key space moved")
+	if r, _ := moved[5]["routing"].([]any); len(r) != 1 || r[0] != "hash:fnv1a_64->murmur" || moved[5]["moved"] == "0.000000" {
+		t.Errorf("the new hash's line %v; want routing [hash:fnv1a_64->murmur], keys moved", moved[5])
 	}
 
 	// A clean shutdown.
@@ -337,5 +348,37 @@ func TestRefusalsLoggedAtIntervalEnd(t *testing.T) {
 	rs.close(log, "alpha")
 	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 3 {
 		t.Errorf("close with nothing held logged again: %v", got)
+	}
+}
+
+// TestLogsRefusedBurstAfterRestart: a pool that a reload restarts (here as a
+// Redis pool) counts its refusals on in the new pool, whose bursts are still
+// logged once the old pool has stopped.
+func TestLogsRefusedBurstAfterRestart(t *testing.T) {
+	s := memcachedtest.Start(t)
+	var logs testprog.Buffer
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	if got := dial(t, p.Addr("alpha").String()).mustDo("bogus\r\n"); got != "ERROR\r\n" {
+		t.Fatalf("bogus = %q; want ERROR", got)
+	}
+	if err := p.Reload(parseConfig(t, poolYAML("redis: true", s))); err != nil {
+		t.Fatal(err)
+	}
+	// The old pool stops once its clients had their grace (a second and the
+	// close's linger).
+	time.Sleep(time.Second + closeLinger + 500*time.Millisecond)
+	c := redistest.Dial(t, p.Addr("alpha").String())
+	for range 5 {
+		if got := c.Do("bogus"); !strings.HasPrefix(got, "-ERR unknown command 'bogus'") {
+			t.Fatalf("bogus through the restarted pool = %q; want Redis's unknown command", got)
+		}
+	}
+	p.Close()
+	var n float64
+	for _, r := range jsonLogs(t, &logs, "requests refused") {
+		n += r["count"].(float64)
+	}
+	if n != 6 {
+		t.Errorf("refusals logged: %v in all; want 6; logs:\n%s", n, logs.String())
 	}
 }

@@ -51,19 +51,6 @@ type serverStats struct {
 	misses        atomic.Uint64 // keys a read did not find
 }
 
-// counters returns the pool's counters, every field but gauges.
-func (s *poolStats) counters() []*atomic.Uint64 {
-	return []*atomic.Uint64{&s.clientEOF, &s.clientErr, &s.clientTotal, &s.ejects, &s.forwardErr, &s.fragments,
-		&s.windows, &s.warmReads, &s.warmHits, &s.warmCopies, &s.warmDropped, &s.warmUndone, &s.failovers, &s.bytesIn, &s.bytesOut}
-}
-
-// counters returns the server's counters, every field but the gauge of its
-// connections.
-func (s *serverStats) counters() []*atomic.Uint64 {
-	return []*atomic.Uint64{&s.eof, &s.eofFailed, &s.errors, &s.timedout, &s.requests, &s.requestBytes, &s.responses,
-		&s.responseBytes, &s.badReplies, &s.ejects, &s.hits, &s.misses}
-}
-
 // counter is the counter of one label set of a vector, made at its first
 // increment rather than before: a codec may name hundreds of commands
 // (Redis's), and /metrics shows the series of those clients send. A nil

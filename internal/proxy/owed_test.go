@@ -71,7 +71,7 @@ func TestEjectionOwes(t *testing.T) {
 			t.Errorf("readmitted: get %s = %q; want %q", tt.key, got, tt.want)
 		}
 	}
-	st := &p.pools["alpha"].stats
+	st := p.pools["alpha"].stats
 	waitCount(5*time.Second, st.warmHits.Load(), st.warmCopies.Load)
 	v := dial(t, victim.Addr)
 	if got := v.mustDo("mg " + updated + " v\r\n"); got != "VA 3\r\nnew\r\n" {

@@ -18,9 +18,9 @@ type pool struct {
 	raw   net.Listener // ln without TLS: the socket
 	state atomic.Pointer[state]
 	cert  atomic.Pointer[tls.Certificate] // the pool's own (tls_cert_file), or nil
-	stats poolStats
+	stats *poolStats                      // shared with the pool it replaces, as refused
 	// refused counts the requests the pool refused, by class.
-	refused refusals
+	refused *refusals
 	codec   codec
 	reqs    sync.Pool   // *clientReq, with requests of codec
 	cmds    []*counter  // by command
@@ -34,11 +34,15 @@ type pool struct {
 
 	mu       sync.Mutex // serializes state changes
 	stopping atomic.Bool
+	// handedOn is set when a reload restarted the pool as another, which
+	// counts on with its counters and refusals: its stop leaves them be.
+	handedOn atomic.Bool
 	stopped  chan struct{} // closed when the pool stops: clients read no further requests
 	stopOnce sync.Once
 	clients  sync.WaitGroup
 	conns    sync.Map // net.Conn -> struct{}, the open client connections
 	nconns   atomic.Int64
+	lanes    atomic.Uint32 // the last client.lane given
 	done     chan struct{} // closed when the accept loop has returned
 }
 
@@ -59,6 +63,9 @@ func (pl *pool) serve() {
 			// Out of file descriptors, or a connection reset before it was
 			// accepted: wait a little, as net/http does, and go on.
 			pl.stats.clientErr.Add(1)
+			if outOfFiles(err) {
+				pl.proxy.logOutOfFiles("accepting clients, who wait in the listen queue", err)
+			}
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -74,31 +81,9 @@ func (pl *pool) serve() {
 		pl.stats.clientTotal.Add(1)
 		pl.conns.Store(conn, struct{}{})
 		pl.clients.Add(1)
-		c := &client{pool: pl, conn: conn}
+		c := &client{pool: pl, conn: conn, lane: pl.lanes.Add(1)}
 		go c.serve()
 	}
-}
-
-// takeCounts moves into pl the counts of old, the pool it restarts (a reload
-// that changed its listener, TLS files or protocol): the pool's, its
-// refusals' and those of each server pl keeps, of the same name and address.
-// Called as pl starts and again once old has stopped, it leaves each counter
-// going up, as a reload that keeps the pool does, and with what old counted
-// while it finished its clients.
-func (pl *pool) takeCounts(old *pool) {
-	move := func(to, from []*atomic.Uint64) {
-		for i := range to {
-			to[i].Add(from[i].Swap(0))
-		}
-	}
-	move(pl.stats.counters(), old.stats.counters())
-	prev := old.state.Load().servers
-	for _, s := range pl.state.Load().list {
-		if o := prev[s.name]; o != nil && o.addr == s.addr {
-			move(s.stats.counters(), o.stats.counters())
-		}
-	}
-	pl.refused.take(&old.refused)
 }
 
 // drain stops the pool taking clients and its clients reading requests: each
@@ -128,7 +113,9 @@ func (pl *pool) stop(forget []string) {
 		return true
 	})
 	pl.clients.Wait()
-	pl.refused.close(pl.proxy.log, pl.name)
+	if !pl.handedOn.Load() {
+		pl.refused.close(pl.proxy.log, pl.name)
+	}
 	for _, s := range pl.state.Load().list {
 		s.close()
 	}

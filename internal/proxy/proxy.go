@@ -119,6 +119,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -230,6 +231,8 @@ type Proxy struct {
 
 	maxOwed int      // deletes a server may owe before it is emptied; 0: defaultMaxOwed
 	left    leftOwed // deletes owed by servers that left their pool (owed.go)
+
+	noFilesLoggedAt atomic.Int64 // unix milliseconds of the last "out of file descriptors" (health.go)
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
@@ -261,7 +264,7 @@ func (p *Proxy) Start(f *config.File) error {
 	}
 	f = p.withSources(f, opened)
 	for _, cfg := range f.Pools {
-		_, err := p.startPool(f.Path, cfg, nil)
+		_, err := p.startPool(f.Path, cfg, nil, nil)
 		if err != nil {
 			closeSources(slices.Collect(maps.Values(opened)))
 			p.closeLocked()
@@ -472,9 +475,19 @@ func unixPath(addr string) bool {
 	return err != nil && len(addr) > 0 && addr[0] == '/'
 }
 
-// startPool starts serving the pool cfg of the file at path.
-func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool, error) {
-	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{})}
+// startPool starts serving the pool cfg of the file at path; old, if not
+// nil, is the pool of its name that a reload restarts, whose counters it
+// takes over.
+func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *pool) (*pool, error) {
+	pl := &pool{proxy: p, name: cfg.Name, done: make(chan struct{}), stopped: make(chan struct{}),
+		stats: new(poolStats), refused: new(refusals)}
+	var oldServers map[string]*server
+	if old != nil {
+		// A pool restarted by a reload counts on: its stats and those of
+		// the servers it keeps go on from where they were.
+		pl.stats, pl.refused = old.stats, old.refused
+		oldServers = old.state.Load().servers
+	}
 	pl.codec = p.newCodec(cfg, pl)
 	pl.reqs.New = func() any { return &clientReq{req: pl.codec.newRequest()} }
 	pl.copier.pl = pl
@@ -501,6 +514,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	servers := make([]*server, len(cfg.Servers))
 	for i, s := range cfg.Servers {
 		servers[i] = newServer(pl, s, cfg.ServerConnections)
+		servers[i].carryCounters(oldServers[s.Name()])
 	}
 	st, err := newState(cfg, servers, p.ejectErrors(cfg), pl.drainedLocked(cfg), nil)
 	if err != nil {
@@ -522,6 +536,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener) (*pool
 	}
 	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers),
 		"distribution", cfg.Distribution, "tls", tc != nil)
+	p.logShared(fmt.Sprintf("pool %q", cfg.Name), pl.raw)
 	go pl.serve()
 	return pl, nil
 }
@@ -702,8 +717,11 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		var gone []string
 		if old != nil {
 			// The pool moves: its old address stops serving now, and its
-			// clients once they are answered. The new pool takes over the
-			// metrics of the servers it keeps, and the counts.
+			// clients once they are answered. The new pool counts on with
+			// its counters and those of the servers it keeps.
+			p.log.Info("pool restarting: its clients are closed once answered", "pool", cfg.Name,
+				"why", restartWhy(old.state.Load().cfg, cfg, listens[cfg.Name]),
+				"from", old.raw.Addr().String(), "clients", old.nconns.Load())
 			old.drain()
 			for _, s := range old.state.Load().list {
 				if !slices.ContainsFunc(cfg.Servers, func(n config.Server) bool { return n.Name() == s.name }) {
@@ -712,16 +730,14 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			}
 			delete(p.pools, cfg.Name)
 		}
-		pl, err := p.startPool(f.Path, cfg, lns[i])
-		if err != nil {
+		if _, err := p.startPool(f.Path, cfg, lns[i], old); err != nil {
 			// Only TLS files that broke since Validate read them get here.
 			p.log.Error("reload: pool not restarted", "pool", cfg.Name, "err", err)
+		} else if old != nil {
+			old.handedOn.Store(true) // its refusals are the new pool's now
 		}
 		if old != nil {
-			if pl != nil {
-				pl.takeCounts(old)
-			}
-			p.retirePool(old, gone, pl)
+			p.retirePool(old, gone)
 		}
 	}
 	for name, pl := range p.pools {
@@ -732,7 +748,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			for _, s := range pl.state.Load().list {
 				gone = append(gone, s.name)
 			}
-			p.retirePool(pl, gone, nil)
+			p.retirePool(pl, gone)
 			delete(p.pools, name)
 		}
 	}
@@ -821,9 +837,8 @@ func checkServers(servers []config.Server) error {
 // restarted elsewhere, and drained: its clients have twice the pool's timeout
 // (at least a second), and the linger of their close, to be answered; then
 // what is left is closed, and the metrics of the servers named in forget
-// dropped. next, if not nil, is the pool that restarted it, which then takes
-// the counts pl made meanwhile.
-func (p *Proxy) retirePool(pl *pool, forget []string, next *pool) {
+// dropped.
+func (p *Proxy) retirePool(pl *pool, forget []string) {
 	grace := max(2*pl.state.Load().cfg.Timeout, time.Second) + closeLinger
 	p.wg.Add(1)
 	go func() {
@@ -854,9 +869,6 @@ func (p *Proxy) retirePool(pl *pool, forget []string, next *pool) {
 		for _, s := range pl.state.Load().list {
 			p.handOwed(s)
 		}
-		if next != nil {
-			next.takeCounts(pl) // what it counted while it finished
-		}
 	}()
 }
 
@@ -882,6 +894,22 @@ func (p *Proxy) sameListener(pl *pool, cfg *config.Pool) bool {
 	old := pl.state.Load().cfg
 	return p.sameAddr(pl, cfg) && old.TLSCertFile == cfg.TLSCertFile && old.TLSKeyFile == cfg.TLSKeyFile &&
 		sameProtocol(old, cfg)
+}
+
+// restartWhy names what of cfg restarts a pool of old: its listen address
+// (moved), TLS files or protocol.
+func restartWhy(old, cfg *config.Pool, moved bool) []string {
+	why := []string{}
+	if moved {
+		why = append(why, "listen")
+	}
+	if old.TLSCertFile != cfg.TLSCertFile || old.TLSKeyFile != cfg.TLSKeyFile {
+		why = append(why, "tls")
+	}
+	if !sameProtocol(old, cfg) {
+		why = append(why, "protocol")
+	}
+	return why
 }
 
 // sameProtocol says whether a pool of old speaks cfg's protocol with cfg's

@@ -846,7 +846,8 @@ func TestReloadMoveRefused(t *testing.T) {
 	at := func(addr string) *config.File {
 		return parseConfig(t, strings.Replace(poolYAML("", s), "127.0.0.1:22121", addr, 1))
 	}
-	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var logs testprog.Buffer
+	p := &Proxy{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
 	if err := p.Start(at(a)); err != nil {
 		t.Fatal(err)
 	}
@@ -866,9 +867,96 @@ func TestReloadMoveRefused(t *testing.T) {
 	if got := dial(t, b).mustDo("get m\r\n"); got != "VALUE m 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("after the move, the new address answers %q", got)
 	}
+	// The log says the pool restarts, why, where from, and how many clients
+	// it closes.
+	if got := jsonLogs(t, &logs, "pool restarting: its clients are closed once answered"); len(got) != 1 ||
+		fmt.Sprint(got[0]["why"]) != "[listen]" || got[0]["from"] != a || got[0]["clients"] != float64(1) {
+		t.Errorf("pool restarting lines %v; want one, why [listen], from %s, clients 1", got, a)
+	}
 	if conn, err := net.DialTimeout("tcp", a, time.Second); err == nil {
 		conn.Close()
 		t.Error("after the move, the old address still accepts clients")
+	}
+}
+
+// TestServerConnectionsKeepOrder pipelines a set and a get of one key, many
+// times over, to a pool with four connections to its server: each get reads
+// the value of the set before it, as from memcached itself, where requests
+// taking turns over the connections let a get overtake its set.
+func TestServerConnectionsKeepOrder(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("server_connections: 4\ntimeout: 5000", s))
+	var req, want strings.Builder
+	for i := range 500 {
+		v := itoa(i)
+		fmt.Fprintf(&req, "set k 0 0 %d\r\n%s\r\nget k\r\n", len(v), v)
+		fmt.Fprintf(&want, "STORED\r\nVALUE k 0 %d\r\n%s\r\nEND\r\n", len(v), v)
+	}
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo(req.String()); got != want.String() {
+		stale := 0
+		for i, line := range strings.Split(got, "\r\n") {
+			if i%4 == 2 && line != itoa(i/4) {
+				stale++
+			}
+		}
+		t.Errorf("%d of 500 gets did not read the set pipelined before them", stale)
+	}
+}
+
+// TestReloadKeepsCounters reloads a pool with another server_connections,
+// then moves it to another address: its servers get new connections, and
+// the pool a new listener, but the counters of the stats port go on from
+// where they were, as requests_total of /metrics does.
+func TestReloadKeepsCounters(t *testing.T) {
+	s := memcachedtest.Start(t)
+	var addrs [2]string
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = ln.Addr().String()
+		ln.Close()
+	}
+	at := func(addr string, conns int) *config.File {
+		return parseConfig(t, strings.Replace(poolYAML("server_connections: "+itoa(conns), s), "127.0.0.1:22121", addr, 1))
+	}
+	p := &Proxy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := p.Start(at(addrs[0], 1)); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := dial(t, addrs[0])
+	for range 3 {
+		c.mustDo("set k 0 0 1\r\nx\r\n")
+	}
+	io.WriteString(c.c, "quit\r\n")
+	io.Copy(io.Discard, c.c)
+	counts := func() (requests, eof int64) {
+		alpha := parseStats(t, p.StatsJSON()).obj(t, "alpha")
+		return alpha.obj(t, s.Addr).num(t, "requests"), alpha.num(t, "client_eof")
+	}
+	waitFor(5*time.Second, func() bool { _, eof := counts(); return eof == 1 })
+	for _, step := range []struct {
+		what  string
+		addr  string
+		conns int
+	}{
+		{"before a reload", addrs[0], 1},
+		{"after a reload to server_connections: 2", addrs[0], 2},
+		{"after a reload to another listen address", addrs[1], 2},
+	} {
+		if err := p.Reload(at(step.addr, step.conns)); err != nil {
+			t.Fatal(err)
+		}
+		if requests, eof := counts(); requests != 3 || eof != 1 {
+			t.Errorf("%s: requests = %d, client_eof = %d; want 3, 1", step.what, requests, eof)
+		}
+	}
+	dial(t, addrs[1]).mustDo("set k 0 0 1\r\nx\r\n")
+	if requests, _ := counts(); requests != 4 {
+		t.Errorf("a set more at the new address: requests = %d; want 4", requests)
 	}
 }
 

@@ -143,30 +143,6 @@ func logRefusals(log *slog.Logger, pool, class string, n uint64, every time.Dura
 		"every", every, "client", addr, "line", string(line))
 }
 
-// take moves the totals of old's classes into rs's (pool.takeCounts).
-func (rs *refusals) take(old *refusals) {
-	old.mu.Lock()
-	totals := map[string]uint64{}
-	for name, c := range old.classes {
-		totals[name] = c.total
-		c.total = 0
-	}
-	old.mu.Unlock()
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	for name, n := range totals {
-		if rs.classes == nil {
-			rs.classes = map[string]*refusalClass{}
-		}
-		c := rs.classes[name]
-		if c == nil {
-			c = &refusalClass{}
-			rs.classes[name] = c
-		}
-		c.total += n
-	}
-}
-
 // counts returns the number of refusals of each class, sorted by class.
 func (rs *refusals) counts() (classes []string, totals []uint64) {
 	rs.mu.Lock()

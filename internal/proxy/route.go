@@ -214,7 +214,8 @@ func samePool(a, b *config.Pool) bool {
 
 // swap makes cfg the pool's configuration, reusing the servers that keep their
 // name, address and number of connections, with their connections, health
-// and counters (a new weight is the new state's: see state.conf), and has the fraction of the key space that moved logged, saying why
+// and counters (a new weight is the new state's: see state.conf; a server
+// given another number of connections keeps its counters), and has the fraction of the key space that moved logged, saying why
 // (in the background: see moveLog).
 // Servers that left are closed once the requests already routed to them are
 // done. It changes nothing if the router of cfg does not build.
@@ -231,6 +232,7 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 			continue
 		}
 		ns := newServer(pl, s, cfg.ServerConnections)
+		ns.carryCounters(old)
 		servers = append(servers, ns)
 		added = append(added, ns)
 	}
@@ -357,12 +359,15 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 			reweighted = append(reweighted, s.name+":"+strconv.Itoa(old.conf(o).Weight)+"->"+strconv.Itoa(cur.conf(s).Weight))
 		}
 	}
+	// Routing settings that changed move keys between servers that stay.
+	routing := dist.RoutingChanges(old.cfg, cur.cfg)
 	level := slog.LevelInfo
-	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed) == 0 {
+	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed)+len(routing) == 0 {
 		level = slog.LevelDebug // a reload that changed no server
 	}
 	pl.proxy.log.Log(context.Background(), level, why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
-		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed, "flows", flows, "changes", changes)
+		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed,
+		"routing", routing, "flows", flows, "changes", changes)
 }
 
 func serverNames(servers []*server) []string {

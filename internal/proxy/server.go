@@ -46,8 +46,8 @@ type server struct {
 	ctx          context.Context
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
-	stats        serverStats
-	latency      *observer // of all commands
+	stats        *serverStats // shared with the server it replaces (carryCounters)
+	latency      *observer    // of all commands
 	probeRunning atomic.Bool
 
 	goMu    sync.Mutex // orders spawn's wg.Add before close's wg.Wait
@@ -94,13 +94,24 @@ func (s *server) spawn(f func()) bool {
 
 func newServer(pl *pool, s config.Server, nconns int) *server {
 	ctx, cancel := context.WithCancel(pl.proxy.ctx)
-	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel}
+	srv := &server{pool: pl, cfg: s, name: s.Name(), addr: serverAddr(s), ctx: ctx, cancel: cancel, stats: new(serverStats)}
 	srv.latency = pl.proxy.metrics.serverObserver(pl.name, srv.name)
 	srv.conns = make([]*serverConn, max(nconns, 1))
 	for i := range srv.conns {
 		srv.conns[i] = &serverConn{srv: srv}
 	}
 	return srv
+}
+
+// carryCounters makes s count on the counters of old, if old is the server
+// of its name and address that s replaces: in a pool restarted by a reload,
+// or with another number of connections. Its stats go on from where they
+// were, as those of a server a reload keeps; old, while it finishes what it
+// was sent, counts on the same counters.
+func (s *server) carryCounters(old *server) {
+	if old != nil && old.name == s.name && old.addr == s.addr {
+		s.stats = old.stats
+	}
 }
 
 // same reports whether s and o are the same server process: one address. A
@@ -132,12 +143,20 @@ func (s *server) network() string {
 	return "tcp"
 }
 
-// send writes c on one of the server's connections.
+// send writes c on one of the server's connections: its client's, so that
+// the server runs a client's requests in their order (twemproxy's turn over
+// the connections runs a pipelined "set k" and "get k" on two, and the get
+// may read the value before the set), or, for the proxy's own calls, the
+// next in turn.
 func (s *server) send(c *call) {
 	c.srv = s
 	conn := s.conns[0]
-	if len(s.conns) > 1 {
-		conn = s.conns[s.next.Add(1)%uint32(len(s.conns))]
+	if n := uint32(len(s.conns)); n > 1 {
+		i := c.lane
+		if i == 0 {
+			i = s.next.Add(1)
+		}
+		conn = s.conns[i%n]
 	}
 	conn.send(c)
 }

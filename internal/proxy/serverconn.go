@@ -29,6 +29,7 @@ type call struct {
 	held     int64 // the reply's bytes, accounted to the proxy's memory
 	err      error
 	done     chan struct{} // receives one value when the call completes
+	lane     uint32        // the client's (client.lane); 0 for the proxy's own calls
 }
 
 func (c *call) complete(err error) {
@@ -630,6 +631,8 @@ func dialError(err error) error {
 		return errors.New("Connection refused")
 	case errors.Is(err, syscall.ECONNRESET):
 		return errors.New("Connection reset by peer")
+	case outOfFiles(err):
+		return errors.New("Too many open files")
 	case errors.Is(err, context.Canceled):
 		return errShutdown
 	}

@@ -278,6 +278,7 @@ func (p *Proxy) startStats() error {
 	p.wg.Add(1)
 	go p.serveStats(ln)
 	p.log.Info("stats port listening", "addr", ln.Addr().String())
+	p.logShared("stats port", ln)
 	return nil
 }
 

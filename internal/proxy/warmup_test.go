@@ -66,7 +66,7 @@ func TestWarmupJoin(t *testing.T) {
 	if warm*100 < 99*len(keys) {
 		t.Errorf("with warm-up, %d hits of %d; want at least 99%%", warm, len(keys))
 	}
-	st := &p.pools["alpha"].stats
+	st := p.pools["alpha"].stats
 	if got := st.warmReads.Load(); got != uint64(len(moved)) {
 		t.Errorf("%d warm-up reads; want %d, one for each key that moved and no other", got, len(moved))
 	}
@@ -140,7 +140,7 @@ func TestWarmupCommands(t *testing.T) {
 	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
 		t.Fatal(err)
 	}
-	st := &p.pools["alpha"].stats
+	st := p.pools["alpha"].stats
 
 	// Keys on no server, that moved and that did not.
 	owner := ownerFunc(t, poolYAML(opts, servers...))
@@ -375,7 +375,7 @@ func TestWarmupRejoin(t *testing.T) {
 	if err := p.Reload(both); err != nil {
 		t.Fatal(err)
 	}
-	st := &p.pools["alpha"].stats
+	st := p.pools["alpha"].stats
 	setMany(t, c, back)
 	if found := getMany(t, c, away); len(found) != len(away) {
 		t.Errorf("%d of %d keys written while the server was away read back; want all (warm-up reads)", len(found), len(away))
