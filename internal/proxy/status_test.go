@@ -301,7 +301,7 @@ func TestStatusPageNoLiveServer(t *testing.T) {
 // would not be a rate of now.
 func TestStatusRates(t *testing.T) {
 	var r statusRates
-	s := &server{}
+	s := &server{stats: new(serverStats)}
 	t0 := time.Now()
 	at := func(d time.Duration, requests uint64) (float64, float64) {
 		s.stats.requests.Store(requests)
