@@ -14,21 +14,7 @@ import (
 // server that had answered in time); with nothing on the socket, the timeout
 // stands.
 func TestLateReaderNotTimedOut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	conn, server := tcpPair(t)
 	cr := &countingReader{r: socketIO(conn), ss: &session{conn: conn}}
 	p := make([]byte, 64)
 

@@ -62,10 +62,7 @@ type refusalClass struct {
 // it is logged when the interval ends.
 func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr string) {
 	now := time.Now()
-	every := rs.every
-	if every <= 0 {
-		every = refusalLogEvery
-	}
+	every := rs.interval()
 	rs.mu.Lock()
 	if rs.classes == nil {
 		rs.classes = map[string]*refusalClass{}
@@ -94,6 +91,14 @@ func (rs *refusals) add(log *slog.Logger, pool, class string, line []byte, addr 
 	}
 }
 
+// interval returns how often a class is logged at most.
+func (rs *refusals) interval() time.Duration {
+	if rs.every > 0 {
+		return rs.every
+	}
+	return refusalLogEvery
+}
+
 // flush logs the refusals of class held back since its last line, if any.
 func (rs *refusals) flush(log *slog.Logger, pool, class string) {
 	rs.mu.Lock()
@@ -101,10 +106,7 @@ func (rs *refusals) flush(log *slog.Logger, pool, class string) {
 	c.timer = nil
 	n, addr, line := c.unlogged, c.client, c.line
 	c.unlogged, c.logged, c.line = 0, time.Now(), nil
-	every := rs.every
-	if every <= 0 {
-		every = refusalLogEvery
-	}
+	every := rs.interval()
 	rs.mu.Unlock()
 	if n > 0 {
 		logRefusals(log, pool, class, n, every, addr, line)
