@@ -36,7 +36,7 @@ for workload in idle burst; do
 		if [ "$name" = nutcracker ]; then
 			nutcracker -c "$conf" -s "$(free_port)" -a 127.0.0.1 -o "$work/nc.log" -p "$work/nc.pid" &
 		else
-			"$bin" proxy --config "$conf" --admin "" 2>"$work/$name.log" &
+			"$bin" proxy --config "$conf" --admin "" -s "$(free_port)" -a 127.0.0.1 2>"$work/$name.log" &
 		fi
 		pid=$!
 		pids+=($pid)

@@ -45,7 +45,7 @@ for target in replicas1 replicas2 warmup-idle; do
 		echo "  servers:"
 		for s in "${servers[@]}"; do echo "   - $s:1"; done
 	} >"$conf"
-	"$work/chash" proxy --config "$conf" --admin "" 2>"$work/$target.log" &
+	"$work/chash" proxy --config "$conf" --admin "" -s "$(free_port)" -a 127.0.0.1 2>"$work/$target.log" &
 	pid[$target]=$!
 	pids+=($!)
 	wait_port "${port[$target]}"

@@ -43,7 +43,7 @@ for n in 1 2 4; do
 			for s in "${servers[@]:0:$n}"; do echo "   - $s:1"; done
 		} >"$conf"
 		if [ $prog = chash ]; then
-			"$work/chash" proxy --config "$conf" --admin "" ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
+			"$work/chash" proxy --config "$conf" --admin "" -s "$(free_port)" -a 127.0.0.1 ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
 			chash_pid=$!
 			pids+=($!)
 		else

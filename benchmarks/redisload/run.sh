@@ -58,7 +58,7 @@ for n in 1 3; do
 			for s in "${servers[@]:0:$n}"; do echo "   - $s:1"; done
 		} >"$conf"
 		if [ "$prog" = chash ]; then
-			"$work/chash" proxy --config "$conf" --admin "" ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
+			"$work/chash" proxy --config "$conf" --admin "" -s "$(free_port)" -a 127.0.0.1 ${CHASH_ARGS:-} 2>"$work/chash-$n.log" &
 		else
 			nutcracker -c "$conf" -s "$(free_port)" -a 127.0.0.1 -o "$work/nc-$n.log" -p "$work/nc-$n.pid" &
 		fi

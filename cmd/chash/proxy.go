@@ -409,8 +409,12 @@ waking other threads, and every CPU once one thread is busy, if they serve
 more: after a second on them, the proxy must serve 5% more requests a
 second than on one thread, or it goes back to one for 10 s (20, 40, up to a
 minute while trials fail), as more threads serve no more where the other
-cores are busy (with the servers or the clients) and cost CPU. The
-GOMAXPROCS environment variable, if set, fixes it instead.
+cores are busy (with the servers or the clients) and cost CPU. The other
+way too: every CPU using less than a core for a second try one thread, which
+stays unless it serves 5% less (then every CPU for 10 s, 20, up to a
+minute): one client pipelining to one server served 70,000 requests a
+second on two threads and 125,000 on one. The GOMAXPROCS environment
+variable, if set, fixes it instead.
 
 The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
 serves a status page at / (each pool's ring drawn as a circle, each

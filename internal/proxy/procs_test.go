@@ -104,6 +104,75 @@ func TestProcScalerTrial(t *testing.T) {
 	}
 }
 
+// TestProcScalerTrialOfOne: max threads using less than a core try one
+// thread, which stays if it serves as much (one client pipelining: 70,000
+// requests a second on two threads at half a core, 125,000 on one) and
+// otherwise gives max threads back for 10 s, then 20 s. A trial of max
+// threads that passed holds them 10 s before such a trial.
+func TestProcScalerTrialOfOne(t *testing.T) {
+	var s procScaler
+	cur := 1
+	step := func(what string, busy, rate float64, want int) {
+		t.Helper()
+		got, _ := s.next(cur, 4, busy, rate)
+		if got != want {
+			t.Fatalf("%s: next(%d, 4, %.2f, %.0f) = %d; want %d", what, cur, busy, rate, got, want)
+		}
+		cur = got
+	}
+	// Fifty clients: four threads serve more.
+	step("one thread busy", 0.9, 40000, 4)
+	for range trialMeasures {
+		step("trial of four", 1.3, 60000, 4)
+	}
+	step("trial of four passed", 1.3, 60000, 4)
+	// One client pipelining: four threads use half a core and stay while
+	// the hold that follows a trial that passed lasts.
+	for range firstHold {
+		step("held after the trial of four", 0.55, 70000, 4)
+	}
+	for range downAfter - 1 {
+		step("under a core", 0.55, 70000, 4)
+	}
+	step("under a core for a second", 0.55, 70000, 1)
+	step("one thread starting", 0.45, 20000, 1) // not counted
+	for range trialMeasures - 1 {
+		step("trial of one", 0.9, 125000, 1) // busy, but the trial runs on
+	}
+	step("trial of one passed", 0.45, 125000, 1)
+	step("one thread", 0.45, 125000, 1)
+
+	// One thread that serves less gives the threads back, and holds them
+	// 10 s, then 20 s.
+	for i, hold := range []int{firstHold, 2 * firstHold} {
+		if i == 0 {
+			step("one thread busy", 0.9, 40000, 4)
+			for range trialMeasures {
+				step("trial of four", 0.8, 60000, 4)
+			}
+			step("trial of four passed", 0.8, 60000, 4)
+			for range firstHold {
+				step("held after the trial of four", 0.8, 60000, 4)
+			}
+		}
+		for range downAfter - 1 {
+			step("under a core", 0.8, 60000, 4)
+		}
+		step("under a core for a second", 0.8, 60000, 1)
+		for range trialMeasures {
+			step("trial of one", 0.95, 50000, 1)
+		}
+		step("trial of one failed", 0.95, 50000, 4)
+		for range hold {
+			step("held", 0.8, 60000, 4)
+		}
+	}
+	// Without a rate, no trial: under half a core for a second, as before.
+	for range 3 * downAfter {
+		step("no rate", 0.8, -1, 4)
+	}
+}
+
 // TestScaleProcs runs ScaleProcs on a stand-in for the process's CPU time:
 // idle, then one core busy, then idle again.
 func TestScaleProcs(t *testing.T) {
