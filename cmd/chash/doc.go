@@ -782,7 +782,11 @@
 // not, slow_reader a client closed under --max-memory (below), and
 // client_connections a connection closed at once because the pool has
 // client_connections clients (counted in client_err too, as nutcracker
-// counts it). A Redis refusal's log line quotes the command's name and its number of
+// counts it), open_files one closed at once because the proxy has as many
+// clients, in all its pools, as its open files limit (ulimit -n) leaves room
+// for beside its servers' connections (server_connections for each server)
+// and 64 descriptors it keeps, as nutcracker limits them (it keeps 32); the
+// first in 10 s is also logged as an error. A Redis refusal's log line quotes the command's name and its number of
 // arguments, never the arguments. The lines are warnings but for
 // unsupported_protocol's, at Info: go-redis offers RESP3 on each new
 // connection and goes on in RESP2 when refused.

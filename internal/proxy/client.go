@@ -208,6 +208,7 @@ func (c *client) serve() {
 		c.conn.Close()
 		pl.conns.Delete(c.conn)
 		pl.nconns.Add(-1)
+		pl.proxy.clients.Add(-1)
 		pl.clients.Done()
 	}()
 	c.rw = socketIO(c.conn)

@@ -25,6 +25,30 @@ func (p *Proxy) logOutOfFiles(what string, err error) {
 	}
 }
 
+// filesReserved is how many descriptors the proxy keeps for what is neither
+// a client nor a server connection: listeners, the admin and stats ports,
+// etcd, log files, the runtime's own. (nutcracker keeps 32.)
+const filesReserved = 64
+
+// clientLimit returns how many clients the proxy takes, in every pool
+// together: the open files limit less the connections its servers may open
+// and filesReserved, as nutcracker computes it, or 0 for no limit (an
+// unknown open files limit, or one its servers already fill). A client past
+// it is closed at once, where otherwise it would wait in the listen queue
+// while accept fails for want of a descriptor, and the servers' connections
+// would find none either.
+func (p *Proxy) clientLimit() int64 {
+	n := openFilesLimit()
+	if n == 0 {
+		return 0
+	}
+	kept := p.filesKept
+	if kept == 0 {
+		kept = filesReserved
+	}
+	return max(n-kept-p.serverSlots.Load(), 0)
+}
+
 // ok records a successful exchange.
 func (s *server) ok() {
 	if s.failures.Load() != 0 {

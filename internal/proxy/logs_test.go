@@ -201,6 +201,25 @@ func TestLogs(t *testing.T) {
 	if r, _ := moved[5]["routing"].([]any); len(r) != 1 || r[0] != "hash:fnv1a_64->murmur" || moved[5]["moved"] == "0.000000" {
 		t.Errorf("the new hash's line %v; want routing [hash:fnv1a_64->murmur], keys moved", moved[5])
 	}
+	// To and from keys routed at random: every key moves, and the line has
+	// the same keys.
+	for i, d := range []string{"ketama->random", "random->ketama"} {
+		if i == 0 {
+			settings = "timeout: 300\nhash: murmur\ndistribution: random"
+		} else {
+			settings = "timeout: 300\nhash: murmur"
+		}
+		reload(servers[1].Addr+":1 s0", servers[0].Addr+":3 s1")
+		waitLine(7 + i)
+		moved = jsonLogs(t, &logs, "reload: key space moved")
+		l := moved[6+i]
+		if r, _ := l["routing"].([]any); len(r) != 1 || r[0] != "distribution:"+d || l["moved"] != "1.000000" || l["method"] != "random distribution" {
+			t.Errorf("the line of distribution %s: %v; want routing [distribution:%s], moved 1, method random distribution", d, l, d)
+		}
+		if len(l) != 3+10 {
+			t.Errorf("the line of distribution %s: %v; want the fixed keys", d, l)
+		}
+	}
 
 	// A clean shutdown.
 	if err := p.Shutdown(context.Background()); err != nil {

@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -81,5 +83,70 @@ func TestOutOfFilesNotServersFault(t *testing.T) {
 	}
 	if got, want := waiting.mustDo("get k\r\n"), "END\r\n"; got != want {
 		t.Errorf("get of the client that waited = %q; want %q", got, want)
+	}
+}
+
+// TestClientLimitOpenFiles: the proxy takes as many clients, in all its pools
+// together, as its open files limit leaves room for beside the connections
+// its servers may open (here 2 + 1) and the descriptors it keeps; a client
+// past that is closed at once, counted and logged, instead of waiting in the
+// listen queue while accept fails, and one that leaves makes room.
+func TestClientLimitOpenFiles(t *testing.T) {
+	server := memcachedtest.Start(t)
+	var logs testprog.Buffer
+	limit := openFilesLimit()
+	if limit == 0 {
+		t.Fatal("openFilesLimit cannot read the open files limit on Linux")
+	}
+	p := startProxy(t, poolsYAML(map[string]string{
+		"alpha": poolYAML("server_connections: 2", server),
+		"beta":  poolYAML("", server),
+	}), func(p *Proxy) {
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		p.filesKept = limit - 3 - 3 // room for three clients
+	})
+	if got := p.clientLimit(); got != 3 {
+		t.Fatalf("clientLimit() = %d; want 3 (open files limit %d, less %d kept and 3 server connections)", got, limit, p.filesKept)
+	}
+	alpha, beta := p.Addr("alpha").String(), p.Addr("beta").String()
+	a := dial(t, alpha)
+	clients := []*conn{a, dial(t, beta), dial(t, alpha)}
+	for i, c := range clients {
+		if got := c.mustDo("get k\r\n"); got != "END\r\n" {
+			t.Fatalf("client %d of 3: %q", i+1, got)
+		}
+	}
+	d := dial(t, beta)
+	if got, err := d.do("get k\r\n"); err == nil {
+		t.Errorf("fourth client of three served: %q", got)
+	}
+	if got := p.pools["beta"].stats.clientErr.Load(); got != 1 {
+		t.Errorf("beta's client_err = %d; want 1", got)
+	}
+	refused := jsonLogs(t, &logs, "requests refused")
+	if len(refused) != 1 || refused[0]["class"] != "open_files" || refused[0]["pool"] != "beta" {
+		t.Errorf("refusal logged as %v; want one line of class open_files, pool beta", refused)
+	}
+	if got := jsonLogs(t, &logs, "out of file descriptors: raise the open files limit (ulimit -n, LimitNOFILE)"); len(got) != 1 ||
+		!strings.Contains(fmt.Sprint(got[0]["err"]), "3 clients are open") {
+		t.Errorf("out of file descriptors logged as %v; want once, saying 3 clients are open", got)
+	}
+
+	a.c.Close()
+	waitFor(2*time.Second, func() bool { return p.clients.Load() < 3 })
+	if got := dial(t, beta).mustDo("get k\r\n"); got != "END\r\n" {
+		t.Errorf("client after one left: %q", got)
+	}
+	// A reload that adds a server takes its connections from the clients'
+	// room.
+	if err := p.Reload(parseConfig(t, poolsYAML(map[string]string{
+		"alpha": poolYAML("server_connections: 2", server),
+		"beta":  poolYAML("server_connections: 2", server),
+	}))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(2*time.Second, func() bool { return p.clientLimit() == 2 })
+	if got := p.clientLimit(); got != 2 {
+		t.Errorf("clientLimit() after beta's server takes 2 connections = %d; want 2", got)
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -77,7 +78,16 @@ func (pl *pool) serve() {
 			conn.Close()
 			continue
 		}
+		if max := pl.proxy.clientLimit(); max > 0 && pl.proxy.clients.Load() >= max {
+			pl.stats.clientErr.Add(1)
+			pl.refused.add(pl.proxy.log, pl.name, refusedOpenFiles, nil, conn.RemoteAddr().String())
+			pl.proxy.logOutOfFiles("accepting clients, who are closed at once",
+				fmt.Errorf("%d clients are open, the most that the open files limit of %d leaves room for beside the servers' connections", max, openFilesLimit()))
+			conn.Close()
+			continue
+		}
 		pl.nconns.Add(1)
+		pl.proxy.clients.Add(1)
 		pl.stats.clientTotal.Add(1)
 		pl.conns.Store(conn, struct{}{})
 		pl.clients.Add(1)

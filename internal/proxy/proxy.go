@@ -233,6 +233,14 @@ type Proxy struct {
 	left    leftOwed // deletes owed by servers that left their pool (owed.go)
 
 	noFilesLoggedAt atomic.Int64 // unix milliseconds of the last "out of file descriptors" (health.go)
+
+	// The client connections open in every pool, and the server connections
+	// the servers of every pool may open, for clientLimit (health.go).
+	clients     atomic.Int64
+	serverSlots atomic.Int64
+	// filesKept is the descriptors kept for what is neither a client nor a
+	// server (listeners, etcd, logs, the runtime); 0 means filesReserved.
+	filesKept int64
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error

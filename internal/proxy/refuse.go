@@ -23,6 +23,11 @@ const refusedSlowReader = "slow reader"
 // because the pool has client_connections clients: client_connections.
 const refusedClientConnections = "client connections"
 
+// refusedOpenFiles is the class of a connection closed at once because the
+// proxy has as many clients as its open files limit leaves room for
+// (clientLimit): open_files.
+const refusedOpenFiles = "open files"
+
 // refuser is a request that can say why the proxy refused it (a codec's
 // request answered locally with an error): the class of the refusal, and
 // what the log quotes of the offending request. A class is a few words of

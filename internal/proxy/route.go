@@ -326,13 +326,25 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 	// changes is 1 but for changes measured together, and the flows between
 	// servers are one list, each "from->to:share".
 	changes = max(changes, 1)
+	routing := dist.RoutingChanges(old.cfg, cur.cfg)
 	switch {
-	case old.router == nil && cur.router == nil, old.dist.Random || cur.dist.Random:
-		return // nothing to measure, or keys routed at random
-	case old.router == nil || cur.router == nil:
-		// To or from no live server: every key moves.
-		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000", "method", "no live server",
-			"added", serverNames(cur.live), "removed", serverNames(old.live), "flows", []string{}, "changes", changes)
+	case old.router == nil && cur.router == nil:
+		return // nothing to measure
+	case old.router == nil || cur.router == nil, old.dist.Random || cur.dist.Random:
+		// To or from no live server, every key moves. Keys routed at
+		// random have no server of their own: a change to or from that,
+		// or of the servers they go to, moves every key too.
+		method := "no live server"
+		if old.router != nil && cur.router != nil {
+			method = "random distribution"
+		}
+		added, removed := liveChanges(old, cur)
+		if method == "random distribution" && len(routing)+len(added)+len(removed) == 0 {
+			return
+		}
+		pl.proxy.log.Info(why+": key space moved", "pool", pl.name, "moved", "1.000000", "method", method,
+			"added", added, "removed", removed, "reweighted", []string{}, "readdressed", []string{},
+			"routing", routing, "flows", []string{}, "changes", changes)
 		return
 	}
 	d, err := analyze.Compare(old.router, cur.router, old.nodes(old.live), cur.nodes(cur.live), analyze.SampleKeys(100000, 1))
@@ -359,8 +371,8 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 			reweighted = append(reweighted, s.name+":"+strconv.Itoa(old.conf(o).Weight)+"->"+strconv.Itoa(cur.conf(s).Weight))
 		}
 	}
-	// Routing settings that changed move keys between servers that stay.
-	routing := dist.RoutingChanges(old.cfg, cur.cfg)
+	// Routing settings that changed move keys between servers that stay
+	// (routing, above).
 	level := slog.LevelInfo
 	if d.Moved == 0 && len(d.Added)+len(d.Removed)+len(reweighted)+len(readdressed)+len(routing) == 0 {
 		level = slog.LevelDebug // a reload that changed no server
@@ -368,6 +380,28 @@ func (pl *pool) logMoves(old, cur *state, why string, changes int) {
 	pl.proxy.log.Log(context.Background(), level, why+": key space moved", "pool", pl.name, "moved", strconv.FormatFloat(d.Moved, 'f', 6, 64),
 		"method", d.Method, "added", d.Added, "removed", d.Removed, "reweighted", reweighted, "readdressed", readdressed,
 		"routing", routing, "flows", flows, "changes", changes)
+}
+
+// liveChanges returns the names of the live servers of cur that old has
+// not, and those of old that cur has not.
+func liveChanges(old, cur *state) (added, removed []string) {
+	was, is := map[string]bool{}, map[string]bool{}
+	for _, s := range old.live {
+		was[s.name] = true
+	}
+	added, removed = []string{}, []string{}
+	for _, s := range cur.live {
+		is[s.name] = true
+		if !was[s.name] {
+			added = append(added, s.name)
+		}
+	}
+	for _, s := range old.live {
+		if !is[s.name] {
+			removed = append(removed, s.name)
+		}
+	}
+	return added, removed
 }
 
 func serverNames(servers []*server) []string {

@@ -100,6 +100,7 @@ func newServer(pl *pool, s config.Server, nconns int) *server {
 	for i := range srv.conns {
 		srv.conns[i] = &serverConn{srv: srv}
 	}
+	pl.proxy.serverSlots.Add(int64(len(srv.conns)))
 	return srv
 }
 
@@ -165,8 +166,12 @@ func (s *server) send(c *call) {
 // and waits for its goroutines to end.
 func (s *server) close() {
 	s.goMu.Lock()
+	first := !s.closing
 	s.closing = true
 	s.goMu.Unlock()
+	if first && s.pool != nil {
+		s.pool.proxy.serverSlots.Add(-int64(len(s.conns)))
+	}
 	s.cancel()
 	for _, c := range s.conns {
 		c.close()
