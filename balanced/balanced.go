@@ -116,7 +116,7 @@ func (r *Ring) Add(nodes ...chash.Node) (*Ring, error) {
 	count := 0
 	for _, n := range all {
 		if count += chash.MulPoints(n.Weight, r.points); n.Weight > maxTokens || count > maxTokens || count < 0 {
-			return nil, fmt.Errorf("balanced: more than %d tokens", maxTokens)
+			return nil, fmt.Errorf("balanced: more than %d tokens (weight × points, summed over the nodes) at node %q (weight %d, %d points each)", maxTokens, n.Name, n.Weight, r.points)
 		}
 	}
 	a := r.allocator()

@@ -1,8 +1,10 @@
 package balanced
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -212,6 +214,10 @@ func TestErrors(t *testing.T) {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
 		}
+	}
+	nodes := algotest.Nodes(3)
+	if _, err := New(Config{Points: 1 << 23}, nodes); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at node %q (weight 1, 8388608 points each)", nodes[2].Name)) {
+		t.Errorf("New of 3 nodes of 2^23 points: %v; want the node that passes the limit, named", err)
 	}
 	r, err := New(Config{}, nil)
 	if err != nil {

@@ -97,13 +97,9 @@ func New(cfg Config, nodes []chash.Node) (*Table, error) {
 	total := 0
 	for _, n := range ns {
 		if n.Weight > m-total { // also before the sum could overflow
-			total = m + 1
-			break
+			return nil, fmt.Errorf("maglev: table size %d is smaller than the total weight (%d before node %q of weight %d)", m, total, n.Name, n.Weight)
 		}
 		total += n.Weight
-	}
-	if total > m {
-		return nil, fmt.Errorf("maglev: table size %d is smaller than the total weight", m)
 	}
 	slices.SortFunc(ns, func(a, b chash.Node) int { return cmp.Compare(a.Name, b.Name) })
 	t := &Table{cfg: cfg, nodes: ns, names: make([]string, len(ns)), m: uint64(m)}

@@ -2,8 +2,10 @@ package maglev
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -148,6 +150,11 @@ func TestErrors(t *testing.T) {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
 		}
+	}
+	// The error says where the weights pass the table's size.
+	nodes := algotest.Nodes(6)
+	if _, err := New(Config{Size: 5}, nodes); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("(5 before node %q of weight 1)", nodes[5].Name)) {
+		t.Errorf("New of 6 nodes on a table of 5: %v; want the sum before the node that passes it, named", err)
 	}
 	tb, err := New(Config{}, nil)
 	if err != nil {

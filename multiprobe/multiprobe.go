@@ -40,10 +40,14 @@ import (
 // paper's choice for a peak-to-mean load ratio of 1.05.
 const DefaultProbes = 21
 
+// MaxProbes bounds Config.Probes: a lookup hashes its key once a probe, and
+// past a few hundred probes the load is as even as the points allow.
+const MaxProbes = 4096
+
 // Config configures a Ring. The zero value is ready to use.
 type Config struct {
-	// Probes is the number of probes per lookup. If zero, it defaults to
-	// DefaultProbes (21).
+	// Probes is the number of probes per lookup, at most MaxProbes. If
+	// zero, it defaults to DefaultProbes (21).
 	Probes int
 	// Points is the number of points per unit of weight. If zero, it defaults
 	// to 1, as in the paper.
@@ -69,7 +73,7 @@ type Ring struct {
 
 // New builds the ring of nodes. It is an error, naming the node, for an empty
 // or duplicate name or a weight below 1, and an error for a negative Probes or
-// Points. An empty list gives a Ring whose lookups return chash.ErrEmpty. The ring
+// Points or Probes over MaxProbes. An empty list gives a Ring whose lookups return chash.ErrEmpty. The ring
 // depends only on the nodes, not on their order; points that collide go to
 // the node whose name sorts first, and Order is ignored.
 func New(cfg Config, nodes []chash.Node) (*Ring, error) {
@@ -83,6 +87,9 @@ func New(cfg Config, nodes []chash.Node) (*Ring, error) {
 	}
 	if r.probes < 1 || per < 1 {
 		return nil, fmt.Errorf("multiprobe: probes %d and points %d, want at least 1", cfg.Probes, cfg.Points)
+	}
+	if r.probes > MaxProbes {
+		return nil, fmt.Errorf("multiprobe: probes %d, want at most %d (each costs a lookup one hash)", cfg.Probes, MaxProbes)
 	}
 	if err := chash.CheckNodes(nodes); err != nil {
 		return nil, fmt.Errorf("multiprobe: %w", err)

@@ -123,10 +123,14 @@ func TestErrors(t *testing.T) {
 		{Config{}, []chash.Node{{Name: "a", Weight: 1}, {Name: "a", Weight: 1}}},
 		{Config{Probes: -1}, algotest.Nodes(2)},
 		{Config{Points: -1}, algotest.Nodes(2)},
+		{Config{Probes: MaxProbes + 1}, algotest.Nodes(2)}, // a lookup of a billion hashes, if 1e9
 	} {
 		if _, err := New(tc.cfg, tc.nodes); err == nil {
 			t.Errorf("New(%+v, %v) succeeded; want an error", tc.cfg, tc.nodes)
 		}
+	}
+	if _, err := New(Config{Probes: MaxProbes}, algotest.Nodes(2)); err != nil {
+		t.Errorf("New with MaxProbes: %v", err)
 	}
 	r, _ := New(Config{}, nil)
 	if _, err := r.Lookup([]byte("k")); !errors.Is(err, chash.ErrEmpty) {
