@@ -307,9 +307,11 @@ clients, so a renewed certificate needs no restart. eject_errors and client_idle
 SIGTERM and SIGINT stop accepting clients and reading requests: every
 request the proxy has read is answered (none is run and left unanswered),
 then each client's connection is closed for writing, so the client reads
-its last reply and the end of the stream; the proxy exits 0 once all are
-done, cutting what is still in flight after 10s, or at once at a second
-SIGTERM or SIGINT.
+its last reply and the end of the stream, and the proxy waits up to 500 ms
+for the client to close its side (a close with bytes unread would reset the
+connection and could lose the last reply); it exits 0 once all are done,
+cutting what is still in flight after 10s, or at once at a second SIGTERM
+or SIGINT.
 
 A pool may take its servers from etcd or from a file instead of listing
 them (servers_from:, see 'chash help config'):
