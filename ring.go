@@ -79,14 +79,17 @@ const maxIndexBits = 20
 // New builds a ring of the given nodes with scheme s (Standard{} when s is nil).
 // It returns an error, naming the node, for an empty or duplicate name or a weight
 // below 1, if the weights sum past math.MaxInt, and if the scheme gives the
-// nodes more than MaxPoints points in all. It also returns an error for a
-// Standard scheme with negative Points. An empty node list gives an empty ring.
+// nodes more than MaxPoints points in all. It also returns the error of a
+// scheme that is a Validator (Standard with negative Points, say). An empty
+// node list gives an empty ring.
 func New(s Scheme, nodes []Node) (*Ring, error) {
 	if s == nil {
 		s = Standard{}
 	}
-	if std, ok := s.(Standard); ok && std.Points < 0 {
-		return nil, fmt.Errorf("chash: Standard.Points %d is negative", std.Points)
+	if v, ok := s.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if err := CheckNodes(nodes); err != nil {
 		return nil, err

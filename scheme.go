@@ -1,8 +1,10 @@
 package chash
 
 import (
-	"github.com/cespare/xxhash/v2"
+	"fmt"
 	"math"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/chash-dev/chash/hashfn"
 	"github.com/chash-dev/chash/internal/splitmix"
@@ -25,6 +27,13 @@ type Scheme interface {
 	Hash(key []byte) uint32
 }
 
+// A Validator is a Scheme whose settings can be wrong (a negative count, say).
+// New calls Validate before it builds a ring, and returns its error, so that a
+// setting out of range is refused rather than read as its default.
+type Validator interface {
+	Validate() error
+}
+
 // DefaultPoints is the number of points per unit of weight Standard gives when its
 // Points field is zero, as in ketama and nginx.
 const DefaultPoints = 160
@@ -44,6 +53,14 @@ type Standard struct {
 	Points int
 	// KeyHash hashes keys. If nil, it defaults to hashfn.XXH64.
 	KeyHash hashfn.Func
+}
+
+// Validate refuses a negative Points.
+func (s Standard) Validate() error {
+	if s.Points < 0 {
+		return fmt.Errorf("chash: Standard.Points %d is negative", s.Points)
+	}
+	return nil
 }
 
 // NumPoints returns Points (or DefaultPoints) times weight (see MulPoints).

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"fmt"
 	"hash/crc32"
 	"strconv"
 
@@ -34,11 +35,20 @@ const StathatReplicas = 20
 // The zero value is HTTPPool's ring.
 type Groupcache struct {
 	// Replicas is the number of points per node. If zero, it defaults to
-	// GroupcacheReplicas (50), HTTPPool's value.
+	// GroupcacheReplicas (50), HTTPPool's value; chash.New refuses a
+	// negative one.
 	Replicas int
 	// HashFunc hashes labels and keys. If nil, it defaults to CRC-32/IEEE
 	// (crc32.ChecksumIEEE), consistenthash's default.
 	HashFunc hashfn.Func
+}
+
+// Validate refuses a negative Replicas (chash.Validator).
+func (g Groupcache) Validate() error {
+	if g.Replicas < 0 {
+		return fmt.Errorf("compat: Groupcache.Replicas %d is negative", g.Replicas)
+	}
+	return nil
 }
 
 // NumPoints returns Replicas·weight.
@@ -85,8 +95,17 @@ func (g Groupcache) hash() hashfn.Func {
 // The zero value is the ring of stathat's New.
 type Stathat struct {
 	// Replicas is the number of points per node (stathat's NumberOfReplicas). If
-	// zero, it defaults to StathatReplicas (20).
+	// zero, it defaults to StathatReplicas (20); chash.New refuses a negative
+	// one.
 	Replicas int
+}
+
+// Validate refuses a negative Replicas (chash.Validator).
+func (s Stathat) Validate() error {
+	if s.Replicas < 0 {
+		return fmt.Errorf("compat: Stathat.Replicas %d is negative", s.Replicas)
+	}
+	return nil
 }
 
 // NumPoints returns Replicas·weight.

@@ -75,3 +75,27 @@ func TestModulaSlots(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestValidate: a negative count of points is an error naming the setting,
+// from chash.New, where it was read as the default (groupcache's 50
+// replicas, stathat's 20, the seed's one point a server).
+func TestValidate(t *testing.T) {
+	nodes := []chash.Node{{Name: "a", Weight: 1}, {Name: "b", Weight: 1}}
+	for _, tc := range []struct {
+		s    chash.Scheme
+		want string
+	}{
+		{compat.Groupcache{Replicas: -1}, "Groupcache.Replicas -1 is negative"},
+		{compat.Stathat{Replicas: -5}, "Stathat.Replicas -5 is negative"},
+		{compat.Seed{Points: -2}, "Seed.Points -2 is negative"},
+	} {
+		if _, err := chash.New(tc.s, nodes); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%T%+v): %v; want an error saying %q", tc.s, tc.s, err, tc.want)
+		}
+	}
+	for _, s := range []chash.Scheme{compat.Groupcache{}, compat.Stathat{}, compat.Seed{}, compat.Groupcache{Replicas: 3}} {
+		if _, err := chash.New(s, nodes); err != nil {
+			t.Errorf("New(%T%+v): %v", s, s, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,7 @@ const DefaultSeedLabel = "{name}&&VN{i}"
 // The zero value is the first article's ring without virtual nodes.
 type Seed struct {
 	// Points is the number of virtual nodes per unit of weight. Zero means one point
-	// per server, at the hash of its name.
+	// per server, at the hash of its name; chash.New refuses a negative one.
 	Points int
 	// Label is the string hashed for virtual node {i} of server {name}: each {name}
 	// is replaced by the server's name and each {i} by i in decimal; other text,
@@ -49,6 +50,14 @@ type Seed struct {
 	HashFunc hashfn.Func
 	// Signed says HashFunc's values are Java ints of either sign; see the type's doc.
 	Signed bool
+}
+
+// Validate refuses a negative Points (chash.Validator).
+func (s Seed) Validate() error {
+	if s.Points < 0 {
+		return fmt.Errorf("compat: Seed.Points %d is negative", s.Points)
+	}
+	return nil
 }
 
 // NumPoints returns Points×weight, or 1 when Points is zero.
