@@ -46,7 +46,8 @@ func runCompletion(_ context.Context, cmd *Command, env *Env, args []string) int
 // The scripts call "chash __complete WORD..." with the words of the line up to
 // the one being completed, which may be empty, and offer what it prints: one
 // candidate per line, with a description after a tab where it has one, and the
-// line ":files" where file names fit too.
+// line ":files" where file names fit too, or ":files=PREFIX" where they fit
+// after PREFIX, the part of the word before them ("--config=").
 const (
 	completeCommand = "__complete"
 	completeFiles   = ":files"
@@ -59,7 +60,7 @@ var completionScripts = map[string]string{
 # and each candidate is offered without the part of the word before the last
 # of those characters, which bash leaves in place.
 _chash() {
-	local line=${COMP_LINE:0:COMP_POINT} words cur pre c files=
+	local line=${COMP_LINE:0:COMP_POINT} words cur pre c files= fpre=
 	read -ra words <<<"$line"
 	[[ $line == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
 	cur=${words[${#words[@]}-1]}
@@ -70,12 +71,13 @@ _chash() {
 		case $c in
 		"") ;;
 		:files) files=1 ;;
+		:files=*) files=1 fpre=${c#:files=} ;;
 		*) c=${c%%$'\t'*}; COMPREPLY+=("${c#"$pre"}") ;;
 		esac
 	done < <(chash __complete "${words[@]:1}" 2>/dev/null)
 	if [ -n "$files" ]; then
 		compopt -o filenames 2>/dev/null
-		while IFS= read -r c; do COMPREPLY+=("${c#"$pre"}"); done < <(compgen -f -- "$cur")
+		while IFS= read -r c; do c=$fpre$c; COMPREPLY+=("${c#"$pre"}"); done < <(compgen -f -- "${cur#"$fpre"}")
 	fi
 }
 complete -F _chash chash
@@ -89,6 +91,7 @@ _chash() {
 		case $line in
 		'') ;;
 		:files) files=1 ;;
+		:files=*) files=1; compset -P '*=' ;;
 		*$'\t'*) cands+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}") ;;
 		*) cands+=("${line//:/\\:}") ;;
 		esac
@@ -109,6 +112,11 @@ function __chash_complete
 	for line in (chash __complete $words 2>/dev/null)
 		if test "$line" = :files
 			__fish_complete_path (commandline -ct)
+		else if string match -q -- ':files=*' $line
+			set -l prefix (string replace -- :files= '' $line)
+			for f in (__fish_complete_path (string sub -s (math (string length -- $prefix) + 1) -- (commandline -ct)))
+				echo $prefix$f
+			end
 		else if test -n "$line"
 			echo $line
 		end
@@ -127,7 +135,7 @@ func complete(env *Env, words []string) int {
 		cur, words = words[len(words)-1], words[:len(words)-1]
 	}
 	for _, c := range completions(words, cur) {
-		if strings.HasPrefix(c, cur) || c == completeFiles {
+		if strings.HasPrefix(c, cur) || strings.HasPrefix(c, completeFiles) {
 			fmt.Fprintln(env.Stdout, c)
 		}
 	}
@@ -233,6 +241,7 @@ func flagValues(c *Command, f *flag.Flag, line commandLine, prefix, typed string
 		if prefix == "" {
 			return []string{completeFiles}
 		}
+		return []string{completeFiles + "=" + prefix}
 	}
 	return nil
 }

@@ -128,12 +128,17 @@ func TestCompletionShells(t *testing.T) {
 	tests := []struct {
 		line string // the words before the cursor; the cursor is after the last space
 		want []string
+		// fish's where it differs: fish replaces the whole word, where
+		// bash and zsh complete what follows the word's "=".
+		fish []string
 	}{
-		{"chash analyze --format ", []string{"text", "json", "csv"}},
-		{"chash rou", []string{"route"}},
-		{"chash diff --ran", []string{"--ranges"}},
-		{"chash diff testdata/seed", []string{"testdata/seed0.yml", "testdata/seed5.yml", "testdata/seed6.yml"}},
-		{"chash route --config testdata/two.yml --pool ", []string{"a", "b"}},
+		{"chash analyze --format ", []string{"text", "json", "csv"}, nil},
+		{"chash rou", []string{"route"}, nil},
+		{"chash diff --ran", []string{"--ranges"}, nil},
+		{"chash diff testdata/seed", []string{"testdata/seed0.yml", "testdata/seed5.yml", "testdata/seed6.yml"}, nil},
+		{"chash route --config testdata/two.yml --pool ", []string{"a", "b"}, nil},
+		{"chash route --config=testdata/tw", []string{"testdata/two.yml"}, []string{"--config=testdata/two.yml"}},
+		{"chash analyze --plot=testdata/two.y", []string{"testdata/two.yml"}, []string{"--plot=testdata/two.yml"}},
 	}
 	// Each shell prints the candidates, one per line, for words (the last
 	// one being completed).
@@ -145,9 +150,11 @@ func TestCompletionShells(t *testing.T) {
 		{"zsh", func(words []string) string {
 			// Outside an interactive completion, compsys's functions are
 			// stand-ins that print what they are given.
+			// compset -P takes what its pattern matches off PREFIX,
+			// the word as far as the cursor.
 			return "compdef() { : }\n_describe() { local -a c; c=(\"${(@P)4}\"); print -rl -- \"${(@)c%%:*}\" }\n" +
-				"_files() { print -rl -- ${words[CURRENT]}*(N) }\n" +
-				"source <(chash completion zsh)\nwords=(" + shellQuote(words) + ")\nCURRENT=" + strconv.Itoa(len(words)) + "\n_chash\n"
+				"_files() { print -rl -- ${PREFIX}*(N) }\ncompset() { [[ $1 == -P ]] && PREFIX=${PREFIX#${~2}} }\n" +
+				"source <(chash completion zsh)\nwords=(" + shellQuote(words) + ")\nCURRENT=" + strconv.Itoa(len(words)) + "\nPREFIX=${words[CURRENT]}\n_chash\n"
 		}},
 		{"fish", func(words []string) string {
 			return "chash completion fish | source\ncomplete -C" + fishQuote(strings.Join(words, " ")) + "\n"
@@ -174,6 +181,9 @@ func TestCompletionShells(t *testing.T) {
 				}
 				slices.Sort(got)
 				want := slices.Sorted(slices.Values(tt.want))
+				if sh.name == "fish" && tt.fish != nil {
+					want = slices.Sorted(slices.Values(tt.fish))
+				}
 				if !slices.Equal(got, want) {
 					t.Errorf("%s completes %q to %q; want %q", sh.name, tt.line, got, want)
 				}
