@@ -114,20 +114,23 @@ func (pl *pool) drain() {
 	})
 }
 
-// stop closes the pool's listener and clients and, once they are done, its
-// servers, and drops the metrics of the servers named in forget.
+// stop closes the pool's listener, clients and servers, and drops the
+// metrics of the servers named in forget. The servers close before the
+// clients are waited for: a client waits for the replies of its requests in
+// flight, which a server that does not answer (frozen, with no timeout)
+// never sends, and closing it fails them.
 func (pl *pool) stop(forget []string) {
 	pl.drain()
 	pl.conns.Range(func(k, _ any) bool {
 		k.(net.Conn).Close()
 		return true
 	})
+	for _, s := range pl.state.Load().list {
+		s.close()
+	}
 	pl.clients.Wait()
 	if !pl.handedOn.Load() {
 		pl.refused.close(pl.proxy.log, pl.name)
-	}
-	for _, s := range pl.state.Load().list {
-		s.close()
 	}
 	for _, name := range forget {
 		pl.proxy.metrics.forgetServer(pl.name, name)

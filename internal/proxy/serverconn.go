@@ -386,7 +386,13 @@ func (c *serverConn) queues() (in, inBytes, out, outBytes int) {
 	return in, inBytes, max(n-in, 0), max(bytes-inBytes, 0)
 }
 
+// close closes the connection for good, failing the calls in flight. The
+// session dies first, without mu: a sender waiting for room on it (queue)
+// holds mu until it dies.
 func (c *serverConn) close() {
+	if ss := c.live.Load(); ss != nil {
+		ss.kill()
+	}
 	c.mu.Lock()
 	c.closed = true
 	c.drop()
@@ -489,7 +495,12 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	cr := &countingReader{r: rw}
 	sc := c.srv.pool.codec.newServer(cr)
 	conn.SetDeadline(deadline)
+	// The handshake and replay end when the server closes, too: without a
+	// timeout, a server that takes the connection and never answers (frozen)
+	// would hold c.mu, and close, for ever.
+	stop := context.AfterFunc(c.srv.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	if err := sc.handshake(rw); err != nil {
+		stop()
 		conn.Close()
 		c.srv.refused(err)
 		return nil, err
@@ -498,9 +509,14 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	gen := c.srv.owed.gen.Load()
 	if c.srv.owes() {
 		if err := c.srv.replay(conn, c.srv.pool.state.Load().timeout()); err != nil {
+			stop()
 			conn.Close()
 			return nil, err
 		}
+	}
+	if !stop() {
+		conn.Close()
+		return nil, c.srv.ctx.Err()
 	}
 	c.srv.markUp()
 	conn.SetDeadline(time.Time{})
