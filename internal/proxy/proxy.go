@@ -244,7 +244,8 @@ type Proxy struct {
 }
 
 // Start validates f, opens every pool's listener and starts serving. On error
-// nothing is left open.
+// nothing is left open. The proxy keeps f's pools, which must not change
+// after (Reload takes a new File).
 func (p *Proxy) Start(f *config.File) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

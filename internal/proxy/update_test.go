@@ -177,12 +177,16 @@ func TestStartWithoutServers(t *testing.T) {
 	if got := c.mustDo("set a 0 0 1\r\nx\r\nget a\r\n"); got != "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n" {
 		t.Errorf("once it has a server: %q", got)
 	}
-	// Servers built in code are checked as a file's are.
-	pool.Servers = []config.Server{{Host: "127.0.0.1", Port: 1, Weight: 0}}
+	// Servers built in code are checked as a file's are. (A copy: the
+	// proxy keeps the configuration it started with, and reads it when it
+	// logs how keys moved.)
+	bad := *pool
+	f = &config.File{Path: "(in code)", Pools: []*config.Pool{&bad}}
+	bad.Servers = []config.Server{{Host: "127.0.0.1", Port: 1, Weight: 0}}
 	if err := Validate(f); err == nil || !strings.Contains(err.Error(), "weight 0") {
 		t.Errorf("Validate of a server of weight 0 = %v", err)
 	}
-	pool.Servers, pool.Distribution = nil, "nosuch"
+	bad.Servers, bad.Distribution = nil, "nosuch"
 	if err := Validate(f); err == nil {
 		t.Error("Validate of a pool without servers of an unknown distribution = nil")
 	}
