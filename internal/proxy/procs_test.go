@@ -120,49 +120,45 @@ func TestProcScalerTrialOfOne(t *testing.T) {
 		}
 		cur = got
 	}
-	// Fifty clients: four threads serve more.
-	step("one thread busy", 0.9, 40000, 4)
-	for range trialMeasures {
-		step("trial of four", 1.3, 60000, 4)
+	// A trial of four threads that passes (fifty clients: they serve more),
+	// at busy cores, then its hold.
+	passFour := func(busy float64) {
+		t.Helper()
+		step("one thread busy", 0.9, 40000, 4)
+		for range trialMeasures {
+			step("trial of four", busy, 60000, 4)
+		}
+		step("trial of four passed", busy, 60000, 4)
+		for range firstHold {
+			step("held after the trial of four", busy, 60000, 4)
+		}
 	}
-	step("trial of four passed", 1.3, 60000, 4)
-	// One client pipelining: four threads use half a core and stay while
-	// the hold that follows a trial that passed lasts.
-	for range firstHold {
-		step("held after the trial of four", 0.55, 70000, 4)
+	// A second under a core on four threads serving rate, then the trial
+	// of one thread serving oneRate, at oneBusy (busy, but the trial runs
+	// on), which ends, at endBusy, on want threads.
+	tryOne := func(busy, rate, oneBusy, endBusy, oneRate float64, want int) {
+		t.Helper()
+		for range downAfter - 1 {
+			step("under a core", busy, rate, 4)
+		}
+		step("under a core for a second", busy, rate, 1)
+		step("one thread starting", oneBusy, oneRate/2, 1) // not counted
+		for range trialMeasures - 1 {
+			step("trial of one", oneBusy, oneRate, 1)
+		}
+		step("trial of one's end", endBusy, oneRate, want)
 	}
-	for range downAfter - 1 {
-		step("under a core", 0.55, 70000, 4)
-	}
-	step("under a core for a second", 0.55, 70000, 1)
-	step("one thread starting", 0.45, 20000, 1) // not counted
-	for range trialMeasures - 1 {
-		step("trial of one", 0.9, 125000, 1) // busy, but the trial runs on
-	}
-	step("trial of one passed", 0.45, 125000, 1)
+	// One client pipelining: four threads use half a core, and stay while
+	// the hold after the trial lasts; one thread serves more.
+	passFour(0.55)
+	tryOne(0.55, 70000, 0.9, 0.45, 125000, 1)
 	step("one thread", 0.45, 125000, 1)
 
 	// One thread that serves less gives the threads back, and holds them
 	// 10 s, then 20 s.
-	for i, hold := range []int{firstHold, 2 * firstHold} {
-		if i == 0 {
-			step("one thread busy", 0.9, 40000, 4)
-			for range trialMeasures {
-				step("trial of four", 0.8, 60000, 4)
-			}
-			step("trial of four passed", 0.8, 60000, 4)
-			for range firstHold {
-				step("held after the trial of four", 0.8, 60000, 4)
-			}
-		}
-		for range downAfter - 1 {
-			step("under a core", 0.8, 60000, 4)
-		}
-		step("under a core for a second", 0.8, 60000, 1)
-		for range trialMeasures {
-			step("trial of one", 0.95, 50000, 1)
-		}
-		step("trial of one failed", 0.95, 50000, 4)
+	passFour(0.8)
+	for _, hold := range []int{firstHold, 2 * firstHold} {
+		tryOne(0.8, 60000, 0.95, 0.95, 50000, 4)
 		for range hold {
 			step("held", 0.8, 60000, 4)
 		}
