@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,12 @@ type etcdKind struct {
 	// rev is the revision keys are as of. Run's goroutine sets it; the
 	// heartbeat reads it.
 	rev atomic.Int64
+	// conn counts the client's lost connections to etcd, and epoch is its
+	// count when the read that keys come from began: a watch resumed on
+	// another connection may be another cluster's.
+	conn  *connLosses
+	epoch uint64
+	stop  context.CancelFunc // conn's
 }
 
 func newEtcdKind(u *URL, cfg Config) (*etcdKind, error) {
@@ -33,7 +40,12 @@ func newEtcdKind(u *URL, cfg Config) (*etcdKind, error) {
 	if err != nil {
 		return nil, fmt.Errorf("membership: %s: %w", u, err)
 	}
-	return &etcdKind{url: u, src: u.String(), cfg: cfg, cli: cli, keys: newKeyList()}, nil
+	// The connection is watched from the start, before the first read:
+	// one lost between Open and Run, or before a watch begins, counts.
+	ctx, stop := context.WithCancel(context.Background())
+	conn := newConnLosses(cli.ActiveConnection())
+	go conn.run(ctx)
+	return &etcdKind{url: u, src: u.String(), cfg: cfg, cli: cli, keys: newKeyList(), conn: conn, stop: stop}, nil
 }
 
 // newClient returns an etcd client of the endpoints. It does not connect:
@@ -65,7 +77,10 @@ var connectParams = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
-func (e *etcdKind) close() error { return e.cli.Close() }
+func (e *etcdKind) close() error {
+	e.stop()
+	return e.cli.Close()
+}
 
 // get reads the whole prefix, waiting at most cfg.Timeout.
 func (e *etcdKind) get(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
@@ -95,23 +110,42 @@ func etcdError(what string, endpoints []string, start time.Time, err error) erro
 	return fmt.Errorf("membership: %s: etcd at %s: %w", what, eps, err)
 }
 
-// load replaces the keys with those of a list.
-func (e *etcdKind) load(resp *clientv3.GetResponse) {
+// list reads the whole prefix as get does, and fails with errConnLost if the
+// connection it came on was lost before the answer was taken: a watch from
+// its revision might then begin on another cluster.
+func (e *etcdKind) list(ctx context.Context) (resp *clientv3.GetResponse, epoch uint64, err error) {
+	epoch = e.conn.count()
+	if resp, err = e.get(ctx); err != nil {
+		return nil, 0, err
+	}
+	if !e.conn.answered(epoch) {
+		return nil, 0, e.failed(errConnLost)
+	}
+	return resp, epoch, nil
+}
+
+// errConnLost is why a read or a watch is not trusted: the connection to etcd
+// it came on was lost.
+var errConnLost = errors.New("connection lost")
+
+// load replaces the keys with those of a list read at epoch.
+func (e *etcdKind) load(resp *clientv3.GetResponse, epoch uint64) {
 	e.keys = newKeyList()
 	for _, kv := range resp.Kvs {
 		e.keys.put(string(kv.Key), kv.Value)
 	}
 	e.rev.Store(resp.Header.Revision)
+	e.epoch = epoch
 }
 
 func (e *etcdKind) first(ctx context.Context, s *Source) (List, error) {
 	b := newBackoff(e.cfg)
 	begin := time.Now()
 	for {
-		resp, err := e.get(ctx)
+		resp, epoch, err := e.list(ctx)
 		if err == nil {
 			s.reachable()
-			e.load(resp)
+			e.load(resp, epoch)
 			servers, err := e.keys.servers(e.src)
 			return List{Servers: servers, Revision: e.rev.Load()}, err
 		}
@@ -146,8 +180,9 @@ func (e *etcdKind) watch(ctx context.Context, s *Source, apply func(List) error)
 		// resume, and after an outage etcd may be another (restored or new)
 		// cluster whose revisions a resumed watch would misread.
 		var resp *clientv3.GetResponse
+		var epoch uint64
 		for {
-			if resp, err = e.get(ctx); err == nil {
+			if resp, epoch, err = e.list(ctx); err == nil {
 				break
 			}
 			s.unreachable(err)
@@ -160,7 +195,7 @@ func (e *etcdKind) watch(ctx context.Context, s *Source, apply func(List) error)
 		if old := e.rev.Load(); resp.Header.Revision < old {
 			s.log.Warn("membership: etcd's revision went back: a new or restored etcd cluster", "from", old, "to", resp.Header.Revision)
 		}
-		e.load(resp)
+		e.load(resp, epoch)
 		servers, err := e.keys.servers(e.src)
 		s.offer(List{Servers: servers, Revision: e.rev.Load()}, err, apply)
 	}
@@ -186,7 +221,16 @@ func (e *etcdKind) follow(ctx context.Context, s *Source, apply func(List) error
 	}()
 	go func() {
 		defer close(conn)
-		e.watchConnection(wctx, cancel)
+		// A connection lost since the list was read ends the watch: the
+		// client would resume it by itself on its next connection, but
+		// that may be to an etcd that lost its data and started again,
+		// whose revisions the watch would misread, before the heartbeat
+		// notices (or never, if the new revisions pass the old ones).
+		select {
+		case <-e.conn.lostSince(e.epoch):
+			cancel(e.failed(errConnLost))
+		case <-wctx.Done():
+		}
 	}()
 	defer func() {
 		cancel(nil)
@@ -205,6 +249,10 @@ func (e *etcdKind) follow(ctx context.Context, s *Source, apply func(List) error
 			if resp.Err() != nil {
 				werr = resp.Err()
 			}
+			break
+		}
+		if !e.conn.answered(e.epoch) {
+			cancel(e.failed(errConnLost))
 			break
 		}
 		answered.Store(true)
@@ -250,25 +298,6 @@ func (e *etcdKind) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 	}
 }
 
-// watchConnection cancels the watch's context when the client's connection
-// to etcd, once ready, is lost: the client would resume the watch by itself
-// on its next connection, but that may be to an etcd that lost its data and
-// started again, whose revisions the watch would misread, before the
-// heartbeat notices. It returns when ctx is done.
-func (e *etcdKind) watchConnection(ctx context.Context, cancel context.CancelCauseFunc) {
-	conn := e.cli.ActiveConnection()
-	state := conn.GetState()
-	for state != connectivity.Ready {
-		if !conn.WaitForStateChange(ctx, state) {
-			return
-		}
-		state = conn.GetState()
-	}
-	if conn.WaitForStateChange(ctx, connectivity.Ready) {
-		cancel(e.failed(fmt.Errorf("connection lost (%v)", conn.GetState())))
-	}
-}
-
 // offerEvents applies a watch response's events to the keys and offers the
 // list as of each revision among them.
 func (e *etcdKind) offerEvents(events []*clientv3.Event, s *Source, apply func(List) error) {
@@ -287,4 +316,69 @@ func (e *etcdKind) offerEvents(events []*clientv3.Event, s *Source, apply func(L
 		servers, err := e.keys.servers(e.src)
 		s.offer(List{Servers: servers, Revision: rev}, err, apply)
 	}
+}
+
+// connLosses counts the losses of a gRPC connection to etcd: changes of state
+// away from Ready, and of any state to another not Ready after an answer came
+// (the monitor may not have seen the Ready state in between).
+type connLosses struct {
+	conn *grpc.ClientConn
+	mu   sync.Mutex
+	n    uint64
+	lost chan struct{} // closed when n passes, then replaced
+	// An answer came since the last loss counted.
+	answer bool
+}
+
+func newConnLosses(conn *grpc.ClientConn) *connLosses {
+	return &connLosses{conn: conn, lost: make(chan struct{})}
+}
+
+// run follows the connection's state until ctx is done.
+func (c *connLosses) run(ctx context.Context) {
+	state := c.conn.GetState()
+	for c.conn.WaitForStateChange(ctx, state) {
+		c.mu.Lock()
+		next := c.conn.GetState()
+		if state == connectivity.Ready || c.answer && next != connectivity.Ready {
+			c.n++
+			c.answer = false
+			close(c.lost)
+			c.lost = make(chan struct{})
+		}
+		state = next
+		c.mu.Unlock()
+	}
+}
+
+// count returns the losses so far.
+func (c *connLosses) count() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// answered is told of an answer to a request made when count was epoch; it
+// reports whether the connection is still the one the request went on: no
+// loss counted since, and the state is Ready.
+func (c *connLosses) answered(epoch uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n != epoch || c.conn.GetState() != connectivity.Ready {
+		return false
+	}
+	c.answer = true
+	return true
+}
+
+// lostSince returns a channel closed once count passes epoch.
+func (c *connLosses) lostSince(epoch uint64) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n != epoch {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return c.lost
 }

@@ -394,6 +394,31 @@ func TestEtcdEmptyAndRead(t *testing.T) {
 	}
 }
 
+// TestEtcdWipeBeforeRun loses etcd's data between Open and Run, the proxy's
+// window while it builds its pools, and writes past the old revision before
+// the watch begins: the new cluster's revision 3 must not be read as the old
+// one's. The source reads the whole prefix again, once, and applies the new
+// cluster's list, not the old list with the new revisions' changes.
+func TestEtcdWipeBeforeRun(t *testing.T) {
+	e := etcdtest.Start(t)
+	e.Put(prefix+"a", "10.0.0.1:11211:1 a") // revision 2
+	w := openOnly(t, etcdURL(e.Endpoint), func(c *Config) { c.Heartbeat = time.Hour })
+
+	e.Wipe()
+	e.Put(prefix+"x", "10.0.0.7:11211:1 x") // revision 2 of the new cluster
+	e.Put(prefix+"y", "10.0.0.8:11211:1 y")
+	rev := e.Put(prefix+"z", "10.0.0.9:11211:1 z")
+	w.run()
+	l := w.next()
+	if got := names(l.Servers); got != "x/1 y/1 z/1" || l.Revision != rev {
+		t.Fatalf("list applied: %q at revision %d; want %q at revision %d", got, l.Revision, "x/1 y/1 z/1", rev)
+	}
+	if st := w.s.Status(); st.Relists != 1 {
+		t.Errorf("status %+v; want one relist", st)
+	}
+	w.none(500 * time.Millisecond)
+}
+
 // TestEtcdReconnectRelists restarts etcd wiped, so fast that no heartbeat
 // runs, and writes more revisions to the new etcd than the old one had: a
 // watch resumed from the old revision would miss the first changes, but the

@@ -60,6 +60,14 @@ func open(t *testing.T, rawURL string) *watcher {
 // openWith is open with the quick settings changed by set.
 func openWith(t *testing.T, rawURL string, set func(*Config)) *watcher {
 	t.Helper()
+	w := openOnly(t, rawURL, set)
+	w.run()
+	return w
+}
+
+// openOnly is openWith without Run: the test calls w.run.
+func openOnly(t *testing.T, rawURL string, set func(*Config)) *watcher {
+	t.Helper()
 	w := &watcher{t: t, lists: make(chan List, 1000), logs: new(testprog.Buffer)}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -72,17 +80,27 @@ func openWith(t *testing.T, rawURL string, set func(*Config)) *watcher {
 		t.Fatalf("Open(%q): %v", rawURL, err)
 	}
 	w.s = s
-	done := make(chan error, 1)
-	go func() { done <- s.Run(context.Background(), w.apply) }()
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
 	})
 	return w
+}
+
+// run runs the source until the test ends.
+func (w *watcher) run() {
+	done := make(chan error, 1)
+	go func() { done <- w.s.Run(context.Background(), w.apply) }()
+	w.t.Cleanup(func() {
+		// Cleanups run last first: Close has not run yet.
+		if err := w.s.Close(); err != nil {
+			w.t.Errorf("Close: %v", err)
+		}
+		if err := <-done; err != nil {
+			w.t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 func (w *watcher) apply(l List) error {
