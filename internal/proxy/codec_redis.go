@@ -611,7 +611,7 @@ func (r *redisRequest) broadcast() bool { return false }
 
 func (r *redisRequest) reset() {
 	if r.q.Size() > maxKeptRequest {
-		r.q = resp.Request{}
+		r.q.Release()
 	}
 	if cap(r.local) > maxKeptRequest {
 		r.local = nil
@@ -703,7 +703,7 @@ func (r *redisRequest) size() int             { return r.q.Size() }
 func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
 	rep := rp.(*redisReply)
 	if len(rep.rp.Bytes()) > maxKeptRequest {
-		rep.rp = resp.Reply{}
+		rep.rp.Release()
 	}
 	if cap(rep.elems) > maxKeptKeys {
 		rep.elems = nil

@@ -81,6 +81,9 @@ func BenchmarkRedisRoundTrip(b *testing.B) {
 		{"get", redistest.Request("GET", "bench:key:0")},
 		{"set", redistest.Request("SET", "bench:key:0", value)},
 		{"mset10", redistest.Request(mset...)},
+		// Values of 100 KB, past the sizes a request or reply keeps.
+		{"set100k", redistest.Request("SET", "bench:big", strings.Repeat("v", 100_000))},
+		{"get100k", redistest.Request("GET", "bench:big")},
 	}
 	names := make([]string, len(ops))
 	for i, op := range ops {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // defaultBufSize is a Reader's buffer unless NewReaderSize says otherwise:
@@ -195,13 +197,18 @@ func (r *Reader) skip(n int) error {
 	return nil
 }
 
-// readN appends the next n bytes to dst. It grows dst as bytes arrive, never by
-// more than twice what has arrived, and reads large values past the buffer.
+// readN appends the next n bytes to dst. It grows dst as bytes arrive, to
+// at most twice what has arrived or the buffer's size, and reads large values
+// past the buffer. dst's memory may be given back (bigbuf.Grow): the caller
+// keeps only the slice returned.
 func (r *Reader) readN(dst []byte, n int) ([]byte, error) {
 	idle := 0 // reads in a row that returned nothing
 	for n > 0 {
 		if r.r < r.w {
 			k := min(n, r.w-r.r)
+			if cap(dst)-len(dst) < k {
+				dst = bigbuf.Grow(dst, r.growth(dst, n, k))
+			}
 			dst = append(dst, r.buf[r.r:r.r+k]...)
 			r.r += k
 			n -= k
@@ -222,7 +229,7 @@ func (r *Reader) readN(dst []byte, n int) ([]byte, error) {
 			return dst, err
 		}
 		if cap(dst) == len(dst) {
-			dst = append(dst[:cap(dst)], make([]byte, min(n, max(len(dst), len(r.buf))))...)[:len(dst)]
+			dst = bigbuf.Grow(dst, r.growth(dst, n, 1))
 		}
 		k := min(n, cap(dst)-len(dst))
 		m, err := r.rd.Read(dst[len(dst) : len(dst)+k])
@@ -247,4 +254,14 @@ func (r *Reader) readN(dst []byte, n int) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// growth returns the size to grow dst to for n more bytes of a value, k of
+// which are at hand: room for the k, and for the rest up to the next size
+// class (twice dst, at least the buffer's size), but no more than the value
+// needs. A client that announces a large value and sends it slowly, or never,
+// makes the proxy hold at most twice what it sent.
+func (r *Reader) growth(dst []byte, n, k int) int {
+	size := len(dst) + min(n, max(len(dst), len(r.buf)))
+	return max(bigbuf.Class(size), len(dst)+k)
 }

@@ -126,8 +126,11 @@ func (r *Reader) readReply(rp *Reply) error {
 		if len(rp.raw) > maxSize {
 			return newError(replyTooBig, line)
 		}
+		// line's memory is given back if readN grows rp.raw: keep what
+		// is used of it after.
+		typ, lineLen := line[0], len(line)
 		var n int64 // the integer, or the length of a bulk or array
-		switch line[0] {
+		switch typ {
 		case '+', '-':
 		case ':':
 			var ok bool
@@ -161,18 +164,18 @@ func (r *Reader) readReply(rp *Reply) error {
 			}
 		}
 		if top {
-			rp.Kind, rp.Int = Kind(line[0]), n
+			rp.Kind, rp.Int = Kind(typ), n
 			switch rp.Kind {
 			case KindSimple, KindError:
-				start, end = 1, len(line)
+				start, end = 1, lineLen
 			case KindBulk:
-				start, end = len(line)+2, len(line)+2+int(n)
+				start, end = lineLen+2, lineLen+2+int(n)
 			}
 		}
 		if d := len(r.stack); d > 0 {
 			r.stack[d-1]--
 		}
-		if line[0] == '*' && n > 0 {
+		if typ == '*' && n > 0 {
 			r.stack = append(r.stack, int(n))
 			continue
 		}

@@ -1,0 +1,5 @@
+//go:build race
+
+package bigbuf
+
+func init() { raceEnabled = true }

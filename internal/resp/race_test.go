@@ -1,0 +1,5 @@
+//go:build race
+
+package resp
+
+func init() { raceEnabled = true }
