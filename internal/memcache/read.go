@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // binaryMagic is the first byte of a request in memcached's binary protocol.
@@ -218,14 +220,20 @@ func hasControl(b []byte) bool {
 
 // appendData appends the next n bytes of the stream to dst. The buffer grows as
 // the bytes arrive, never to n at once: a line that announces a large value
-// costs only what was sent.
+// costs only what was sent. dst is a Request's or Response's own memory: the
+// buffers it outgrows are given back for reuse (bigbuf), and it starts at 16
+// KiB (bigbuf.Min) for a value that will pass it.
 func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 	for n > 0 {
 		if len(dst) == cap(dst) {
-			step := min(max(len(dst), minGrow, r.br.Buffered()), n)
-			nb := make([]byte, len(dst), len(dst)+step)
-			copy(nb, dst)
-			dst = nb
+			// The class below len+step, which Grow takes as it is, but
+			// room for one byte at least; and the smallest class rather
+			// than less, for a value that will pass it.
+			size := len(dst) + min(max(len(dst), minGrow, r.br.Buffered()), n)
+			if size < bigbuf.Min && len(dst)+n >= bigbuf.Min {
+				size = bigbuf.Min
+			}
+			dst = bigbuf.Grow(dst, max(bigbuf.Class(size), len(dst)+1))
 		}
 		m := min(n, cap(dst)-len(dst))
 		k, err := io.ReadFull(r.br, dst[len(dst):len(dst)+m])
@@ -243,10 +251,13 @@ func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 
 // readBlock appends a data block of n bytes to dst, reads the "\r\n" that must
 // end it and reports whether it was there. A block already buffered is copied
-// at once; a larger one grows dst as it arrives.
+// at once; a larger one grows dst as it arrives (appendData, whose dst it is).
 func (r *Reader) readBlock(dst []byte, n int) ([]byte, bool, error) {
 	if n+2 <= r.br.Buffered() {
 		b, _ := r.br.Peek(n + 2)
+		if cap(dst)-len(dst) < n {
+			dst = bigbuf.Grow(dst, len(dst)+n)
+		}
 		dst = append(dst, b[:n]...)
 		r.br.Discard(n + 2)
 		return dst, b[n] == '\r' && b[n+1] == '\n', nil

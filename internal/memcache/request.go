@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // Request is one command as a client sends it.
@@ -41,6 +43,7 @@ type Request struct {
 	// Limits.Parts).
 	More bool
 
+	value   []byte   // the memory Value was read into, the Request's own
 	line    []byte   // copy of the command line; Keys and MetaFlags point into it
 	tokens  [][]byte // the line's tokens
 	decoded []byte   // the decoded key of a meta command with the b flag
@@ -48,7 +51,8 @@ type Request struct {
 }
 
 // Reset clears r, keeping its memory for reuse, except buffers grown past 64 KiB
-// for one large request.
+// for one large request: a value's is given back for other requests and
+// replies (bigbuf), and nothing of r's last value may be used afterwards.
 func (r *Request) Reset() {
 	// Field by field: reslicing writes only lengths, where assigning a whole
 	// Request would write every pointer again.
@@ -57,7 +61,13 @@ func (r *Request) Reset() {
 	r.Flags, r.Exptime, r.Cas, r.Delta, r.Noreply, r.More = 0, 0, 0, 0, false, false
 	r.MetaFlags = r.MetaFlags[:0]
 	r.Args = r.Args[:0]
-	r.Value = keep(r.Value)
+	// Value may be memory the caller set, which is not r's to give back.
+	r.Value = nil
+	if cap(r.value) > maxKeep {
+		bigbuf.Give(r.value)
+		r.value = nil
+	}
+	r.value = r.value[:0]
 	r.line = keep(r.line)
 	r.tokens = r.tokens[:0]
 	r.decoded = r.decoded[:0]
@@ -425,8 +435,8 @@ func (r *Reader) value(size int) error {
 	if size > r.lim.maxValue() {
 		return r.refuse(ReplyTooLarge, size, true)
 	}
-	v, ended, err := r.readBlock(r.req.Value[:0], size)
-	r.req.Value = v
+	v, ended, err := r.readBlock(r.req.value[:0], size)
+	r.req.value, r.req.Value = v, v
 	if err != nil {
 		return err
 	}

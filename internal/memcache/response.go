@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"strconv"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // Item is one VALUE of a retrieval response.
@@ -39,13 +41,18 @@ type Response struct {
 type itemOffsets struct{ key, keyEnd, val, valEnd int }
 
 // Reset clears r, keeping its memory for reuse, except a buffer grown past 64
-// KiB for one large reply.
+// KiB for one large reply, which it gives back for other replies (bigbuf):
+// nothing of r's last reply may be used afterwards.
 func (r *Response) Reset() {
 	// Field by field: reslicing writes only lengths, where assigning a whole
 	// Response would write every pointer again.
 	r.Items = r.Items[:0]
 	r.Line, r.Value, r.Quiet = nil, nil, false
-	r.buf = keep(r.buf)
+	if cap(r.buf) > maxKeep {
+		bigbuf.Give(r.buf)
+		r.buf = nil
+	}
+	r.buf = r.buf[:0]
 	r.offs = r.offs[:0]
 	r.tok = r.tok[:0]
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package memcache
+
+func init() { raceEnabled = true }
