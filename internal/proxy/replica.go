@@ -98,6 +98,9 @@ type itemCodec interface {
 	// stored reports whether rep, the reply to appendStore, says the item
 	// was stored, and its cas.
 	stored(rep reply) (cas uint64, ok bool)
+	// held reports whether rep, the reply to appendStore's add, says it
+	// was not stored because the server holds the key already.
+	held(rep reply) bool
 	// appendDelete appends a delete of key, only if its cas is cas (any if
 	// zero).
 	appendDelete(dst []byte, key []byte, cas uint64, rep reply) ([]byte, error)
