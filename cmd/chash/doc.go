@@ -1144,7 +1144,10 @@
 // someone revoked it), register puts the key again under a new lease as soon
 // as etcd answers. A key deleted by hand while register runs is put back at
 // once. A second register of the same server (the same key) takes the key
-// over; the first logs it, and puts the key back when the second stops.
+// over; the first logs it. When the second stops, it hands the key back under
+// the first's lease in one step, so that the proxies never see the server
+// leave; were the first gone meanwhile, the key goes, and if the second dies,
+// the first puts the key back when its lease lapses.
 //
 // At start register waits --wait (10s by default) for etcd to answer, then
 // exits 1 naming the endpoints; a supervisor that restarts it waits longer. A

@@ -46,7 +46,10 @@ watching the prefix drop the server. If the lease is lost while register runs
 someone revoked it), register puts the key again under a new lease as soon
 as etcd answers. A key deleted by hand while register runs is put back at
 once. A second register of the same server (the same key) takes the key
-over; the first logs it, and puts the key back when the second stops.
+over; the first logs it. When the second stops, it hands the key back under
+the first's lease in one step, so that the proxies never see the server
+leave; were the first gone meanwhile, the key goes, and if the second dies,
+the first puts the key back when its lease lapses.
 
 At start register waits --wait (10s by default) for etcd to answer, then
 exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
@@ -115,6 +118,10 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
 	}
-	reg.Logger.Info("register: key removed", "key", r.Key())
+	if r.Status().HandedBack {
+		reg.Logger.Info("register: key handed back to the registration this one took it over from", "key", r.Key())
+	} else {
+		reg.Logger.Info("register: key removed", "key", r.Key())
+	}
 	return 0
 }

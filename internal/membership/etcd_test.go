@@ -156,7 +156,9 @@ func TestEtcdCompaction(t *testing.T) {
 
 // TestEtcdRefused puts values that are not server lines and names held twice:
 // each is refused, logged and counted, and the last good list stays; the
-// list that follows the fix is applied.
+// list that follows the fix is applied. Status says while the source
+// refuses, and the first valid list after refusals is logged once, be it the
+// list that serves already (the bad key deleted).
 func TestEtcdRefused(t *testing.T) {
 	e := etcdtest.Start(t)
 	e.Put(prefix+"a", "10.0.0.1:11211:1 a")
@@ -185,8 +187,19 @@ func TestEtcdRefused(t *testing.T) {
 	refused(3, `key "/chash/cache/d": server "two\nlines": more than one line`) // bad lines before names
 	e.Delete(prefix + "c")
 	refused(4, `key "/chash/cache/d": server "two\nlines": more than one line`)
+	if st := w.s.Status(); !st.Refusing {
+		t.Errorf("after refusals, status %+v; want Refusing", st)
+	}
 	w.expect("a/1 b/1 d/1", e.Put(prefix+"d", "10.0.0.4:11211:1 d"))
 	good = w.s.List()
+	valid := func(n int) {
+		t.Helper()
+		w.until("valid again", func(st Status) bool { return !st.Refusing })
+		if got := count(w.logs, "server list valid again"); got != n {
+			t.Errorf("%d returns to a valid list logged; want %d:\n%s", got, n, w.logs)
+		}
+	}
+	valid(1)
 
 	// A list the apply function refuses counts as refused and is not the
 	// last good list.
@@ -195,6 +208,21 @@ func TestEtcdRefused(t *testing.T) {
 	w.mu.Unlock()
 	e.Put(prefix+"e", "10.0.0.5:11211:1 e")
 	refused(5, "pool is busy")
+
+	// The bad key deleted: the list is the one serving, nothing to apply,
+	// and the source is valid again.
+	w.mu.Lock()
+	w.refuse = nil
+	w.mu.Unlock()
+	e.Put(prefix+"f", "bad")
+	refused(6, `key "/chash/cache/f": server "bad"`)
+	e.Delete(prefix + "e")
+	refused(7, `key "/chash/cache/f": server "bad"`)
+	e.Delete(prefix + "f")
+	valid(2)
+	if l := w.s.List(); names(l.Servers) != names(good.Servers) {
+		t.Errorf("after the fix List() = %q; want %q", names(l.Servers), names(good.Servers))
+	}
 }
 
 // checkOutageLogs fails the test unless the source logged one loss of etcd

@@ -54,6 +54,9 @@ type RegistrarStatus struct {
 	Errors uint64
 	// LastError is the latest failure, or empty if none.
 	LastError string
+	// HandedBack says that Close put the key back under the lease of the
+	// registration this one took it over from, instead of removing it.
+	HandedBack bool
 }
 
 // A Registrar keeps one server's key alive in etcd; Register starts it and
@@ -73,6 +76,17 @@ type Registrar struct {
 
 	mu     sync.Mutex
 	status RegistrarStatus
+	// ours are the leases the registrar has held; taken is the key as
+	// another registration of the server held it when a put of ours
+	// replaced it (its lease not one of ours), which Close hands back.
+	ours  map[clientv3.LeaseID]bool
+	taken *takenKey
+}
+
+// takenKey is the value and lease of a key another registration held.
+type takenKey struct {
+	value string
+	lease clientv3.LeaseID
 }
 
 // Register puts the registration's server line under its key with a lease of
@@ -186,8 +200,17 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	var rev int64
 	if err == nil {
 		var resp *clientv3.PutResponse
-		if resp, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID)); err == nil {
+		if resp, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID), clientv3.WithPrevKV()); err == nil {
 			rev = resp.Header.Revision
+			r.mu.Lock()
+			if r.ours == nil {
+				r.ours = map[clientv3.LeaseID]bool{}
+			}
+			r.ours[lease.ID] = true
+			if kv := resp.PrevKv; kv != nil && kv.Lease != 0 && !r.ours[clientv3.LeaseID(kv.Lease)] {
+				r.taken = &takenKey{value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease)}
+			}
+			r.mu.Unlock()
 		} else {
 			// The put may have reached etcd, its answer lost or given up
 			// on (ctx done by a signal, say): revoke the lease, and the key
@@ -307,6 +330,9 @@ func (r *Registrar) guard(ctx context.Context, lease clientv3.LeaseID, rev int64
 					}
 					others = true
 				default:
+					if others {
+						r.log.Info("membership: the registration that took the key over has gone; it handed the key back", "lease", fmt.Sprintf("%x", int64(lease)))
+					}
 					others = false
 				}
 			}
@@ -367,8 +393,12 @@ func (r *Registrar) putBack(ctx context.Context, lease clientv3.LeaseID, others 
 }
 
 // Close stops keeping the lease and revokes it, which removes the key at
-// once. A lease that has already lapsed is no error. Close may be called
-// more than once; later calls return nil.
+// once. If the registrar took the key over from another registration of the
+// server whose lease lives, it first puts the key back under that lease, as
+// that one had it, in one transaction: the server does not leave the
+// proxies' rings for the moment between the delete and the other's put.
+// A lease that has already lapsed is no error. Close may be called more than
+// once; later calls return nil.
 func (r *Registrar) Close() error {
 	var err error
 	r.closed.Do(func() {
@@ -377,9 +407,24 @@ func (r *Registrar) Close() error {
 		r.mu.Lock()
 		lease := clientv3.LeaseID(r.status.Lease)
 		r.status.Registered = false
+		taken := r.taken
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 		defer cancel()
+		if taken != nil {
+			resp, terr := r.cli.Txn(ctx).
+				If(clientv3.Compare(clientv3.LeaseValue(r.key), "=", lease)).
+				Then(clientv3.OpPut(r.key, taken.value, clientv3.WithLease(taken.lease))).
+				Commit()
+			if terr == nil && resp.Succeeded {
+				r.mu.Lock()
+				r.status.HandedBack = true
+				r.mu.Unlock()
+				r.log.Info("membership: handed the key back to the registration it took over from", "their_lease", fmt.Sprintf("%x", int64(taken.lease)))
+			}
+			// Else the other's lease is gone (ErrLeaseNotFound), or the
+			// key is not ours: the revoke removes what is.
+		}
 		if _, rerr := r.cli.Revoke(ctx, lease); rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 			err = fmt.Errorf("membership: unregister %s: revoke lease %x: %w", r.key, int64(lease), rerr)
 		}

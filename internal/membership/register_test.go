@@ -251,8 +251,9 @@ func ExampleRegister() {
 // TestRegisterGuardsKey: the key deleted behind the registrar's back (by
 // hand, etcdctl del) is put back at once; a second registration of the same
 // server takes the key over, the first says so, and when the second stops
-// (which revokes its lease and so deletes the key) the first puts it back:
-// the server never stays out of the ring while a registrar of it runs.
+// it hands the key back under the first's lease in one transaction before it
+// revokes its own: the server never leaves the ring while a registrar of it
+// runs, not even for the moment between a delete and a put back.
 func TestRegisterGuardsKey(t *testing.T) {
 	e := etcdtest.Start(t)
 	w := open(t, etcdURL(e.Endpoint))
@@ -276,11 +277,21 @@ func TestRegisterGuardsKey(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if !other.Status().HandedBack {
+		t.Errorf("the second registration's status after Close: %+v; want HandedBack", other.Status())
+	}
+	if r.Status().HandedBack {
+		t.Errorf("the first registration's status: %+v; want no HandedBack", r.Status())
+	}
+	// The next list has a at its first address again: none without it.
+	if l := w.expect("a/1", 0); l.Servers[0].Host != "10.0.0.1" {
+		t.Errorf("after the second registration stopped, a is at %s; want 10.0.0.1", l.Servers[0].Host)
+	}
 	waitFor(t, "the key back under the first lease", func() bool {
 		v, id := lease(t, e, r.Key())
 		return v == "10.0.0.1:11211:1 a" && id == clientv3.LeaseID(r.Status().Lease)
 	})
-	for _, want := range []string{"the key was deleted while registered; put it back", "the registration that took the key over has gone; put it back"} {
+	for _, want := range []string{"the key was deleted while registered; put it back", "the registration that took the key over has gone; it handed the key back"} {
 		// Logged once the put is answered, which may come after the
 		// key shows.
 		waitFor(t, "logged: "+want, func() bool { return strings.Contains(logs.String(), want) })

@@ -99,6 +99,9 @@ type Status struct {
 	// Refused counts the changes refused: a list with a bad server line or a
 	// name twice, or one that the apply function refused.
 	Refused uint64
+	// Refusing says that the latest list was refused: the source serves an
+	// older list until a valid one comes.
+	Refusing bool
 	// Errors counts the failed attempts to reach the source, each retry
 	// included.
 	Errors uint64
@@ -246,6 +249,7 @@ func (s *Source) offer(l List, err error, apply func(List) error) {
 	if err == nil && sameServers(l.Servers, last.Servers) {
 		s.mu.Lock()
 		s.list.Revision, s.status.Revision = l.Revision, l.Revision
+		s.validLocked(l)
 		s.mu.Unlock()
 		return
 	}
@@ -259,6 +263,7 @@ func (s *Source) offer(l List, err error, apply func(List) error) {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.status.Refused++
+		s.status.Refusing = true
 		s.status.LastError = err.Error()
 		s.log.Warn("membership: server list refused; the last good list keeps serving",
 			"revision", l.Revision, "serving", s.list.Revision, "err", err)
@@ -268,6 +273,18 @@ func (s *Source) offer(l List, err error, apply func(List) error) {
 	s.status.Revision, s.status.Servers = l.Revision, len(l.Servers)
 	s.status.Applied++
 	s.log.Info("membership: server list changed", "revision", l.Revision, "servers", len(l.Servers))
+	s.validLocked(l)
+}
+
+// validLocked records that l, a list taken or the same as the one serving,
+// is valid, logging it if lists were refused before it: the last refusal's
+// warning is not the state any more. s.mu is held.
+func (s *Source) validLocked(l List) {
+	if !s.status.Refusing {
+		return
+	}
+	s.status.Refusing = false
+	s.log.Info("membership: server list valid again", "revision", l.Revision, "servers", len(l.Servers))
 }
 
 // reachable records that the source answered, logging the change of state if

@@ -572,10 +572,25 @@ func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
 		return
 	}
 	c.pool.stats.fragments.Add(uint64(r.ncalls))
+	began := time.Now()
 	for j, cl := range r.calls[:r.ncalls] {
 		cl.out = req.appendRequest(cl.out, r.keyCall, j, cl.reply)
+		cl.deadline = later(deadline, began)
 		cl.srv.send(cl)
 	}
+}
+
+// later returns deadline moved by the time since began, when a stage's
+// calls began to be sent: the deadline of a call sent after others. Sending
+// may block (a server's connection dialed and the deletes the server owes
+// replayed on it, up to the call's deadline), and the time one server takes
+// must not count against the calls to the others, which would time out
+// before they are sent.
+func later(deadline, began time.Time) time.Time {
+	if deadline.IsZero() {
+		return deadline
+	}
+	return deadline.Add(time.Since(began))
 }
 
 // dispatchAll sends a request to every server of the pool, in parallel; an
@@ -583,9 +598,10 @@ func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
 func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 	req := r.req
 	r.split = true
+	began := time.Now()
 	for _, srv := range st.list {
 		cl := r.newCall(c.pool.codec)
-		cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
+		cl.cmd, cl.deadline, cl.start = req.command(), later(deadline, began), r.start
 		cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
 		if srv.ejected.Load() {
 			cl.srv = srv

@@ -351,6 +351,10 @@ func (c *memcacheCodec) stored(rp reply) (uint64, bool) {
 	return 0, true
 }
 
+func (c *memcacheCodec) held(rp reply) bool {
+	return string(rp.(*mcReply).resp.Status()) == "NS"
+}
+
 func (c *memcacheCodec) appendDelete(dst []byte, key []byte, cas uint64, rp reply) ([]byte, error) {
 	var buf [24]byte
 	fl := buf[:0]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -199,9 +200,11 @@ func (p *Proxy) handleDrain(w http.ResponseWriter, r *http.Request) {
 	}
 	var window time.Duration
 	if ms := q.Get("ms"); ms != "" {
+		// As the warmup key: a window past it, which time.Duration could
+		// not hold past 292 years, was read as none.
 		n, err := strconv.Atoi(ms)
-		if err != nil || n <= 0 {
-			http.Error(w, fmt.Sprintf("proxy: /drain: ms %q is not a positive number of milliseconds", ms), http.StatusBadRequest)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			http.Error(w, fmt.Sprintf("proxy: /drain: ms %q is not a number in 1..%d (milliseconds)", ms, math.MaxInt32), http.StatusBadRequest)
 			return
 		}
 		window = time.Duration(n) * time.Millisecond

@@ -98,6 +98,9 @@ type itemCodec interface {
 	// stored reports whether rep, the reply to appendStore, says the item
 	// was stored, and its cas.
 	stored(rep reply) (cas uint64, ok bool)
+	// held reports whether rep, the reply to appendStore's add, says it
+	// was not stored because the server holds the key already.
+	held(rep reply) bool
 	// appendDelete appends a delete of key, only if its cas is cas (any if
 	// zero).
 	appendDelete(dst []byte, key []byte, cas uint64, rep reply) ([]byte, error)
@@ -377,8 +380,10 @@ func (c *client) sendUnits(r *clientReq, p *plan, deadline time.Time) {
 	if !p.whole && r.ncalls > first {
 		c.pool.stats.fragments.Add(uint64(r.ncalls - first))
 	}
+	began := time.Now()
 	for j := first; j < r.ncalls; j++ {
 		cl := r.calls[j]
+		cl.deadline = later(deadline, began)
 		if p.whole {
 			cl.out = r.req.appendRequest(cl.out, nil, 0, cl.reply)
 		} else {
@@ -500,8 +505,10 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 			p.next[i] = p.off[i+1] - p.off[i] // done
 		}
 	}
+	began := time.Now()
 	for _, w := range r.calls[first:r.ncalls] {
 		if w.err == nil {
+			w.deadline = later(w.deadline, began)
 			w.srv.send(w)
 		}
 	}
@@ -643,12 +650,13 @@ func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key [
 		// The previous servers' copies go: first, for a delete, so that a
 		// warm-up copy racing with it sees it and takes itself back.
 		p.staleCalls[0] = r.ncalls
+		began := time.Now()
 		for _, s := range p.stale {
 			if s.ejected.Load() {
 				s.owe(key, false)
 				continue
 			}
-			cl := c.planCall(r, deadline, s)
+			cl := c.planCall(r, later(deadline, began), s)
 			sendBuilt(cl)(c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply))
 		}
 		p.staleCalls[1] = r.ncalls
@@ -683,6 +691,7 @@ func (p *plan) decider() int {
 // every one that is not ejected; the ejected owe the key.
 func (c *client) sendWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
 	p.stage, p.first = 1, r.ncalls
+	began := time.Now()
 	for i, s := range p.targets {
 		if s.ejected.Load() {
 			s.owe(key, false)
@@ -691,7 +700,7 @@ func (c *client) sendWrite(r *clientReq, p *plan, deadline time.Time, key []byte
 		if p.primary >= 0 && i != p.primary {
 			continue
 		}
-		cl := c.planCall(r, deadline, s)
+		cl := c.planCall(r, later(deadline, began), s)
 		cl.out = r.req.appendRequest(cl.out, nil, 0, cl.reply)
 		cl.srv.send(cl)
 	}
@@ -722,9 +731,10 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		rd := r.calls[r.ncalls-1]
 		if rd.err == nil && ic.readItem(rd.reply, &p.it) {
 			c.pool.stats.warmHits.Add(1)
+			began := time.Now()
 			for _, s := range p.targets {
 				if !s.ejected.Load() {
-					w := c.planCall(r, deadline, s)
+					w := c.planCall(r, later(deadline, began), s)
 					sendBuilt(w)(ic.appendStore(w.out, key, &p.it, true, w.reply))
 				}
 			}
@@ -793,6 +803,7 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		p.stage = 3
 		rd := r.calls[r.ncalls-1]
 		found := rd.err == nil && ic.readItem(rd.reply, &p.it)
+		began := time.Now()
 		for i, s := range p.targets {
 			switch {
 			case i == p.primary:
@@ -801,7 +812,7 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 			case rd.err != nil:
 				s.owe(key, false)
 			default:
-				w := c.planCall(r, deadline, s)
+				w := c.planCall(r, later(deadline, began), s)
 				if found {
 					sendBuilt(w)(ic.appendStore(w.out, key, &p.it, false, w.reply))
 				} else {

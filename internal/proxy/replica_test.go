@@ -265,3 +265,51 @@ func TestReplicaConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaWriteFrozenRedial: a replica frozen (SIGSTOP) that timed out
+// once, below server_failure_limit, and so owes the key it missed, is dialed
+// again by the next write, which replays its deletes first and waits the
+// timeout. The write must still reach the other replica and answer its
+// STORED: the other replica's call must not time out unsent behind the
+// frozen one's dial, nor owe the key, whose delete would then take the new
+// value from every replica.
+func TestReplicaWriteFrozenRedial(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML("distribution: chash\nreplicas: 2\ntimeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 3\nserver_retry_timeout: 300", servers...)
+	set := replicaSet(t, yaml, 2)
+	victim := servers[0]
+	var key, other string
+	for _, k := range testKeys("redial:", 200) {
+		if r := set(k); r[0] == victim.Addr {
+			key, other = k, r[1]
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("no key whose first replica is the victim")
+	}
+	p := startProxy(t, yaml)
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("set " + key + " 0 0 2\r\nv0\r\n")
+	victim.Freeze()
+	defer victim.Thaw()
+	od := dial(t, other)
+	for _, v := range []string{"v1", "v2"} {
+		if got := c.mustDo("set " + key + " 0 0 2\r\n" + v + "\r\n"); got != "STORED\r\n" {
+			t.Errorf("set %s %s with its first replica frozen: %q; want STORED", key, v, got)
+		}
+		want := "VALUE " + key + " 0 2\r\n" + v + "\r\nEND\r\n"
+		if got := od.mustDo("get " + key + "\r\n"); got != want {
+			t.Errorf("after set %s %s, the other replica holds %q; want %q", key, v, got, want)
+		}
+	}
+	if p.ejected("alpha", victim.Addr) {
+		t.Fatal("the victim was ejected: the test needs it failing, not ejected")
+	}
+	// Whatever it owes is replayed; the other replica keeps the value.
+	time.Sleep(100 * time.Millisecond)
+	want := "VALUE " + key + " 0 2\r\nv2\r\nEND\r\n"
+	if got := od.mustDo("get " + key + "\r\n"); got != want {
+		t.Errorf("later, the other replica holds %q; want %q", got, want)
+	}
+}

@@ -81,6 +81,7 @@ var (
 	descSrcRevision   = prometheus.NewDesc("chash_proxy_source_revision", "The source's revision of the server list the pool serves (etcd's revision).", []string{"pool"}, nil)
 	descSrcApplied    = prometheus.NewDesc("chash_proxy_source_updates_total", "Server lists of the source that the pool took, the first included.", []string{"pool"}, nil)
 	descSrcRefused    = prometheus.NewDesc("chash_proxy_source_refused_total", "Server lists of the source that were refused (a bad server line, a name twice, a ring that does not build); the last good list kept serving.", []string{"pool"}, nil)
+	descSrcRefusing   = prometheus.NewDesc("chash_proxy_source_refusing", "1 while the source's latest server list is refused: an older list serves until a valid one comes.", []string{"pool"}, nil)
 	descSrcErrors     = prometheus.NewDesc("chash_proxy_source_errors_total", "Failed attempts to reach the source, each retry included.", []string{"pool"}, nil)
 	descSrcRelists    = prometheus.NewDesc("chash_proxy_source_relists_total", "Times the source read its whole prefix again, after a compaction or once etcd was back.", []string{"pool"}, nil)
 	descSrcStateSince = prometheus.NewDesc("chash_proxy_source_state_since_seconds", "Unix time at which the source last became reachable or unreachable.", []string{"pool"}, nil)
@@ -88,7 +89,7 @@ var (
 
 func (c *ringCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRingInfo, descRingServers, descSrcConnected, descSrcRevision,
-		descSrcApplied, descSrcRefused, descSrcErrors, descSrcRelists, descSrcStateSince} {
+		descSrcApplied, descSrcRefused, descSrcRefusing, descSrcErrors, descSrcRelists, descSrcStateSince} {
 		ch <- d
 	}
 }
@@ -124,6 +125,11 @@ func (c *ringCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSrcRevision, float64(ps.revision()), pl.name)
 		count(descSrcApplied, s.Applied, pl.name)
 		count(descSrcRefused, s.Refused, pl.name)
+		refusing := 0.0
+		if s.Refusing {
+			refusing = 1
+		}
+		gauge(descSrcRefusing, refusing, pl.name)
 		count(descSrcErrors, s.Errors, pl.name)
 		count(descSrcRelists, s.Relists, pl.name)
 		gauge(descSrcStateSince, float64(s.Since.UnixNano())/1e9, pl.name)

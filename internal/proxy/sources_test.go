@@ -505,6 +505,9 @@ func TestServersFromBadInput(t *testing.T) {
 			if got := c.mustDo("set k 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
 				t.Errorf("set after a refused list: %q", got)
 			}
+			if m := adminGet(t, p, "/metrics"); !strings.Contains(m, `chash_proxy_source_refusing{pool="alpha"} 1`) {
+				t.Errorf("after a refused list /metrics lacks chash_proxy_source_refusing 1")
+			}
 		}
 		etcd.Put(m.prefix+"b", "not a server")
 		refused(1)
@@ -513,6 +516,11 @@ func TestServersFromBadInput(t *testing.T) {
 		etcd.Put(m.prefix+"b", serverLine(servers[1], 1, "b"))
 		m.lines["b"] = serverLine(servers[1], 1, "b")
 		waitRing(t, 5*time.Second, "alpha", fingerprintOf(t, pool, m.list()...), p)
+		if !pollFor(5*time.Second, func() bool {
+			return strings.Contains(adminGet(t, p, "/metrics"), `chash_proxy_source_refusing{pool="alpha"} 0`)
+		}) {
+			t.Errorf("after a valid list /metrics lacks chash_proxy_source_refusing 0")
+		}
 	})
 }
 

@@ -25,7 +25,9 @@ import (
 //     is an add, so that it never replaces a value written since; then the
 //     previous server's copy is deleted if its cas is still the one read, and
 //     if it is not (it was deleted or written meanwhile) the copy is deleted
-//     again. So a value copied is never older than what the previous server
+//     again. An add not stored (the key is there already: a write since, or
+//     another proxy's copy) leaves the previous copy to whoever put it there.
+//     So a value copied is never older than what the previous server
 //     holds, and the previous server keeps no copy that could come back.
 //   - a write (set, add, ..., the meta commands) goes to the new server and
 //     deletes the previous server's copy: at the same time for writes that
@@ -330,12 +332,24 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		cas uint64
 	}
 	var adds []copied
+	// held are the jobs whose adds all found the key at its new servers: a
+	// client's write in the window, or another proxy's copy of the same
+	// read, put it there. Whoever did deletes the previous copies (the
+	// client's write, or the other proxy's copy if they are unchanged).
+	// This copy leaves them: were it to delete them, the other proxy's
+	// conditional delete would fail and take back its copy as stale, and
+	// the key would be on no server.
+	held := map[*copyJob]bool{}
 	for _, j := range batch {
 		for _, s := range j.to {
 			send(j, s, func(cl *call) ([]byte, error) { return ic.appendStore(cl.out[:0], j.key, &j.it, true, cl.reply) })
 		}
+		held[j] = len(j.to) > 0
 	}
 	wait(func(x sent) {
+		if x.cl.err != nil || !ic.held(x.cl.reply) {
+			held[x.j] = false
+		}
 		if x.cl.err == nil {
 			if cas, ok := ic.stored(x.cl.reply); ok {
 				adds = append(adds, copied{x.j, x.srv, cas})
@@ -347,6 +361,9 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	// Deletes of the previous copies: from's if unchanged, the others'
 	// whatever they hold.
 	for _, j := range batch {
+		if held[j] {
+			continue
+		}
 		if j.del {
 			send(j, j.from, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], j.key, j.it.cas, cl.reply) })
 			step[len(step)-1].cas = true

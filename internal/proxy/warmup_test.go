@@ -421,3 +421,43 @@ func TestWarmupChainedShorter(t *testing.T) {
 		t.Errorf("after the short window closed, %d of %d gets hit; want all (the long window is open)", len(got), len(moved))
 	}
 }
+
+// TestWarmupCopyRace: two proxies warm the same key at once, from the same
+// previous server to the same new one. One's add stores its copy, the
+// other's is not stored; the one whose add was not stored must leave the
+// previous copy to the other, whose delete of it, conditioned on the cas
+// both read, must then succeed. Were it deleted by the one that stored
+// nothing, the other would see its delete fail, take its copy back as
+// stale, and the key would be on no server.
+func TestWarmupCopyRace(t *testing.T) {
+	prev, next := memcachedtest.Start(t), memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("warmup: 60000", prev, next))
+	pl := p.pools["alpha"]
+	st := pl.state.Load()
+	from, to := st.servers[prev.Addr], st.servers[next.Addr]
+	pc, nc := dial(t, prev.Addr), dial(t, next.Addr)
+
+	pc.mustDo("set race 5 0 2\r\nv1\r\n")
+	line := pc.mustDo("mg race c\r\n") // HD c<cas>
+	var cas uint64
+	if _, err := fmt.Sscanf(line, "HD c%d", &cas); err != nil {
+		t.Fatalf("mg race c: %q", line)
+	}
+	// The other proxy's copy is stored first.
+	if got := nc.mustDo("add race 5 0 2\r\nv1\r\n"); got != "STORED\r\n" {
+		t.Fatalf("the other proxy's add: %q", got)
+	}
+	// This proxy's copy: its add is not stored.
+	job := &copyJob{key: []byte("race"), it: item{value: []byte("v1"), flags: 5, cas: cas}, from: from, to: []*server{to}, del: true}
+	pl.copier.copy([]*copyJob{job})
+	// The other proxy deletes the previous copy if it is unchanged.
+	if got := pc.mustDo(fmt.Sprintf("md race C%d\r\n", cas)); got != "HD\r\n" {
+		t.Errorf("the other proxy's delete of the previous copy: %q; want HD (deleted by the proxy whose copy was not stored)", got)
+	}
+	if got, want := nc.mustDo("get race\r\n"), "VALUE race 5 2\r\nv1\r\nEND\r\n"; got != want {
+		t.Errorf("the new server holds %q; want %q", got, want)
+	}
+	if n := pl.stats.warmCopies.Load(); n != 0 {
+		t.Errorf("copies counted: %d; want 0 (the add was not stored)", n)
+	}
+}
