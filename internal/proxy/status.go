@@ -16,6 +16,7 @@ import (
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/plot"
 )
 
@@ -321,10 +322,18 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := pl.state.Load()
-	if key == "" && !st.cfg.Redis {
-		// Redis takes an empty key; memcached none.
-		fail(http.StatusBadRequest, "pool %q: an empty key, which memcached does not take", name)
-		return
+	if !st.cfg.Redis {
+		// Redis takes any key; memcached none empty and none past 250
+		// bytes. Other bytes a text key cannot hold (a space, a control
+		// character) come base64 in a meta command: they are keys.
+		switch {
+		case key == "":
+			fail(http.StatusBadRequest, "pool %q: an empty key, which memcached does not take", name)
+			return
+		case len(key) > memcache.MaxKeyLen:
+			fail(http.StatusBadRequest, "pool %q: a key of %d bytes, which memcached does not take (at most %d)", name, len(key), memcache.MaxKeyLen)
+			return
+		}
 	}
 	if st.dist.Random {
 		fail(http.StatusBadRequest, "pool %q: distribution %s sends each request to a server at random; a key has no server", name, st.dist.Name)

@@ -135,6 +135,7 @@ func TestRoute(t *testing.T) {
 		{"/route?key=k", http.StatusBadRequest, "no pool"},
 		{"/route?pool=alpha", http.StatusBadRequest, "no key"},
 		{"/route?pool=alpha&key=", http.StatusBadRequest, "an empty key"},
+		{"/route?pool=alpha&key=" + strings.Repeat("k", 251), http.StatusBadRequest, "a key of 251 bytes"},
 		{"/route?pool=nope&key=k", http.StatusNotFound, `no pool \"nope\"`},
 	} {
 		code, body := adminResponse(t, p, tt.query)
