@@ -135,3 +135,44 @@ func TestPipelinedRepliesLate(t *testing.T) {
 		t.Error("the server was ejected")
 	}
 }
+
+// TestLargeRepliesInterleaved pipelines small and large replies (a large
+// one is written as it came, not through the write buffer that holds the
+// small ones before it): the client reads every reply, in order.
+func TestLargeRepliesInterleaved(t *testing.T) {
+	servers := startRedisServers(t, 1)
+	p := startProxy(t, redisPoolYAML("timeout: 3000", servers...))
+	sizes := []int{1, flushAt - 10, flushAt, 3 * flushAt, 100_000, 5}
+	var req strings.Builder
+	var want []string
+	for i, n := range sizes {
+		v := strings.Repeat(string(rune('a'+i)), n)
+		servers[0].Do("SET", fmt.Sprint("k", i), v)
+		want = append(want, fmt.Sprintf("$%d\r\n%s\r\n", n, v))
+	}
+	for round := range 3 {
+		for i := range sizes {
+			req.WriteString(redistest.Request("GET", fmt.Sprint("k", (i+round)%len(sizes))))
+			req.WriteString(redistest.Request("PING"))
+		}
+	}
+	c, err := net.Dial("tcp", p.Addr("alpha").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(req.String()))
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	rd := resp.NewReader(bufio.NewReader(c), resp.Limits{})
+	var rp resp.Reply
+	for round := range 3 {
+		for i := range sizes {
+			if err := rd.ReadReply(&rp); err != nil || string(rp.Bytes()) != want[(i+round)%len(sizes)] {
+				t.Fatalf("round %d, GET k%d: %.40q, %v; want the value of %d bytes", round, (i+round)%len(sizes), rp.Bytes(), err, sizes[(i+round)%len(sizes)])
+			}
+			if err := rd.ReadReply(&rp); err != nil || string(rp.Bytes()) != "+PONG\r\n" {
+				t.Fatalf("round %d, PING after GET k%d: %.40q, %v", round, (i+round)%len(sizes), rp.Bytes(), err)
+			}
+		}
+	}
+}

@@ -407,7 +407,16 @@ func (c *client) flush() {
 			held += cl.held
 		}
 		if c.werr == nil {
-			*out = c.respond(*out, r)
+			if big := c.bigReply(r); big != nil {
+				// Written as it is, not copied into out first.
+				if len(*out) > 0 {
+					c.write(*out)
+					*out = (*out)[:0]
+				}
+				c.write(big)
+			} else {
+				*out = c.respond(*out, r)
+			}
 			if len(*out) >= flushAt {
 				c.write(*out)
 				*out = (*out)[:0]
@@ -616,6 +625,24 @@ func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 }
 
 // respond appends the reply to r.
+// bigReply returns the reply of r if it is one server's reply, written to the
+// client as it came (a Redis pool's), of flushAt bytes or more: a large value,
+// which respond would copy into the write buffer first. Else it returns nil.
+func (c *client) bigReply(r *clientReq) []byte {
+	if r.act != forward || r.planned() || r.split || r.ncalls != 1 || r.calls[0].err != nil ||
+		r.calls[0].reply.size() < flushAt {
+		return nil
+	}
+	rr, ok := r.req.(interface{ replyBytes(reply) []byte })
+	if !ok {
+		return nil
+	}
+	if b := rr.replyBytes(r.calls[0].reply); len(b) >= flushAt {
+		return b
+	}
+	return nil
+}
+
 func (c *client) respond(dst []byte, r *clientReq) []byte {
 	req := r.req
 	switch {

@@ -722,6 +722,10 @@ func (r *redisRequest) appendReply(dst []byte, rp reply) []byte {
 	return resp.AppendReply(dst, &rp.(*redisReply).rp)
 }
 
+// replyBytes is appendReply's bytes themselves: a Redis reply goes to the
+// client as the server sent it.
+func (r *redisRequest) replyBytes(rp reply) []byte { return rp.(*redisReply).rp.Bytes() }
+
 // merge merges the replies of a split request as resp.MergeParts does: a
 // failed call's keys, and those no server took, fail the request with the
 // error that says why, as twemproxy fails it.
