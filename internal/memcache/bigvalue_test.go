@@ -3,10 +3,10 @@ package memcache
 import (
 	"bytes"
 	"fmt"
-	"math"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/chash-dev/chash/internal/bigbuf/bigbuftest"
 )
 
 // loop reads b over and over.
@@ -52,40 +52,27 @@ func TestReusesLargeValue(t *testing.T) {
 				t.Fatalf("%v: read a value of %d bytes; want %d bytes of v", tt.cmd, len(v), len(val))
 			}
 		}
-		minAllocs(t, tt.cmd.String()+" reply", once)
+		noAllocs(t, tt.cmd.String()+" reply", once)
 	}
 	r := NewReader(&loop{b: []byte(fmt.Sprintf("set big 5 0 %d\r\n%s\r\n", len(val), val))}, Limits{})
 	var req Request
-	minAllocs(t, "set request", func() {
+	noAllocs(t, "set request", func() {
 		if err := r.ReadRequest(&req); err != nil || !bytes.Equal(req.Value, []byte(val)) {
 			t.Fatalf("ReadRequest: a value of %d bytes, %v; want %d bytes of v", len(req.Value), err, len(val))
 		}
 	})
 }
 
-// minAllocs fails the test if once allocates more than 1 KiB a call, once it
-// has run once.
-func minAllocs(t *testing.T, what string, once func()) {
-	t.Helper()
-	once()
-	// The least of five rounds: a garbage collection, which other tests
-	// may cause, empties the pools.
-	n := uint64(math.MaxUint64)
-	for range 5 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		const runs = 20
-		for range runs {
-			once()
-		}
-		runtime.ReadMemStats(&after)
-		n = min(n, (after.TotalAlloc-before.TotalAlloc)/runs)
-	}
-	if n > 1024 {
-		t.Errorf("%s: reading a 100 KB value allocates %d bytes; want at most 1 KiB", what, n)
-	}
-}
-
 // raceEnabled is set under the race detector, whose sync.Pool drops some of
 // what it is given on purpose.
 var raceEnabled bool
+
+// noAllocs fails the test if once allocates more than 1 KiB a call, once it
+// has run once.
+func noAllocs(t *testing.T, what string, once func()) {
+	t.Helper()
+	once()
+	if n := bigbuftest.BytesPerCall(once); n > 1024 {
+		t.Errorf("%s: reading a 100 KB value allocates %d bytes; want at most 1 KiB", what, n)
+	}
+}

@@ -3,13 +3,12 @@ package resp
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 	"testing/iotest"
 
 	"github.com/chash-dev/chash/internal/bigbuf"
+	"github.com/chash-dev/chash/internal/bigbuf/bigbuftest"
 )
 
 // raceEnabled is set under the race detector, whose sync.Pool drops some of
@@ -42,19 +41,7 @@ func TestReleaseReuses(t *testing.T) {
 		rp.Release()
 	}
 	once()
-	// The least of five rounds: a garbage collection, which other tests
-	// may cause, empties the pools.
-	n := uint64(math.MaxUint64)
-	for range 5 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		const runs = 20
-		for range runs {
-			once()
-		}
-		runtime.ReadMemStats(&after)
-		n = min(n, (after.TotalAlloc-before.TotalAlloc)/runs)
-	}
+	n := bigbuftest.BytesPerCall(once)
 	if n > 1024 {
 		t.Errorf("reading and releasing a 100 KB request and reply allocates %d bytes; want at most 1 KiB", n)
 	}
