@@ -63,11 +63,7 @@ func (r *Request) Reset() {
 	r.Args = r.Args[:0]
 	// Value may be memory the caller set, which is not r's to give back.
 	r.Value = nil
-	if cap(r.value) > maxKeep {
-		bigbuf.Give(r.value)
-		r.value = nil
-	}
-	r.value = r.value[:0]
+	r.value = keepOwn(r.value)
 	r.line = keep(r.line)
 	r.tokens = r.tokens[:0]
 	r.decoded = r.decoded[:0]
@@ -76,6 +72,16 @@ func (r *Request) Reset() {
 
 func keep(b []byte) []byte {
 	if cap(b) > maxKeep {
+		return nil
+	}
+	return b[:0]
+}
+
+// keepOwn is keep for memory that a Request or Response read a value into,
+// its own: a buffer it does not keep is given back for reuse (bigbuf).
+func keepOwn(b []byte) []byte {
+	if cap(b) > maxKeep {
+		bigbuf.Give(b)
 		return nil
 	}
 	return b[:0]

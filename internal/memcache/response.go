@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-
-	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // Item is one VALUE of a retrieval response.
@@ -48,11 +46,7 @@ func (r *Response) Reset() {
 	// Response would write every pointer again.
 	r.Items = r.Items[:0]
 	r.Line, r.Value, r.Quiet = nil, nil, false
-	if cap(r.buf) > maxKeep {
-		bigbuf.Give(r.buf)
-		r.buf = nil
-	}
-	r.buf = r.buf[:0]
+	r.buf = keepOwn(r.buf)
 	r.offs = r.offs[:0]
 	r.tok = r.tok[:0]
 }
