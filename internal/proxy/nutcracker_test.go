@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -87,6 +91,85 @@ func (c *conn) get(key string) (string, error) {
 		out.WriteString(line)
 		if err != nil || line == "END\r\n" || strings.Contains(line, "ERROR") {
 			return out.String(), err
+		}
+	}
+}
+
+// TestFailedConnectionAnswersAll pipelines three requests to a server that
+// stops answering (SIGSTOP), then to one killed with the requests unread:
+// every request gets the connection's failure, through chash as through
+// nutcracker (Connection timed out, Connection reset by peer), not only the
+// oldest, by which the timeout is measured.
+func TestFailedConnectionAnswersAll(t *testing.T) {
+	type server interface {
+		Freeze()
+		Signal(os.Signal)
+	}
+	for _, codec := range []struct {
+		name  string
+		start func() (server, string)
+		req   string
+		err   string // the reply's prefix
+	}{
+		{"memcached", func() (server, string) {
+			s := memcachedtest.Start(t)
+			return s, poolYAML("timeout: 400", s)
+		}, "get a\r\nget b\r\nget c\r\n", "SERVER_ERROR "},
+		{"redis", func() (server, string) {
+			s := redistest.Start(t)
+			return s, redisPoolYAML("timeout: 400", s)
+		}, redistest.Request("GET", "a") + redistest.Request("GET", "b") + redistest.Request("GET", "c"), "-ERR "},
+	} {
+		for _, fail := range []struct {
+			name, want string
+			kill       bool
+		}{
+			{"frozen", "Connection timed out", false},
+			{"killed", "Connection reset by peer", true},
+		} {
+			t.Run(codec.name+"/"+fail.name, func(t *testing.T) {
+				srv, yaml := codec.start()
+				if fail.kill {
+					yaml = strings.Replace(yaml, "timeout: 400", "timeout: 5000", 1)
+				}
+				addrs := map[string]string{
+					"chash":      startProxy(t, yaml).Addr("alpha").String(),
+					"nutcracker": startNutcracker(t, yaml),
+				}
+				srv.Freeze()
+				conns := map[string]net.Conn{}
+				for who, addr := range addrs {
+					c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					if _, err := io.WriteString(c, codec.req); err != nil {
+						t.Fatal(err)
+					}
+					conns[who] = c
+				}
+				if fail.kill {
+					time.Sleep(500 * time.Millisecond) // the requests reach the server's socket
+					srv.Signal(os.Kill)
+				}
+				want := strings.Repeat(codec.err+fail.want+"\r\n", 3)
+				for who, c := range conns {
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					br := bufio.NewReader(c)
+					var got strings.Builder
+					for range 3 {
+						line, err := br.ReadString('\n')
+						got.WriteString(line)
+						if err != nil {
+							break
+						}
+					}
+					if got.String() != want {
+						t.Errorf("%s: %q; want %q", who, got.String(), want)
+					}
+				}
+			})
 		}
 	}
 }

@@ -587,8 +587,7 @@ func (c *serverConn) read(ss *session) {
 	}
 }
 
-// readFailed kills ss after a failed read and fails its calls: the oldest with
-// the reason, the others as closed.
+// readFailed kills ss after a failed read and fails its calls.
 func (c *serverConn) readFailed(ss *session, err error) {
 	ss.kill()
 	calls := ss.fail()
@@ -625,8 +624,11 @@ func (c *serverConn) readFailed(ss *session, err error) {
 		c.srv.pool.proxy.log.Debug("server connection failed", "pool", c.srv.pool.name, "server", c.srv.name, "err", err)
 		c.srv.fail(cause)
 	}
+	// Every call written on the connection fails with its failure, as
+	// nutcracker answers them (a timeout or a reset), but for a reply out of
+	// protocol: only the oldest call's reply was bad.
 	for i, cl := range calls {
-		if i > 0 {
+		if i > 0 && bad {
 			err = errClosed
 		}
 		cl.complete(err)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,10 @@ func (s *Server) dial() *Conn {
 
 // Pid returns the server's process ID.
 func (s *Server) Pid() int { return s.proc.Pid() }
+
+// Signal sends sig to the running server (os.Kill, as a crash); it fails
+// the test if the server has exited.
+func (s *Server) Signal(sig os.Signal) { s.check(s.proc.Signal(sig)) }
 
 // Freeze stops the server with SIGSTOP and returns once it is stopped: it
 // accepts connections (the kernel does) but answers nothing.
