@@ -459,6 +459,13 @@ func checkReturnFlag(f []byte, req *Request) bool {
 
 // AppendItem appends one VALUE item as memcached writes it.
 func AppendItem(dst []byte, it *Item) []byte {
+	dst = AppendItemLine(dst, it)
+	dst = append(dst, it.Value...)
+	return append(dst, "\r\n"...)
+}
+
+// AppendItemLine appends the VALUE line of it, which precedes its value.
+func AppendItemLine(dst []byte, it *Item) []byte {
 	dst = append(dst, "VALUE "...)
 	dst = append(dst, it.Key...)
 	dst = append(dst, ' ')
@@ -469,8 +476,6 @@ func AppendItem(dst []byte, it *Item) []byte {
 		dst = append(dst, ' ')
 		dst = strconv.AppendUint(dst, it.Cas, 10)
 	}
-	dst = append(dst, "\r\n"...)
-	dst = append(dst, it.Value...)
 	return append(dst, "\r\n"...)
 }
 

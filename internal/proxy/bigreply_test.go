@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/resp"
 )
@@ -173,6 +176,80 @@ func TestLargeRepliesInterleaved(t *testing.T) {
 			if err := rd.ReadReply(&rp); err != nil || string(rp.Bytes()) != "+PONG\r\n" {
 				t.Fatalf("round %d, PING after GET k%d: %.40q, %v", round, (i+round)%len(sizes), rp.Bytes(), err)
 			}
+		}
+	}
+}
+
+// TestLargeValuesInterleaved pipelines gets, gets and mg of small and large
+// values (a large one is written as it came, between the bytes before and
+// after it, not copied into the write buffer) to a memcached pool: read as
+// fast as the client can, then through a 128 KiB receive buffer with a pause
+// after each megabyte, so that the proxy's writes are cut short and finished
+// later, and over TLS. The client reads what memcached sends for the same
+// requests, byte for byte.
+func TestLargeValuesInterleaved(t *testing.T) {
+	mc := memcachedtest.Start(t, "-I", "2m")
+	p := startProxy(t, poolYAML("timeout: 3000", mc))
+	pt := startProxy(t, poolYAML("timeout: 3000", mc), func(p *Proxy) {
+		p.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	})
+	sizes := []int{1, flushAt - 10, flushAt, 3 * flushAt, 100_000, 1 << 20, 5}
+	setup := dial(t, mc.Addr)
+	for i, n := range sizes {
+		v := strings.Repeat(string(rune('a'+i)), n)
+		if got := setup.mustDo(fmt.Sprintf("set k%d %d 0 %d\r\n%s\r\n", i, i, n, v)); got != "STORED\r\n" {
+			t.Fatalf("set k%d: %q", i, got)
+		}
+	}
+	var req strings.Builder
+	for round := range 2 {
+		for i := range sizes {
+			k := (i + round) % len(sizes)
+			fmt.Fprintf(&req, "get k%d\r\ngets k%d\r\nmg k%d v f s\r\nget k%d missing\r\nversion\r\n", k, k, k, k)
+		}
+	}
+	req.WriteString("mn\r\n")
+	transcript := func(addr string, rcvbuf int, secure bool) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if rcvbuf > 0 {
+			c.(*net.TCPConn).SetReadBuffer(rcvbuf)
+		}
+		if secure {
+			c = tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+		}
+		go c.Write([]byte(req.String()))
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		var got []byte
+		buf := make([]byte, 4096)
+		for !bytes.HasSuffix(got, []byte("MN\r\n")) {
+			n, err := c.Read(buf)
+			got = append(got, buf[:n]...)
+			if rcvbuf > 0 && len(got)>>20 != (len(got)-n)>>20 {
+				time.Sleep(20 * time.Millisecond) // a pause a megabyte: the proxy's socket fills
+			}
+			if err != nil {
+				t.Fatalf("%s, receive buffer %d, TLS %v: %v after %d bytes", addr, rcvbuf, secure, err, len(got))
+			}
+		}
+		return string(got)
+	}
+	want := transcript(mc.Addr, 0, false)
+	for _, tc := range []struct {
+		p      *Proxy
+		rcvbuf int
+	}{{p, 0}, {p, 128 << 10}, {pt, 0}} {
+		secure := tc.p == pt
+		if got := transcript(tc.p.Addr("alpha").String(), tc.rcvbuf, secure); got != want {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("receive buffer %d, TLS %v: %d bytes, memcached's %d, first difference at %d: %.60q; want %.60q",
+				tc.rcvbuf, secure, len(got), len(want), i, got[i:], want[i:])
 		}
 	}
 }

@@ -40,14 +40,15 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int   // bytes held by the pending requests
-	pkeys   int   // keys the pending requests name
-	werr    error // why a write failed: nothing more is written
-	broken  bool  // the connection failed or is closing: read no more
-	idle    bool  // a read deadline for the idle timeout is set
-	wdl     bool  // a write deadline for a slow reader is set (write)
-	barrier bool  // a request must be answered before the next is read
-	ended   bool  // the connection's end is counted (client_eof, client_err)
+	pbytes  int       // bytes held by the pending requests
+	pkeys   int       // keys the pending requests name
+	werr    error     // why a write failed: nothing more is written
+	parts   [3][]byte // writeValue's, so that its slice is not allocated
+	broken  bool      // the connection failed or is closing: read no more
+	idle    bool      // a read deadline for the idle timeout is set
+	wdl     bool      // a write deadline for a slow reader is set (write)
+	barrier bool      // a request must be answered before the next is read
+	ended   bool      // the connection's end is counted (client_eof, client_err)
 	// lane picks the client's connection to each server where a pool has
 	// several (server_connections): all of the client's requests to a
 	// server go on one, so that the server runs them in the client's order.
@@ -407,13 +408,9 @@ func (c *client) flush() {
 			held += cl.held
 		}
 		if c.werr == nil {
-			if big := c.bigReply(r); big != nil {
-				// Written as it is, not copied into out first.
-				if len(*out) > 0 {
-					c.write(*out)
-					*out = (*out)[:0]
-				}
-				c.write(big)
+			if head, value, tail, ok := c.bigReply(*out, r); ok {
+				// The value is written as it is, not copied into out.
+				*out = append(head[:0], c.writeValue(head, value, tail)...)
 			} else {
 				*out = c.respond(*out, r)
 			}
@@ -625,21 +622,62 @@ func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 }
 
 // respond appends the reply to r.
-// bigReply returns the reply of r if it is one server's reply, written to the
-// client as it came (a Redis pool's), of flushAt bytes or more: a large value,
-// which respond would copy into the write buffer first. Else it returns nil.
-func (c *client) bigReply(r *clientReq) []byte {
+// bigReply returns the reply of r in three parts (see mcRequest.replyParts)
+// if it is one server's reply holding a value of flushAt bytes or more,
+// which respond would copy into the write buffer: head is dst with what
+// precedes the value. Else ok is false.
+func (c *client) bigReply(dst []byte, r *clientReq) (head, value, tail []byte, ok bool) {
 	if r.act != forward || r.planned() || r.split || r.ncalls != 1 || r.calls[0].err != nil ||
 		r.calls[0].reply.size() < flushAt {
-		return nil
+		return nil, nil, nil, false
 	}
-	rr, ok := r.req.(interface{ replyBytes(reply) []byte })
+	rr, ok := r.req.(interface {
+		replyParts(dst []byte, rp reply) (head, value, tail []byte)
+	})
 	if !ok {
-		return nil
+		return nil, nil, nil, false
 	}
-	if b := rr.replyBytes(r.calls[0].reply); len(b) >= flushAt {
-		return b
+	head, value, tail = rr.replyParts(dst, r.calls[0].reply)
+	if len(value) < flushAt {
+		return nil, nil, nil, false
 	}
+	return head, value, tail, true
+}
+
+// vecWriter is a writer that can write several buffers in one system call
+// without waiting: rawIO.
+type vecWriter interface {
+	writevNow(parts [][]byte) (int, error)
+}
+
+// writeValue writes head, a large value and tail, in one system call where
+// the socket allows (writev), else head and the value, and returns what is
+// left for the caller to buffer: nothing, or tail.
+func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
+	w, ok := c.rw.(vecWriter)
+	if !ok {
+		if len(head) > 0 {
+			c.write(head)
+		}
+		if c.werr == nil {
+			c.write(value)
+		}
+		return tail
+	}
+	c.parts = [3][]byte{head, value, tail}
+	n, err := w.writevNow(c.parts[:])
+	c.wrote(n, err)
+	for _, p := range c.parts {
+		if n >= len(p) {
+			n -= len(p)
+			continue
+		}
+		if c.werr == nil {
+			c.write(p[n:]) // what the socket did not take at once
+		}
+		n = 0
+	}
+	c.parts = [3][]byte{}
 	return nil
 }
 

@@ -335,6 +335,27 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 	return memcache.AppendResponse(dst, &rep.resp) // nothing if q hid it
 }
 
+// replyParts is appendReply in three parts, for a reply of one value of
+// flushAt bytes or more: dst with what precedes the value, the value, and what
+// follows it, so that the value is written as it came, not copied. For any
+// other reply the value is nil.
+func (r *mcRequest) replyParts(dst []byte, rp reply) (head, value, tail []byte) {
+	resp := &rp.(*mcReply).resp
+	switch {
+	case r.noreply || r.bad != "" || r.part || resp.Quiet:
+	case len(resp.Items) == 1 && string(resp.Line) == "END" && len(resp.Items[0].Value) >= flushAt:
+		return memcache.AppendItemLine(dst, &resp.Items[0]), resp.Items[0].Value, crlfEnd
+	case len(resp.Items) == 0 && bytes.HasPrefix(resp.Line, []byte("VA ")) && len(resp.Value) >= flushAt:
+		return append(append(dst, resp.Line...), "\r\n"...), resp.Value, crlf
+	}
+	return dst, nil, nil
+}
+
+var (
+	crlf    = []byte("\r\n")
+	crlfEnd = []byte("\r\nEND\r\n")
+)
+
 // endPart ends the reply to a part of a retrieval line: with END if it is the
 // line's last.
 func (r *mcRequest) endPart(dst []byte) []byte {

@@ -722,9 +722,11 @@ func (r *redisRequest) appendReply(dst []byte, rp reply) []byte {
 	return resp.AppendReply(dst, &rp.(*redisReply).rp)
 }
 
-// replyBytes is appendReply's bytes themselves: a Redis reply goes to the
-// client as the server sent it.
-func (r *redisRequest) replyBytes(rp reply) []byte { return rp.(*redisReply).rp.Bytes() }
+// replyParts is appendReply in parts (see mcRequest.replyParts): a Redis
+// reply goes to the client as the server sent it, the whole reply the value.
+func (r *redisRequest) replyParts(dst []byte, rp reply) (head, value, tail []byte) {
+	return dst, rp.(*redisReply).rp.Bytes(), nil
+}
 
 // merge merges the replies of a split request as resp.MergeParts does: a
 // failed call's keys, and those no server took, fail the request with the
