@@ -1123,7 +1123,7 @@
 //
 // Usage:
 //
-//	chash register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D]
+//	chash register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N]]
 //
 // Register puts a server's line under an etcd key and keeps it there, for
 // the proxies whose pools read their servers from that prefix
@@ -1155,8 +1155,26 @@
 // registered (a key put before etcd's answer was lost goes with its lease). A
 // bad flag exits 2.
 //
+// Without --check, register keeps the key while it runs, whether the server
+// answers or not: run it so that it dies with the server (in the server's
+// container, or bound to its service). With --check memcached or --check
+// redis, it asks the server itself every --check-every (1s by default, which
+// also bounds each check): memcached's version, or Redis's PING (a NOAUTH
+// answer counts: the server answers). It registers once the server answers,
+// removes the key when --check-fails checks in a row (3 by default) get no
+// answer, and registers again at the first answer after that, each change in
+// one log line. A register that outlives its server without --check keeps the
+// server in every proxy's ring, where its keys fail (with auto_eject_hosts,
+// until each proxy ejects it on its own).
+//
 // The flags are:
 //
+//	--check PROTOCOL
+//		ask the server whether it answers, in PROTOCOL memcached or redis, and keep the key only while it does
+//	--check-every D
+//		with --check, check every D; a check waits at most D (default 1s)
+//	--check-fails N
+//		with --check, remove the key after N checks in a row without an answer (default 3)
 //	--etcd HOST:PORT[,HOST:PORT...]
 //		the etcd members' client addresses, HOST:PORT[,HOST:PORT...] (required)
 //	--log-json

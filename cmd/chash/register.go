@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,18 +15,21 @@ import (
 func init() { register(newRegister) }
 
 type registerFlags struct {
-	etcd    string
-	prefix  string
-	server  string
-	ttl     time.Duration
-	wait    time.Duration
-	logJSON bool
+	etcd       string
+	prefix     string
+	server     string
+	ttl        time.Duration
+	wait       time.Duration
+	logJSON    bool
+	check      string
+	checkEvery time.Duration
+	checkFails int
 }
 
 func newRegister() *Command {
 	f := new(registerFlags)
 	c := &Command{
-		UsageLine: "register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D]",
+		UsageLine: "register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N]]",
 		Short:     "keep a server in the lists of the proxies that watch an etcd prefix",
 		Long: `Register puts a server's line under an etcd key and keeps it there, for
 the proxies whose pools read their servers from that prefix
@@ -55,7 +59,19 @@ At start register waits --wait (10s by default) for etcd to answer, then
 exits 1 naming the endpoints; a supervisor that restarts it waits longer. A
 signal meanwhile ends it with status 0 and a line saying that nothing stays
 registered (a key put before etcd's answer was lost goes with its lease). A
-bad flag exits 2.`,
+bad flag exits 2.
+
+Without --check, register keeps the key while it runs, whether the server
+answers or not: run it so that it dies with the server (in the server's
+container, or bound to its service). With --check memcached or --check
+redis, it asks the server itself every --check-every (1s by default, which
+also bounds each check): memcached's version, or Redis's PING (a NOAUTH
+answer counts: the server answers). It registers once the server answers,
+removes the key when --check-fails checks in a row (3 by default) get no
+answer, and registers again at the first answer after that, each change in
+one log line. A register that outlives its server without --check keeps the
+server in every proxy's ring, where its keys fail (with auto_eject_hosts,
+until each proxy ejects it on its own).`,
 	}
 	c.Flag.StringVar(&f.etcd, "etcd", "", "the etcd members' client addresses, `HOST:PORT[,HOST:PORT...]` (required)")
 	c.Flag.StringVar(&f.prefix, "prefix", "", "the key `PREFIX` of the pool, as its servers_from URL names it (required)")
@@ -63,6 +79,9 @@ bad flag exits 2.`,
 	c.Flag.DurationVar(&f.ttl, "ttl", 5*time.Second, "the lease's time to live `D`: how long the key outlives a register that dies")
 	c.Flag.DurationVar(&f.wait, "wait", 10*time.Second, "wait at most `D` for etcd at start")
 	c.Flag.BoolVar(&f.logJSON, "log-json", false, "log in JSON")
+	c.Flag.StringVar(&f.check, "check", "", "ask the server whether it answers, in `PROTOCOL` memcached or redis, and keep the key only while it does")
+	c.Flag.DurationVar(&f.checkEvery, "check-every", time.Second, "with --check, check every `D`; a check waits at most D")
+	c.Flag.IntVar(&f.checkFails, "check-fails", 3, "with --check, remove the key after `N` checks in a row without an answer")
 	c.Run = f.run
 	return c
 }
@@ -82,6 +101,21 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 	if f.ttl <= 0 {
 		return cmd.UsageError(env.Stderr, "--ttl %v: want at least 1s", f.ttl)
 	}
+	if f.check == "" {
+		for _, name := range []string{"check-every", "check-fails"} {
+			if flagSet(&cmd.Flag, name) {
+				return cmd.UsageError(env.Stderr, "--%s needs --check", name)
+			}
+		}
+	} else if !slices.Contains(membership.Protocols, f.check) {
+		return cmd.UsageError(env.Stderr, "--check %q: want %s", f.check, strings.Join(membership.Protocols, " or "))
+	}
+	if f.checkEvery <= 0 {
+		return cmd.UsageError(env.Stderr, "--check-every %v: want a positive duration", f.checkEvery)
+	}
+	if f.checkFails < 1 {
+		return cmd.UsageError(env.Stderr, "--check-fails %d: want at least 1", f.checkFails)
+	}
 	var h slog.Handler = slog.NewTextHandler(env.Stderr, nil)
 	if f.logJSON {
 		h = slog.NewJSONHandler(env.Stderr, nil)
@@ -100,6 +134,20 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ignoreBrokenPipe() // a dead log reader must not end the registration
+	if f.check != "" {
+		return f.runChecked(ctx, cmd, env, reg)
+	}
+	r, code := f.register(ctx, cmd, env, reg)
+	if r == nil {
+		return code
+	}
+	<-ctx.Done()
+	return unregister(cmd, env, reg, r)
+}
+
+// register registers reg, waiting --wait for etcd. If it cannot, it returns
+// nil and the exit status: 0 if ctx ended first, else 1, with the error.
+func (f *registerFlags) register(ctx context.Context, cmd *Command, env *Env, reg membership.Registration) (*membership.Registrar, int) {
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	r, err := membership.Register(wctx, reg)
 	cancel()
@@ -108,12 +156,16 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 			// Stopped before etcd answered: a key put meanwhile went with
 			// its lease (membership.Register revokes it).
 			reg.Logger.Info("register: stopped before the registration completed; nothing stays registered", "key", reg.Key())
-			return 0
+			return nil, 0
 		}
 		cmd.Errorf(env.Stderr, "%v", err)
-		return 1
+		return nil, 1
 	}
-	<-ctx.Done()
+	return r, 0
+}
+
+// unregister removes r's key, or hands it back, and returns the exit status.
+func unregister(cmd *Command, env *Env, reg membership.Registration, r *membership.Registrar) int {
 	if err := r.Close(); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
@@ -124,4 +176,66 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 		reg.Logger.Info("register: key removed", "key", r.Key())
 	}
 	return 0
+}
+
+// runChecked keeps the key while the server answers its checks (--check):
+// registered at its first answer, removed after --check-fails checks in a
+// row without one, registered again at the next answer. Etcd must answer
+// the first registration within --wait, as without checks; a registration
+// after a removal that etcd does not answer is tried again at the next
+// check.
+func (f *registerFlags) runChecked(ctx context.Context, cmd *Command, env *Env, reg membership.Registration) int {
+	log := reg.Logger.With("key", reg.Key())
+	var r *membership.Registrar
+	first, fails := true, 0
+	tick := time.NewTicker(f.checkEvery)
+	defer tick.Stop()
+	for {
+		err := membership.CheckServer(ctx, reg.Server, f.check, f.checkEvery)
+		switch {
+		case ctx.Err() != nil:
+		case err == nil && r == nil && first:
+			var code int
+			if r, code = f.register(ctx, cmd, env, reg); r == nil {
+				return code
+			}
+			first, fails = false, 0
+		case err == nil && r == nil:
+			wctx, cancel := context.WithTimeout(ctx, f.wait)
+			r, err = membership.Register(wctx, reg)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("register: the server answers again, but etcd does not; trying again at the next check", "err", err)
+				}
+			} else {
+				log.Info("register: the server answers again; registered")
+			}
+			fails = 0
+		case err == nil:
+			fails = 0
+		case r == nil:
+			if first && fails == 0 {
+				log.Info("register: waiting for the server to answer before registering", "err", err)
+			}
+			fails++
+		default:
+			if fails++; fails >= f.checkFails {
+				log.Warn("register: the server does not answer; removing its key until it does", "err", err, "checks_failed", fails)
+				if err := r.Close(); err != nil {
+					log.Warn("register: removing the key failed; it lapses with its lease", "err", err)
+				}
+				r = nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if r == nil {
+				log.Info("register: stopped; nothing stays registered")
+				return 0
+			}
+			return unregister(cmd, env, reg, r)
+		case <-tick.C:
+		}
+	}
 }

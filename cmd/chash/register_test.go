@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/membership/etcdtest"
+	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
@@ -29,6 +30,11 @@ func TestRegisterUsage(t *testing.T) {
 		{append(ok[:2:2], "a:1,b", "--prefix", "/p/", "--server", "h:1:1"), `endpoint "b": want HOST:PORT`},
 		{append(ok[:4:4], "/p", "--server", "h:1:1"), `key prefix "/p" does not end in "/"`},
 		{append(ok[:6:6], "h:1"), `membership: register: server "h:1": want "host:port:weight [name]"`},
+		{append(ok, "--check-every", "2s"), "chash register: --check-every needs --check"},
+		{append(ok, "--check-fails", "2"), "chash register: --check-fails needs --check"},
+		{append(ok, "--check", "http"), `chash register: --check "http": want memcached or redis`},
+		{append(ok, "--check", "redis", "--check-every", "0s"), "chash register: --check-every 0s: want a positive duration"},
+		{append(ok, "--check", "redis", "--check-fails", "0"), "chash register: --check-fails 0: want at least 1"},
 	}
 	for _, tt := range tests {
 		stdout, stderr, code := runChash(t, nil, tt.args...)
@@ -138,5 +144,61 @@ func TestRegisterUnreachable(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("chash register --wait 1s took %v", d)
+	}
+}
+
+// TestRegisterCheck: with --check, register keeps a memcached server's key
+// only while it answers: it waits for the server to start before it
+// registers, removes the key when the server freezes (SIGSTOP) and puts it
+// back when it thaws, a log line each, and removes it at SIGTERM.
+func TestRegisterCheck(t *testing.T) {
+	bin := buildChash(t)
+	e := etcdtest.Start(t)
+	mc := memcachedtest.Start(t)
+	mc.Stop()
+	line := mc.Addr + ":1 m"
+	has := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := e.Client().Get(ctx, "/chash/cache/m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == line
+	}
+	p := testprog.Start(t, testprog.Program{
+		Name: bin,
+		Args: []string{"register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", line, "--ttl", "2s",
+			"--check", "memcached", "--check-every", "200ms", "--check-fails", "2"},
+		Env: chashEnv(),
+	})
+	step := func(what string, want bool, logLine string) {
+		t.Helper()
+		if !poll(10*time.Second, func() bool { return has() == want && strings.Contains(p.Output(), logLine) }) {
+			t.Fatalf("%s: key there %v, want %v; or the log lacks %q:\n%s", what, has(), want, logLine, p.Output())
+		}
+	}
+	step("memcached not started", false, "waiting for the server to answer before registering")
+	time.Sleep(time.Second)
+	if has() {
+		t.Fatal("registered before memcached started")
+	}
+	mc.Restart()
+	step("memcached started", true, "registered")
+	mc.Freeze()
+	frozen := time.Now()
+	step("memcached frozen", false, "the server does not answer; removing its key until it does")
+	t.Logf("key removed %v after the freeze", time.Since(frozen).Round(10*time.Millisecond))
+	mc.Thaw()
+	step("memcached thawed", true, "the server answers again; registered")
+	sendSignal(t, p, syscall.SIGTERM)
+	if err := p.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, p.Output())
+	}
+	if has() {
+		t.Error("after SIGTERM the key is still there")
+	}
+	if n := strings.Count(p.Output(), "waiting for the server"); n != 1 {
+		t.Errorf("%d lines saying register waits for the server; want 1:\n%s", n, p.Output())
 	}
 }

@@ -10,7 +10,8 @@
 // name does not matter, but its place does: the list is in the keys' byte
 // order, the same in every reader, since some distributions (modula, for
 // one) depend on the order of the servers. White space around a value is
-// ignored. chash register (Register) keeps such a key alive under a lease.
+// ignored. chash register (Register) keeps such a key alive under a lease,
+// while the server answers CheckServer if asked to.
 //
 // A file holds one server line per line, in the order of the list. Blank
 // lines are skipped, and a '#' at the start of a line or after a space or a
