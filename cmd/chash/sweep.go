@@ -316,8 +316,10 @@ func parseList(s string) ([]int, error) {
 			if (b-a)/step > 100_000 {
 				return nil, fmt.Errorf("range %s has more than 100000 numbers", part)
 			}
-			for n := a; n <= b; n += step {
-				out = append(out, n)
+			// Counted, not compared with b: n += step past b may wrap
+			// round to a negative number, below b again.
+			for i := range (b-a)/step + 1 {
+				out = append(out, a+i*step)
 			}
 			continue
 		}
