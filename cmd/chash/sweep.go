@@ -155,10 +155,11 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	if f.trials < 1 || f.trials > 10000 || f.churnPoints < 1 {
 		return cmd.UsageError(env.Stderr, "--trials %d, --churn-points %d: want 1 to 10000 trials and at least 1 point", f.trials, f.churnPoints)
 	}
-	if n, p := slices.Max(nodes), slices.Max(points); n*p > maxSweepPoints {
+	// Compared by division: n*p of two large numbers wraps round to a small one.
+	if n, p := slices.Max(nodes), slices.Max(points); n > maxSweepPoints/p {
 		return cmd.UsageError(env.Stderr, "--nodes %d, --points %d: more than %d points in a ring", n, p, maxSweepPoints)
 	}
-	if n, p := slices.Max(nodes), f.churnPoints; n*p > maxSweepPoints {
+	if n, p := slices.Max(nodes), f.churnPoints; n > maxSweepPoints/p {
 		return cmd.UsageError(env.Stderr, "--nodes %d, --churn-points %d: more than %d points in a ring", n, p, maxSweepPoints)
 	}
 	var work, done int
