@@ -40,7 +40,7 @@ type diffFlags struct {
 func newDiff() *Command {
 	f := new(diffFlags)
 	c := &Command{
-		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]",
+		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [--format text|json|csv] [flags] OLD [NEW]",
 		Short:     "show which keys move between two configurations, as a migration plan",
 		Long: `Diff compares a pool of the configuration OLD with the same pool of NEW, or,
 given one file, with that pool changed by --add and --remove (OLD may be

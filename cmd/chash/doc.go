@@ -605,7 +605,7 @@
 //
 // Usage:
 //
-//	chash diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]
+//	chash diff [--pool NAME] [--add SERVER]... [--remove NAME]... [--format text|json|csv] [flags] OLD [NEW]
 //
 // Diff compares a pool of the configuration OLD with the same pool of NEW, or,
 // given one file, with that pool changed by --add and --remove (OLD may be
