@@ -308,8 +308,9 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 	return &Chart{plots: []*gonum.Plot{p}, width: 9 * vg.Inch, height: 6 * vg.Inch}, nil
 }
 
-// Move is one change of membership for Moves: what a ring moves, the ideal and
-// what modulo hashing moves, as fractions of the key space.
+// Move is one change of membership for Moves: what a ring moves, the ideal (the
+// joining server's fair share, or the leaving server's share) and what modulo
+// hashing moves, as fractions of the key space.
 type Move struct {
 	Label               string
 	Ring, Ideal, Modulo float64
@@ -328,7 +329,9 @@ func Moves(title string, moves []Move) (*Chart, error) {
 		c    color.Color
 	}{
 		{"consistent-hash ring", func(m Move) float64 { return m.Ring }, palette[0]},
-		{"ideal (least possible)", func(m Move) float64 { return m.Ideal }, palette[9]},
+		// Not "the least possible": a joining server that takes less than its
+		// fair share moves less.
+		{"ideal: the joining server's fair share, the leaving server's share", func(m Move) float64 { return m.Ideal }, palette[9]},
 		{"modulo hashing (hash mod n)", func(m Move) float64 { return m.Modulo }, palette[2]},
 	}
 	w := vg.Points(46)

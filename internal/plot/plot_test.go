@@ -5,11 +5,13 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"html"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -246,5 +248,26 @@ func TestPercent(t *testing.T) {
 		if got := percent(tc.f); got != tc.want {
 			t.Errorf("percent(%v) = %q; want %q", tc.f, got, tc.want)
 		}
+	}
+}
+
+// TestMovesLegend checks that the legend of Moves says what its ideal is: a
+// ring whose joining server takes less than its fair share moves less, so the
+// ideal is not the least that can move.
+func TestMovesLegend(t *testing.T) {
+	c, err := Moves("x", []Move{{Label: "a joins", Ring: 0.09, Ideal: 1.0 / 6, Modulo: 0.83}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	svg := html.UnescapeString(buf.String())
+	if want := "ideal: the joining server's fair share, the leaving server's share"; !strings.Contains(svg, want) {
+		t.Errorf("Moves legend lacks %q", want)
+	}
+	if strings.Contains(svg, "least possible") {
+		t.Errorf("Moves legend calls the ideal the least possible, above a ring that moves less")
 	}
 }
