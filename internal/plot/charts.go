@@ -227,6 +227,7 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 		// Both panels span the points swept, the upper one also when
 		// it has nothing to draw (one node).
 		p.X.Min, p.X.Max = minP, maxP
+		p.X.Tick.Marker = countTicks{}
 		if logX {
 			p.X.Scale = gonum.LogScale{}
 			p.X.Tick.Marker = logTicks{}
@@ -249,7 +250,8 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 
 // Churn returns the fraction of keys that move when a node joins or leaves a
 // ring, against the ring's size, with the ideal and modulo hashing for
-// comparison. The axes are logarithmic.
+// comparison. The fraction's axis is logarithmic, and so is the size's when
+// the sizes span a decade or more.
 func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 	if len(pts) == 0 {
 		return nil, errNoData
@@ -296,6 +298,7 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l, pts)
 	}
+	p.X.Tick.Marker = countTicks{}
 	if pts[len(pts)-1].Nodes >= 10*pts[0].Nodes {
 		p.X.Scale = gonum.LogScale{}
 		p.X.Tick.Marker = logTicks{}

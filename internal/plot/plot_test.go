@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -269,5 +270,41 @@ func TestMovesLegend(t *testing.T) {
 	}
 	if strings.Contains(svg, "least possible") {
 		t.Errorf("Moves legend calls the ideal the least possible, above a ring that moves less")
+	}
+}
+
+// TestCountAxes checks that axes counting nodes or points, on a linear scale
+// (a range of less than a decade), label whole numbers only: no "7.50 nodes".
+func TestCountAxes(t *testing.T) {
+	churn := []analyze.ChurnPoint{
+		{Nodes: 5, Points: 160, Add: analyze.Movement{Moved: 0.17, Ideal: 1.0 / 6, ModuloMoved: 0.83}},
+		{Nodes: 10, Points: 160, Add: analyze.Movement{Moved: 0.09, Ideal: 1.0 / 11, ModuloMoved: 0.91}},
+	}
+	sweep := []analyze.SweepPoint{
+		{Nodes: 5, Points: 2, StdOverMean: 0.5, Random: 0.6, MaxOverMean: 1.8},
+		{Nodes: 5, Points: 3, StdOverMean: 0.4, Random: 0.5, MaxOverMean: 1.6},
+	}
+	c1, err := Churn(churn, "churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Sweep(sweep, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		c    *Chart
+	}{{"Churn", c1}, {"Sweep", c2}} {
+		for _, p := range tt.c.plots {
+			for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+				if tk.Label == "" {
+					continue
+				}
+				if n, err := strconv.Atoi(tk.Label); err != nil || float64(n) != tk.Value {
+					t.Errorf("%s: x-axis tick %q at %v; want whole numbers only", tt.name, tk.Label, tk.Value)
+				}
+			}
+		}
 	}
 }
