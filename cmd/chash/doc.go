@@ -666,8 +666,8 @@
 // flow's start and end are empty.
 //
 // --plot writes bars of each server's share before and after, and --ring-plot
-// a picture of both rings and the moved ranges (ring distributions only); IMAGE
-// ends in .png or .svg.
+// a picture of both rings and the moved ranges (two rings that hash keys
+// alike only, those whose figures are exact); IMAGE ends in .png or .svg.
 //
 // The flags are:
 //
