@@ -270,10 +270,10 @@
 //
 // hash_tag (twemproxy)
 //
-//	Two characters that delimit the part of a key that is hashed: with "{}",
-//	"{user1}:name" and "{user1}:mail" are both routed by "user1" and land on
-//	the same server. A key without both characters, or with nothing between
-//	them, is hashed whole.
+//	Two ASCII characters that delimit the part of a key that is hashed: with
+//	"{}", "{user1}:name" and "{user1}:mail" are both routed by "user1" and
+//	land on the same server. A key without both characters, or with nothing
+//	between them, is hashed whole.
 //	Default: none: the whole key is hashed.
 //	Example:
 //		hash_tag: "{}"
