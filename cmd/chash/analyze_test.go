@@ -280,6 +280,7 @@ func TestAnalysisUsage(t *testing.T) {
 		{[]string{"sweep", "--points", "9..3"}, 2, "ends before it starts"},
 		{[]string{"sweep", "--trials", "0"}, 2, "--trials 0"},
 		{[]string{"sweep", "--nodes", "100000", "--points", "1000"}, 2, "more than 16777216 points"},
+		{[]string{"sweep", "--nodes", "4294967296", "--points", "4294967296", "--churn-points", "4294967296"}, 2, "more than 16777216 points"},
 		{[]string{"demo", "--image", "gif"}, 2, `--image "gif": want png or svg`},
 		{[]string{"demo", "--keys", "0"}, 2, "--keys 0"},
 		{[]string{"demo", "x"}, 2, `unexpected argument "x"`},

@@ -141,6 +141,9 @@ func (f *compareFlags) run(_ context.Context, cmd *Command, env *Env, args []str
 			if err != nil {
 				return cmd.UsageError(env.Stderr, "--algorithms: %v", strings.TrimPrefix(err.Error(), "dist: "))
 			}
+			if slices.ContainsFunc(entries, func(o dist.Entry) bool { return o.Name == e.Name }) {
+				return cmd.UsageError(env.Stderr, "--algorithms: %s is named twice", e.Name)
+			}
 			entries = append(entries, e)
 		}
 	}

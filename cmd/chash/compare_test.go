@@ -190,6 +190,7 @@ func TestCompareLimits(t *testing.T) {
 		{[]string{"--keys", "10", "--keyfile", keyFile, "--algorithms", "jump"}, "--keys and --keyfile: give one"},
 		{[]string{"--nodes", "10001", "--keys", "10", "--algorithms", "jump"}, "--nodes 10001: want 2 to 10000"},
 		{[]string{"--nodes", "10", "--keys", "10000001", "--algorithms", "jump"}, "--keys 10000001: want 1 to 10000000"},
+		{[]string{"--nodes", "10", "--keys", "10", "--algorithms", "jump,chash, jump"}, "--algorithms: jump is named twice"},
 	} {
 		_, stderr, code := runChash(t, nil, append([]string{"compare"}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -90,6 +90,11 @@ func TestComplete(t *testing.T) {
 		if !slices.Contains(flags, "--help") {
 			t.Errorf("chash __complete %s - = %q; want --help there", c.Name(), flags)
 		}
+		if c.Flag.Lookup("format") != nil {
+			if got, want := completeWords(t, c.Name(), "--format", ""), []string{"text", "json", "csv"}; !slices.Equal(got, want) {
+				t.Errorf("chash __complete %s --format \"\" = %q; want %q", c.Name(), got, want)
+			}
+		}
 	}
 	out, _, _ := runChash(t, nil, completeCommand, "analyze", "--form")
 	if want := "--format\tprint FORMAT: text, json or csv\n"; out != want {

@@ -40,7 +40,7 @@ type diffFlags struct {
 func newDiff() *Command {
 	f := new(diffFlags)
 	c := &Command{
-		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]",
+		UsageLine: "diff [--pool NAME] [--add SERVER]... [--remove NAME]... [--format text|json|csv] [flags] OLD [NEW]",
 		Short:     "show which keys move between two configurations, as a migration plan",
 		Long: `Diff compares a pool of the configuration OLD with the same pool of NEW, or,
 given one file, with that pool changed by --add and --remove (OLD may be
@@ -101,8 +101,8 @@ header record,from,to,share,count,start,end: record is "flow" or "range"; a
 flow's start and end are empty.
 
 --plot writes bars of each server's share before and after, and --ring-plot
-a picture of both rings and the moved ranges (ring distributions only); IMAGE
-ends in .png or .svg.`,
+a picture of both rings and the moved ranges (two rings that hash keys
+alike only, those whose figures are exact); IMAGE ends in .png or .svg.`,
 	}
 	c.Complete = func(args []string) []string { // OLD and NEW are files
 		if len(args) < 2 {
@@ -220,6 +220,9 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 		if after == nil {
 			return cmd.UsageError(env.Stderr, "--ring-plot: distribution %s has no ring to draw", newPool.Distribution)
 		}
+		if !analyze.AlikeRings(old, new) {
+			return cmd.UsageError(env.Stderr, "--ring-plot: the rings of %s and %s hash keys differently: no moved ranges to draw", oldPool.Distribution, newPool.Distribution)
+		}
 	}
 	out := diffOutput{
 		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, pool: old},
@@ -247,10 +250,6 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 		}
 	}
 	if f.ringPlot != "" {
-		if d.Method != analyze.MethodArcs {
-			cmd.Errorf(env.Stderr, "--ring-plot: no two comparable rings to draw")
-			return 1
-		}
 		names := old.Names()
 		for _, n := range new.Names() {
 			if !slices.Contains(names, n) {

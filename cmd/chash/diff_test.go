@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -150,6 +151,25 @@ func TestDiffPlots(t *testing.T) {
 	}
 	checkImage(t, bars)
 	checkImage(t, ring)
+}
+
+// TestDiffRingPlotIncomparable checks that --ring-plot of two rings that hash
+// keys differently (seed's Java FNV-1 and chash's XXH64) is refused before
+// any figure is printed, as that of a distribution without a ring is.
+func TestDiffRingPlotIncomparable(t *testing.T) {
+	seed, err := os.ReadFile("testdata/seed5.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	other := filepath.Join(dir, "chash.yml")
+	if err := os.WriteFile(other, bytes.Replace(seed, []byte("distribution: seed"), []byte("distribution: chash"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runChash(t, nil, "diff", "--sample", "1000", "--ring-plot", filepath.Join(dir, "ring.svg"), "testdata/seed5.yml", other)
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "--ring-plot: the rings of seed and chash hash keys differently") {
+		t.Errorf("diff --ring-plot of seed and chash rings = %d, stdout %q, stderr %q; want 2, nothing printed and the reason", code, stdout, stderr)
+	}
 }
 
 // TestDiffRepointed checks the note on servers that keep their weight but

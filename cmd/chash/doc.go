@@ -270,10 +270,10 @@
 //
 // hash_tag (twemproxy)
 //
-//	Two characters that delimit the part of a key that is hashed: with "{}",
-//	"{user1}:name" and "{user1}:mail" are both routed by "user1" and land on
-//	the same server. A key without both characters, or with nothing between
-//	them, is hashed whole.
+//	Two ASCII characters that delimit the part of a key that is hashed: with
+//	"{}", "{user1}:name" and "{user1}:mail" are both routed by "user1" and
+//	land on the same server. A key without both characters, or with nothing
+//	between them, is hashed whole.
 //	Default: none: the whole key is hashed.
 //	Example:
 //		hash_tag: "{}"
@@ -605,7 +605,7 @@
 //
 // Usage:
 //
-//	chash diff [--pool NAME] [--add SERVER]... [--remove NAME]... [flags] OLD [NEW]
+//	chash diff [--pool NAME] [--add SERVER]... [--remove NAME]... [--format text|json|csv] [flags] OLD [NEW]
 //
 // Diff compares a pool of the configuration OLD with the same pool of NEW, or,
 // given one file, with that pool changed by --add and --remove (OLD may be
@@ -666,8 +666,8 @@
 // flow's start and end are empty.
 //
 // --plot writes bars of each server's share before and after, and --ring-plot
-// a picture of both rings and the moved ranges (ring distributions only); IMAGE
-// ends in .png or .svg.
+// a picture of both rings and the moved ranges (two rings that hash keys
+// alike only, those whose figures are exact); IMAGE ends in .png or .svg.
 //
 // The flags are:
 //

@@ -155,10 +155,11 @@ func (f *sweepFlags) run(_ context.Context, cmd *Command, env *Env, args []strin
 	if f.trials < 1 || f.trials > 10000 || f.churnPoints < 1 {
 		return cmd.UsageError(env.Stderr, "--trials %d, --churn-points %d: want 1 to 10000 trials and at least 1 point", f.trials, f.churnPoints)
 	}
-	if n, p := slices.Max(nodes), slices.Max(points); n*p > maxSweepPoints {
+	// Compared by division: n*p of two large numbers wraps round to a small one.
+	if n, p := slices.Max(nodes), slices.Max(points); n > maxSweepPoints/p {
 		return cmd.UsageError(env.Stderr, "--nodes %d, --points %d: more than %d points in a ring", n, p, maxSweepPoints)
 	}
-	if n, p := slices.Max(nodes), f.churnPoints; n*p > maxSweepPoints {
+	if n, p := slices.Max(nodes), f.churnPoints; n > maxSweepPoints/p {
 		return cmd.UsageError(env.Stderr, "--nodes %d, --churn-points %d: more than %d points in a ring", n, p, maxSweepPoints)
 	}
 	var work, done int
@@ -316,8 +317,10 @@ func parseList(s string) ([]int, error) {
 			if (b-a)/step > 100_000 {
 				return nil, fmt.Errorf("range %s has more than 100000 numbers", part)
 			}
-			for n := a; n <= b; n += step {
-				out = append(out, n)
+			// Counted, not compared with b: n += step past b may wrap
+			// round to a negative number, below b again.
+			for i := range (b-a)/step + 1 {
+				out = append(out, a+i*step)
 			}
 			continue
 		}

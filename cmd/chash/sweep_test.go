@@ -114,6 +114,8 @@ func TestParseList(t *testing.T) {
 		{"5..2", "error: range 5..2 ends before it starts"},
 		{"1..2000000:1", "error: range 1..2000000:1 has more than 100000 numbers"},
 		{"1..x", `error: "x" is not a positive integer`},
+		{"9223372036854775806..9223372036854775807:1", "[9223372036854775806 9223372036854775807]"},
+		{"9223372036854775800..9223372036854775807:5", "[9223372036854775800 9223372036854775805]"},
 	}
 	for _, tt := range tests {
 		l, err := parseList(tt.in)

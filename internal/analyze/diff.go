@@ -336,19 +336,15 @@ func countDiff(method string, old, new func([]byte) (int, error), oldNodes, newN
 // hash keys alike to the same Span (under the routers' names), Tables for two Tables of the same
 // size, and otherwise CountDiff over keys with Method MethodSample.
 func Compare(old, new dist.Router, oldNodes, newNodes []chash.Node, keys iter.Seq[[]byte]) (*Diff, error) {
-	if a, ok := old.(RingRouter); ok {
-		if b, ok := new.(RingRouter); ok {
-			ar, an := ringNames(a, oldNodes)
-			br, bn := ringNames(b, newNodes)
-			if span := spanOf(a); span == spanOf(b) && SameHash(ar, br) {
-				d, err := RingsIn(ar, br, span)
-				if err != nil {
-					return nil, err
-				}
-				d.rename(an, bn)
-				return d, nil
-			}
+	if a, b, ok := alikeRings(old, new); ok {
+		ar, an := ringNames(a, oldNodes)
+		br, bn := ringNames(b, newNodes)
+		d, err := RingsIn(ar, br, spanOf(a))
+		if err != nil {
+			return nil, err
 		}
+		d.rename(an, bn)
+		return d, nil
 	}
 	if a, ok := old.(Table); ok {
 		if b, ok := new.(Table); ok && a.Size() == b.Size() {
@@ -356,6 +352,22 @@ func Compare(old, new dist.Router, oldNodes, newNodes []chash.Node, keys iter.Se
 		}
 	}
 	return CountDiff(MethodSample, old, new, oldNodes, newNodes, keys)
+}
+
+// alikeRings returns old and new as RingRouters, and whether they are two
+// rings that hash keys alike to the same Span, which Compare compares arc by
+// arc.
+func alikeRings(old, new dist.Router) (a, b RingRouter, ok bool) {
+	a, ok = old.(RingRouter)
+	if !ok {
+		return nil, nil, false
+	}
+	if b, ok = new.(RingRouter); !ok {
+		return nil, nil, false
+	}
+	ar, _ := a.Ring()
+	br, _ := b.Ring()
+	return a, b, spanOf(a) == spanOf(b) && SameHash(ar, br)
 }
 
 // SameHash reports whether two rings put keys at the same positions, as far as

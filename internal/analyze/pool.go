@@ -130,6 +130,17 @@ func (p *Pool) Arcs() []Arc {
 	return RouterArcs(r, p.Nodes)
 }
 
+// AlikeRings reports whether DiffPools measures old and new exactly from
+// their rings' arcs (MethodArcs): both are rings, neither load-aware, that
+// hash keys alike.
+func AlikeRings(old, new *Pool) bool {
+	if old.Entry.LoadAware || new.Entry.LoadAware {
+		return false
+	}
+	_, _, ok := alikeRings(old.Router, new.Router)
+	return ok
+}
+
 // DiffPools returns what moves from old to new, exactly where it can (see
 // Compare), by placing keys in turn on new routers of both for a load-aware
 // distribution (PlaceDiff), and otherwise by routing keys, passed through

@@ -114,8 +114,9 @@ type Pool struct {
 	// applies, DefaultHash (fnv1a_64) for twemproxy's ketama, modula and random,
 	// xxh64 for chash, java_fnv1_32 for seed.
 	Hash string
-	// HashTag is two characters that delimit the part of a key that is hashed
-	// ("hash_tag:"; see HashKey). Empty when absent: the whole key is hashed.
+	// HashTag is two ASCII characters (bytes) that delimit the part of a key
+	// that is hashed ("hash_tag:"; see HashKey). Empty when absent: the whole
+	// key is hashed.
 	HashTag string
 	// Distribution is the name of the way keys are spread over servers
 	// ("distribution:"), one of package dist's catalogue, which Parse does not

@@ -93,7 +93,7 @@ var settings = []setting{
 		Key: Key{
 			Name: "hash_tag", Origin: "twemproxy",
 			Default: "none: the whole key is hashed",
-			Doc: "Two characters that delimit the part of a key that is hashed: with \"{}\", " +
+			Doc: "Two ASCII characters that delimit the part of a key that is hashed: with \"{}\", " +
 				"\"{user1}:name\" and \"{user1}:mail\" are both routed by \"user1\" and land on the " +
 				"same server. A key without both characters, or with nothing between them, is " +
 				"hashed whole.",

@@ -145,7 +145,7 @@ func TestMarshalErrors(t *testing.T) {
 	}{
 		{"no servers", func(p *Pool) { p.Servers = nil }, `config: pool "alpha": no servers`},
 		{"unknown hash", func(p *Pool) { p.Hash = "sha1" }, `config: pool "alpha": hash "sha1" is unknown`},
-		{"hash tag of one character", func(p *Pool) { p.HashTag = "{" }, `config: pool "alpha": hash_tag "{" is not two characters`},
+		{"hash tag of one character", func(p *Pool) { p.HashTag = "{" }, `config: pool "alpha": hash_tag "{" is not two ASCII characters`},
 		{"sub-millisecond timeout", func(p *Pool) { p.Timeout = 1500 * time.Microsecond }, `config: pool "alpha": timeout: 1.5ms is not a whole number of milliseconds`},
 		{"negative retry timeout", func(p *Pool) { p.ServerRetryTimeout = -time.Second }, `config: pool "alpha": server_retry_timeout: -1s is not a whole number of milliseconds`},
 		{"negative backlog", func(p *Pool) { p.Backlog = -1 }, `config: pool "alpha": backlog "-1" is not a number`},

@@ -377,8 +377,10 @@ func setHashTag(p *Pool, key string, v *yaml.Node) error {
 	if err != nil {
 		return err
 	}
+	// Two bytes, as twemproxy reads them: a character outside ASCII takes
+	// two bytes or more of UTF-8 by itself.
 	if len(s) != 2 {
-		return atf(v, "%s %q is not two characters, like \"{}\"", key, s)
+		return atf(v, "%s %q is not two ASCII characters, like \"{}\"", key, s)
 	}
 	p.HashTag = s
 	return nil

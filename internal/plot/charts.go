@@ -227,6 +227,7 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 		// Both panels span the points swept, the upper one also when
 		// it has nothing to draw (one node).
 		p.X.Min, p.X.Max = minP, maxP
+		p.X.Tick.Marker = countTicks{}
 		if logX {
 			p.X.Scale = gonum.LogScale{}
 			p.X.Tick.Marker = logTicks{}
@@ -249,7 +250,8 @@ func Sweep(pts []analyze.SweepPoint, title string) (*Chart, error) {
 
 // Churn returns the fraction of keys that move when a node joins or leaves a
 // ring, against the ring's size, with the ideal and modulo hashing for
-// comparison. The axes are logarithmic.
+// comparison. The fraction's axis is logarithmic, and so is the size's when
+// the sizes span a decade or more.
 func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 	if len(pts) == 0 {
 		return nil, errNoData
@@ -296,6 +298,7 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l, pts)
 	}
+	p.X.Tick.Marker = countTicks{}
 	if pts[len(pts)-1].Nodes >= 10*pts[0].Nodes {
 		p.X.Scale = gonum.LogScale{}
 		p.X.Tick.Marker = logTicks{}
@@ -308,8 +311,9 @@ func Churn(pts []analyze.ChurnPoint, title string) (*Chart, error) {
 	return &Chart{plots: []*gonum.Plot{p}, width: 9 * vg.Inch, height: 6 * vg.Inch}, nil
 }
 
-// Move is one change of membership for Moves: what a ring moves, the ideal and
-// what modulo hashing moves, as fractions of the key space.
+// Move is one change of membership for Moves: what a ring moves, the ideal (the
+// joining server's fair share, or the leaving server's share) and what modulo
+// hashing moves, as fractions of the key space.
 type Move struct {
 	Label               string
 	Ring, Ideal, Modulo float64
@@ -328,7 +332,9 @@ func Moves(title string, moves []Move) (*Chart, error) {
 		c    color.Color
 	}{
 		{"consistent-hash ring", func(m Move) float64 { return m.Ring }, palette[0]},
-		{"ideal (least possible)", func(m Move) float64 { return m.Ideal }, palette[9]},
+		// Not "the least possible": a joining server that takes less than its
+		// fair share moves less.
+		{"ideal: the joining server's fair share, the leaving server's share", func(m Move) float64 { return m.Ideal }, palette[9]},
 		{"modulo hashing (hash mod n)", func(m Move) float64 { return m.Modulo }, palette[2]},
 	}
 	w := vg.Points(46)

@@ -193,6 +193,32 @@ func (percentTicks) Ticks(min, max float64) []gonum.Tick {
 	return ts
 }
 
+// countTicks labels a linear axis of counts (nodes, points per node) with
+// whole numbers only: the default ticks of a range under a decade fall on
+// halves ("7.50 nodes").
+// Where that leaves fewer than three labels, every tick is labelled.
+type countTicks struct{}
+
+func (countTicks) Ticks(min, max float64) []gonum.Tick {
+	var ts []gonum.Tick
+	labels := 0
+	for _, t := range (gonum.DefaultTicks{}).Ticks(min, max) {
+		if t.Value != math.Trunc(t.Value) {
+			continue
+		}
+		if t.Label != "" {
+			labels++
+		}
+		ts = append(ts, t)
+	}
+	for i := range ts {
+		if ts[i].Label != "" || labels < 3 {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', 0, 64)
+		}
+	}
+	return ts
+}
+
 // percent formats a fraction as a percentage with no more digits than it needs
 // (up to two decimals).
 func percent(f float64) string {

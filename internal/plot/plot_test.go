@@ -5,11 +5,14 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"html"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash"
@@ -245,6 +248,63 @@ func TestPercent(t *testing.T) {
 	}{{0.5, "50%"}, {0.1667, "16.67%"}, {0.001, "0.1%"}, {1, "100%"}, {0.12345, "12.35%"}} {
 		if got := percent(tc.f); got != tc.want {
 			t.Errorf("percent(%v) = %q; want %q", tc.f, got, tc.want)
+		}
+	}
+}
+
+// TestMovesLegend checks that the legend of Moves says what its ideal is: a
+// ring whose joining server takes less than its fair share moves less, so the
+// ideal is not the least that can move.
+func TestMovesLegend(t *testing.T) {
+	c, err := Moves("x", []Move{{Label: "a joins", Ring: 0.09, Ideal: 1.0 / 6, Modulo: 0.83}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	svg := html.UnescapeString(buf.String())
+	if want := "ideal: the joining server's fair share, the leaving server's share"; !strings.Contains(svg, want) {
+		t.Errorf("Moves legend lacks %q", want)
+	}
+	if strings.Contains(svg, "least possible") {
+		t.Errorf("Moves legend calls the ideal the least possible, above a ring that moves less")
+	}
+}
+
+// TestCountAxes checks that axes counting nodes or points, on a linear scale
+// (a range of less than a decade), label whole numbers only: no "7.50 nodes".
+func TestCountAxes(t *testing.T) {
+	churn := []analyze.ChurnPoint{
+		{Nodes: 5, Points: 160, Add: analyze.Movement{Moved: 0.17, Ideal: 1.0 / 6, ModuloMoved: 0.83}},
+		{Nodes: 10, Points: 160, Add: analyze.Movement{Moved: 0.09, Ideal: 1.0 / 11, ModuloMoved: 0.91}},
+	}
+	sweep := []analyze.SweepPoint{
+		{Nodes: 5, Points: 2, StdOverMean: 0.5, Random: 0.6, MaxOverMean: 1.8},
+		{Nodes: 5, Points: 3, StdOverMean: 0.4, Random: 0.5, MaxOverMean: 1.6},
+	}
+	c1, err := Churn(churn, "churn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Sweep(sweep, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		c    *Chart
+	}{{"Churn", c1}, {"Sweep", c2}} {
+		for _, p := range tt.c.plots {
+			for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+				if tk.Label == "" {
+					continue
+				}
+				if n, err := strconv.Atoi(tk.Label); err != nil || float64(n) != tk.Value {
+					t.Errorf("%s: x-axis tick %q at %v; want whole numbers only", tt.name, tk.Label, tk.Value)
+				}
+			}
 		}
 	}
 }
