@@ -492,8 +492,9 @@ deletes the key's old value, as memcached does, so that a failed set
 leaves nothing stale to read.
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-2 otherwise. It resolves the listen addresses, refuses one that does not
-resolve, and refuses two pools whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
+2 otherwise, as proxy does at start with a FILE that is not. It resolves the
+listen addresses, refuses one that does not resolve, and refuses two pools
+whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
 127.0.0.1:22121). It checks a servers_from URL but does not read the list, so
 that a file can be checked where etcd cannot be reached; 'chash route
 --config FILE' reads it once, and fails if it is not valid.
@@ -616,7 +617,10 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if err == nil {
 		err = proxy.Validate(file)
 	}
-	if err == nil && f.testConf {
+	if err == nil {
+		// At start too, not only for --test-conf: a listen address that
+		// does not resolve is then a bad configuration, named by its file
+		// and line, rather than a bind that fails.
 		err = proxy.CheckListens(file)
 	}
 	if err != nil {

@@ -23,12 +23,12 @@ func TestRegisterUsage(t *testing.T) {
 		{[]string{"register", "--etcd", "h:1", "--prefix", "/p/"}, "chash register: --server is required"},
 		{append(ok, "extra"), `chash register: unexpected arguments ["extra"]`},
 		{append(ok, "--ttl", "0s"), "chash register: --ttl 0s: want at least 1s"},
-		{append(ok, "--ttl", "500ms"), "chash register: membership: register: TTL 500ms is under etcd's unit of 1s"},
+		{append(ok, "--ttl", "500ms"), "chash register: TTL 500ms is under etcd's unit of 1s"},
 		{append(ok, "--wait", "0s"), "chash register: --wait 0s: want a positive duration"},
-		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: membership: register: endpoint "h": want HOST:PORT`},
+		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: endpoint "h": want HOST:PORT`},
 		{append(ok[:2:2], "a:1,b", "--prefix", "/p/", "--server", "h:1:1"), `endpoint "b": want HOST:PORT`},
 		{append(ok[:4:4], "/p", "--server", "h:1:1"), `key prefix "/p" does not end in "/"`},
-		{append(ok[:6:6], "h:1"), `membership: register: server "h:1": want "host:port:weight [name]"`},
+		{append(ok[:6:6], "h:1"), `chash register: server "h:1": want "host:port:weight [name]"`},
 	}
 	for _, tt := range tests {
 		stdout, stderr, code := runChash(t, nil, tt.args...)
@@ -132,7 +132,7 @@ func TestRegisterUnreachable(t *testing.T) {
 	addr := testprog.FreeAddr(t)
 	start := time.Now()
 	_, stderr, code := runChash(t, nil, "register", "--etcd", addr, "--prefix", "/p/", "--server", "h:1:1 x", "--wait", "1s")
-	want := "chash register: membership: register /p/x: etcd at " + addr + " does not answer"
+	want := "chash register: register /p/x: etcd at " + addr + " does not answer"
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("exit status %d, stderr\n%s\nwant 1 and\n%s", code, stderr, want)
 	}

@@ -154,21 +154,21 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 // server line, and a TTL of zero (the default) or at least 1s.
 func (reg Registration) Validate() error {
 	if len(reg.Endpoints) == 0 {
-		return errors.New("membership: register: no etcd endpoint")
+		return errors.New("membership: no etcd endpoint")
 	}
 	for _, h := range reg.Endpoints {
 		if err := checkEndpoint(h); err != nil {
-			return fmt.Errorf("membership: register: %w", err)
+			return fmt.Errorf("membership: %w", err)
 		}
 	}
 	if err := checkPrefix(reg.Prefix); err != nil {
-		return fmt.Errorf("membership: register: %w", err)
+		return fmt.Errorf("membership: %w", err)
 	}
 	if _, err := parseLine(strings.TrimSpace(reg.Server)); err != nil {
-		return fmt.Errorf("membership: register: %w", err)
+		return fmt.Errorf("membership: %w", err)
 	}
 	if reg.TTL != 0 && reg.TTL < time.Second {
-		return fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
+		return fmt.Errorf("membership: TTL %v is under etcd's unit of 1s", reg.TTL)
 	}
 	return nil
 }
