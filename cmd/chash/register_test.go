@@ -77,7 +77,7 @@ func TestRegisterBinary(t *testing.T) {
 	// The key is in etcd before etcd's answer reaches chash register: a
 	// signal between the two stops it while it registers (it revokes the
 	// lease, and logs nothing). Wait until it has registered.
-	if !poll(10*time.Second, func() bool { return strings.Contains(a.Output(), `msg="membership: registered"`) }) {
+	if !poll(10*time.Second, func() bool { return strings.Contains(a.Output(), `msg="register: registered"`) }) {
 		t.Fatalf("chash register never logs that it registered:\n%s", a.Output())
 	}
 	sendSignal(t, a, syscall.SIGTERM)
@@ -87,7 +87,7 @@ func TestRegisterBinary(t *testing.T) {
 	if v := key("/chash/cache/a"); v != "" {
 		t.Errorf("after SIGTERM the key holds %q; want it removed", v)
 	}
-	if logs := a.Output(); !strings.Contains(logs, `msg="membership: registered"`) || !strings.Contains(logs, "key removed") {
+	if logs := a.Output(); !strings.Contains(logs, `msg="register: registered"`) || !strings.Contains(logs, "key removed") {
 		t.Errorf("chash register's log lacks the registration or the removal:\n%s", logs)
 	}
 
@@ -96,6 +96,41 @@ func TestRegisterBinary(t *testing.T) {
 	b.Wait(5 * time.Second)
 	if !poll(3*time.Second, func() bool { return key("/chash/cache/b") == "" }) {
 		t.Errorf("3s (TTL + 1s) after chash register was killed, its key is still there")
+	}
+}
+
+// TestRegisterLogPrefix: every line of chash register's log, the
+// registrar's (registered, a key put back) and the command's own (removed),
+// begins with one prefix, "register: ".
+func TestRegisterLogPrefix(t *testing.T) {
+	bin := buildChash(t)
+	e := etcdtest.Start(t)
+	p := testprog.Start(t, testprog.Program{
+		Name: bin,
+		Args: []string{"register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", "10.0.0.1:11211:1 a"},
+		Env:  chashEnv(),
+	})
+	wait := func(what string) {
+		t.Helper()
+		if !poll(10*time.Second, func() bool { return strings.Contains(p.Output(), what) }) {
+			t.Fatalf("chash register never logs %q:\n%s", what, p.Output())
+		}
+	}
+	wait("registered")
+	e.Delete("/chash/cache/a")
+	wait("put it back")
+	sendSignal(t, p, syscall.SIGTERM)
+	if err := p.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, p.Output())
+	}
+	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
+	if len(lines) < 3 {
+		t.Errorf("chash register logged %d lines; want at least 3 (registered, put back, removed):\n%s", len(lines), p.Output())
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, ` msg="register: `) {
+			t.Errorf("chash register's log line\n%s\nwant its message to begin \"register: \"", line)
+		}
 	}
 }
 
