@@ -393,10 +393,14 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		}
 	}
 	wait(func(x sent) {
-		if x.cl.err != nil {
+		switch {
+		case x.cl.err != nil:
 			x.srv.owe(x.j.key, true)
+		case ic.deleted(x.cl.reply):
+			// Not counted otherwise: a copy written over since is a
+			// client's value now, and nothing was undone.
+			pl.stats.warmUndone.Add(1)
 		}
-		pl.stats.warmUndone.Add(1)
 	})
 }
 
