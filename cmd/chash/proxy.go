@@ -349,11 +349,15 @@ on the admin listener shows it, as JSON:
 
     {"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",
       "servers": ["NAME", ...], "ejected": ["NAME", ...],
+      "drained": [{"server": "NAME", "state": "draining"}, ...],
       "source": "URL", "revision": N, "connected": true}}}
 
 servers are the ring's, named as 'chash route' names them (an ejected
 server whose keys move to the others is out of the ring, and of the
-fingerprint, while it is out); source is the servers_from URL, "" for
+fingerprint, while it is out); drained are the pool's drained servers
+(drain: and POST /drain), out of the ring and of the fingerprint, each
+"draining" while a warm-up window reads its former keys from it, then
+"drained": it may leave the pool; source is the servers_from URL, "" for
 servers listed in the file; revision is the etcd revision at which the
 proxy last read or was told the list, which differs between proxies that
 read the same list at different moments: compare fingerprints (for a file,
