@@ -258,7 +258,7 @@ func TestAnalysisUsage(t *testing.T) {
 		{[]string{"analyze", "--config", "testdata/seed5.yml", "--plot", "a.gif"}, 2, "unknown image format"},
 		{[]string{"analyze", "--config", "testdata/seed5.yml", "--sample", "0"}, 2, "--sample 0"},
 		{[]string{"analyze", "--config", "testdata/seed5.yml", "extra"}, 2, `unexpected argument "extra"`},
-		{[]string{"analyze", "--config", "testdata/badweight.yml"}, 2, "chash analyze: config: testdata/badweight.yml:"},
+		{[]string{"analyze", "--config", "testdata/badweight.yml"}, 2, "chash analyze: testdata/badweight.yml:"},
 		{[]string{"analyze", "--config", "testdata/two.yml"}, 2, "name one"},
 		{[]string{"analyze", "--config", "testdata/seed5.yml", "--keys", "testdata/nope.txt"}, 1, "nope.txt"},
 		{[]string{"diff", "testdata/seed5.yml"}, 2, "give a NEW configuration, or --add or --remove"},

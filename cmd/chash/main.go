@@ -56,9 +56,37 @@ func (c *Command) Name() string {
 	return name
 }
 
-// Errorf prints "chash NAME: " and the message to w.
+// Errorf prints "chash NAME: " and the message to w. An error among args
+// prints as message words it: the line names the command, and "chash proxy:
+// proxy: sf.yml:3: ..." says where it comes from twice.
 func (c *Command) Errorf(w io.Writer, format string, args ...any) {
+	args = slices.Clone(args)
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = message(err)
+		}
+	}
 	fmt.Fprintf(w, "chash %s: %s\n", c.Name(), fmt.Sprintf(format, args...))
+}
+
+// internalPackages are the packages whose names prefix the errors they make
+// or wrap, as the house's errors do ("config: ", "membership: "). Their names
+// are words about chash's code, not about what an operator runs, so a
+// command's line leaves them out.
+var internalPackages = []string{"analyze", "config", "dist", "membership", "plot", "proxy"}
+
+// message returns err's message without the internal packages' names among
+// its parts ("proxy: f.yml:3: pool \"a\": membership: file:x: open x: ..."
+// is "f.yml:3: pool \"a\": file:x: open x: ..."). A part is what lies
+// between two ": ", so a name quoted in a message, or part of a longer
+// part, stays.
+func message(err error) string {
+	parts := strings.Split(err.Error(), ": ")
+	kept := slices.DeleteFunc(parts, func(p string) bool { return slices.Contains(internalPackages, p) })
+	if len(kept) == 0 {
+		return err.Error()
+	}
+	return strings.Join(kept, ": ")
 }
 
 // UsageError prints the message and the command's usage to w and returns 2, the

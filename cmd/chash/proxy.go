@@ -349,11 +349,15 @@ on the admin listener shows it, as JSON:
 
     {"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",
       "servers": ["NAME", ...], "ejected": ["NAME", ...],
+      "drained": [{"server": "NAME", "state": "draining"}, ...],
       "source": "URL", "revision": N, "connected": true}}}
 
 servers are the ring's, named as 'chash route' names them (an ejected
 server whose keys move to the others is out of the ring, and of the
-fingerprint, while it is out); source is the servers_from URL, "" for
+fingerprint, while it is out); drained are the pool's drained servers
+(drain: and POST /drain), out of the ring and of the fingerprint, each
+"draining" while a warm-up window reads its former keys from it, then
+"drained": it may leave the pool; source is the servers_from URL, "" for
 servers listed in the file; revision is the etcd revision at which the
 proxy last read or was told the list, which differs between proxies that
 read the same list at different moments: compare fingerprints (for a file,
@@ -492,8 +496,9 @@ deletes the key's old value, as memcached does, so that a failed set
 leaves nothing stale to read.
 
 --test-conf checks FILE as 'nutcracker -t' does and exits: 0 if it is valid,
-2 otherwise. It resolves the listen addresses, refuses one that does not
-resolve, and refuses two pools whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
+2 otherwise, as proxy does at start with a FILE that is not. It resolves the
+listen addresses, refuses one that does not resolve, and refuses two pools
+whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
 127.0.0.1:22121). It checks a servers_from URL but does not read the list, so
 that a file can be checked where etcd cannot be reached; 'chash route
 --config FILE' reads it once, and fails if it is not valid.
@@ -616,7 +621,10 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	if err == nil {
 		err = proxy.Validate(file)
 	}
-	if err == nil && f.testConf {
+	if err == nil {
+		// At start too, not only for --test-conf: a listen address that
+		// does not resolve is then a bad configuration, named by its file
+		// and line, rather than a bind that fails.
 		err = proxy.CheckListens(file)
 	}
 	if err != nil {

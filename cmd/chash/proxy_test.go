@@ -45,7 +45,7 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  eject_errors: true\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `:3: pool "alpha": eject_errors: true needs auto_eject_hosts: true`},
 		// A servers_from URL is checked, its list not read (etcd may be out of reach).
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/nonexistent/cache.servers\n"), "--test-conf"}, 0, "syntax is ok", ""},
-		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: etcd://127.0.0.1:1/chash\n"), "--test-conf"}, 2, "", `:3: pool "alpha": membership: servers_from "etcd://127.0.0.1:1/chash": key prefix "/chash" does not end in "/"`},
+		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: etcd://127.0.0.1:1/chash\n"), "--test-conf"}, 2, "", `:3: pool "alpha": servers_from "etcd://127.0.0.1:1/chash": key prefix "/chash" does not end in "/"`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  servers_from: file:/x\n  servers: [127.0.0.1:11211:1]\n"), "--test-conf"}, 2, "", "servers_from and servers (line 4) both given"},
 		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
@@ -238,5 +238,60 @@ func TestAliasArgs(t *testing.T) {
 	_, stderr, code := runChash(t, nil, aliasArgs("nutcracker", []string{"-t", "-c", "testdata/two.yml"})...)
 	if code != 0 {
 		t.Errorf("as nutcracker, -t -c testdata/two.yml = %d, %s; want 0 (-c wins)", code, stderr)
+	}
+}
+
+// TestProxyStartupErrors checks what chash proxy says when it cannot start,
+// with and without --test-conf: one prefix, the command's, then the file and
+// line, then the problem; never the names of the packages the error passed
+// through ("chash proxy: proxy: sf.yml:3: ...").
+func TestProxyStartupErrors(t *testing.T) {
+	server := "  servers:\n   - 127.0.0.1:11211:1\n"
+	missing := filepath.Join(t.TempDir(), "missing.yml")
+	tests := []struct {
+		name, yaml string
+		code       int
+		want       string // after "chash proxy: FILE"
+	}{
+		{"bad distribution", "alpha:\n  listen: 127.0.0.1:1\n  distribution: nope\n" + server, 2,
+			`:3: pool "alpha": distribution "nope" is unknown`},
+		{"bad listen port", "alpha:\n  listen: 127.0.0.1:99999\n" + server, 2,
+			`:2: pool "alpha": listen "127.0.0.1:99999": port "99999" is not a number in 1..65535`},
+		{"listen host that does not resolve", "alpha:\n  listen: no-such-host.invalid:22121\n" + server, 2,
+			`:2: pool "alpha": listen tcp: lookup no-such-host.invalid`},
+		{"bad servers_from URL", "alpha:\n  listen: 127.0.0.1:1\n  servers_from: ftp://x/y\n", 2,
+			`:3: pool "alpha": servers_from "ftp://x/y": want "etcd://HOST:PORT/PREFIX/" or "file:PATH"`},
+		{"servers_from prefix", "alpha:\n  listen: 127.0.0.1:1\n  servers_from: etcd://127.0.0.1:1/chash\n", 2,
+			`:3: pool "alpha": servers_from "etcd://127.0.0.1:1/chash": key prefix "/chash" does not end in "/"`},
+		{"no pools", "", 2, `: no pools`},
+		{"unreadable file", "", 2, ": no such file or directory"},
+	}
+	for _, tt := range tests {
+		path := missing
+		if tt.name != "unreadable file" {
+			path = writeConfig(t, tt.yaml)
+		}
+		want := "chash proxy: " + path + tt.want
+		if tt.name == "unreadable file" {
+			want = "chash proxy: open " + path + tt.want
+		}
+		for _, args := range [][]string{
+			{"proxy", "--config", path, "--admin", "", "--stats-port", "0"},
+			{"proxy", "--config", path, "--test-conf"},
+		} {
+			_, stderr, code := runChash(t, nil, args...)
+			line, _, _ := strings.Cut(stderr, "\n")
+			if code != tt.code || !strings.HasPrefix(line, want) {
+				t.Errorf("%s: chash %q = %d\n%s\nwant %d and a line beginning\n%s", tt.name, args, code, stderr, tt.code, want)
+			}
+		}
+	}
+	// A list that cannot be read at start: the source's error, once
+	// located, names no package either.
+	path := writeConfig(t, "alpha:\n  listen: "+testprog.FreeAddr(t)+"\n  servers_from: file:/nonexistent/cache.servers\n")
+	_, stderr, code := runChash(t, nil, "proxy", "--config", path, "--admin", "", "--stats-port", "0", "--source-timeout", "1s")
+	want := "chash proxy: " + path + `:3: pool "alpha": file:/nonexistent/cache.servers: open /nonexistent/cache.servers: no such file or directory`
+	if code != 1 || !strings.Contains(stderr, want+"\n") {
+		t.Errorf("chash proxy of an unreadable servers_from = %d\n%s\nwant 1 and\n%s", code, stderr, want)
 	}
 }

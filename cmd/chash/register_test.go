@@ -24,12 +24,12 @@ func TestRegisterUsage(t *testing.T) {
 		{[]string{"register", "--etcd", "h:1", "--prefix", "/p/"}, "chash register: --server is required"},
 		{append(ok, "extra"), `chash register: unexpected arguments ["extra"]`},
 		{append(ok, "--ttl", "0s"), "chash register: --ttl 0s: want at least 1s"},
-		{append(ok, "--ttl", "500ms"), "chash register: membership: register: TTL 500ms is under etcd's unit of 1s"},
+		{append(ok, "--ttl", "500ms"), "chash register: TTL 500ms is under etcd's unit of 1s"},
 		{append(ok, "--wait", "0s"), "chash register: --wait 0s: want a positive duration"},
-		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: membership: register: endpoint "h": want HOST:PORT`},
+		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: endpoint "h": want HOST:PORT`},
 		{append(ok[:2:2], "a:1,b", "--prefix", "/p/", "--server", "h:1:1"), `endpoint "b": want HOST:PORT`},
 		{append(ok[:4:4], "/p", "--server", "h:1:1"), `key prefix "/p" does not end in "/"`},
-		{append(ok[:6:6], "h:1"), `membership: register: server "h:1": want "host:port:weight [name]"`},
+		{append(ok[:6:6], "h:1"), `chash register: server "h:1": want "host:port:weight [name]"`},
 		{append(ok, "--check-every", "2s"), "chash register: --check-every needs --check"},
 		{append(ok, "--check-fails", "2"), "chash register: --check-fails needs --check"},
 		{append(ok, "--check", "http"), `chash register: --check "http": want memcached or redis`},
@@ -83,7 +83,7 @@ func TestRegisterBinary(t *testing.T) {
 	// The key is in etcd before etcd's answer reaches chash register: a
 	// signal between the two stops it while it registers (it revokes the
 	// lease, and logs nothing). Wait until it has registered.
-	if !poll(10*time.Second, func() bool { return strings.Contains(a.Output(), `msg="membership: registered"`) }) {
+	if !poll(10*time.Second, func() bool { return strings.Contains(a.Output(), `msg="register: registered"`) }) {
 		t.Fatalf("chash register never logs that it registered:\n%s", a.Output())
 	}
 	sendSignal(t, a, syscall.SIGTERM)
@@ -93,7 +93,7 @@ func TestRegisterBinary(t *testing.T) {
 	if v := key("/chash/cache/a"); v != "" {
 		t.Errorf("after SIGTERM the key holds %q; want it removed", v)
 	}
-	if logs := a.Output(); !strings.Contains(logs, `msg="membership: registered"`) || !strings.Contains(logs, "key removed") {
+	if logs := a.Output(); !strings.Contains(logs, `msg="register: registered"`) || !strings.Contains(logs, "key removed") {
 		t.Errorf("chash register's log lacks the registration or the removal:\n%s", logs)
 	}
 
@@ -102,6 +102,41 @@ func TestRegisterBinary(t *testing.T) {
 	b.Wait(5 * time.Second)
 	if !poll(3*time.Second, func() bool { return key("/chash/cache/b") == "" }) {
 		t.Errorf("3s (TTL + 1s) after chash register was killed, its key is still there")
+	}
+}
+
+// TestRegisterLogPrefix: every line of chash register's log, the
+// registrar's (registered, a key put back) and the command's own (removed),
+// begins with one prefix, "register: ".
+func TestRegisterLogPrefix(t *testing.T) {
+	bin := buildChash(t)
+	e := etcdtest.Start(t)
+	p := testprog.Start(t, testprog.Program{
+		Name: bin,
+		Args: []string{"register", "--etcd", e.Endpoint, "--prefix", "/chash/cache/", "--server", "10.0.0.1:11211:1 a"},
+		Env:  chashEnv(),
+	})
+	wait := func(what string) {
+		t.Helper()
+		if !poll(10*time.Second, func() bool { return strings.Contains(p.Output(), what) }) {
+			t.Fatalf("chash register never logs %q:\n%s", what, p.Output())
+		}
+	}
+	wait("registered")
+	e.Delete("/chash/cache/a")
+	wait("put it back")
+	sendSignal(t, p, syscall.SIGTERM)
+	if err := p.Wait(5 * time.Second); err != nil {
+		t.Fatalf("after SIGTERM chash register: %v\n%s", err, p.Output())
+	}
+	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
+	if len(lines) < 3 {
+		t.Errorf("chash register logged %d lines; want at least 3 (registered, put back, removed):\n%s", len(lines), p.Output())
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, ` msg="register: `) {
+			t.Errorf("chash register's log line\n%s\nwant its message to begin \"register: \"", line)
+		}
 	}
 }
 
@@ -138,7 +173,7 @@ func TestRegisterUnreachable(t *testing.T) {
 	addr := testprog.FreeAddr(t)
 	start := time.Now()
 	_, stderr, code := runChash(t, nil, "register", "--etcd", addr, "--prefix", "/p/", "--server", "h:1:1 x", "--wait", "1s")
-	want := "chash register: membership: register /p/x: etcd at " + addr + " does not answer"
+	want := "chash register: register /p/x: etcd at " + addr + " does not answer"
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("exit status %d, stderr\n%s\nwant 1 and\n%s", code, stderr, want)
 	}

@@ -153,7 +153,7 @@ func TestRouteBadConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		stdout, stderr, code := runChash(t, nil, "route", "--config", path, "k")
-		prefix := fmt.Sprintf("chash route: config: %s:%d: pool \"p\": ", path, tt.line)
+		prefix := fmt.Sprintf("chash route: %s:%d: pool \"p\": ", path, tt.line)
 		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, prefix) || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%s: exit status %d, stdout %q, stderr\n%s\nwant 2, none and one line starting\n%s\nand saying\n%s", tt.name, code, stdout, stderr, prefix, tt.want)
 		}
@@ -175,15 +175,15 @@ func TestRouteErrors(t *testing.T) {
 		stderr string
 	}{
 		{"bad weight", []string{"--config", "testdata/badweight.yml", "k"},
-			`chash route: config: testdata/badweight.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer` + "\n"},
+			`chash route: testdata/badweight.yml:7: pool "alpha": server "10.0.0.1:11211:x": weight "x" is not a positive integer` + "\n"},
 		{"missing file", []string{"--config", "testdata/none.yml", "k"},
-			"chash route: config: open testdata/none.yml: no such file or directory\n"},
+			"chash route: open testdata/none.yml: no such file or directory\n"},
 		{"pool needed", []string{"--config", "testdata/two.yml", "k"},
 			"chash route: testdata/two.yml has 2 pools (a, b): choose one with --pool\n"},
 		{"unknown pool", []string{"--config", "testdata/two.yml", "--pool", "c", "k"},
-			`chash route: config: testdata/two.yml: no pool "c" (pools: "a", "b")` + "\n"},
+			`chash route: testdata/two.yml: no pool "c" (pools: "a", "b")` + "\n"},
 		{"not YAML", []string{"--config", "route.go", "k"},
-			"chash route: config: route.go:"},
+			"chash route: route.go:"},
 	}
 	for _, tt := range tests {
 		stdout, stderr, code := runChash(t, nil, append([]string{"route"}, tt.args...)...)

@@ -130,7 +130,7 @@ func TestServersFromOfflineErrors(t *testing.T) {
 			{"diff", "--add", "10.0.0.9:11211:1", conf},
 		} {
 			stdout, stderr, code := runChash(t, nil, args...)
-			prefix := fmt.Sprintf("chash %s: config: %s:5: pool \"a\": ", args[0], conf)
+			prefix := fmt.Sprintf("chash %s: %s:5: pool \"a\": ", args[0], conf)
 			if code != tt.code || stdout != "" || !strings.HasPrefix(stderr, prefix) || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("%s: chash %s: exit status %d, stdout %q, stderr\n%s\nwant %d, none and one line starting\n%s\nand saying\n%s",
 					tt.name, args[0], code, stdout, stderr, tt.code, prefix, tt.want)

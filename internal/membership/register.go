@@ -37,7 +37,8 @@ type Registration struct {
 	// again, as in Config. If zero, they are 100ms and 5s.
 	MinBackoff, MaxBackoff time.Duration
 	// Logger receives the registrar's logs: each loss of the lease and each
-	// registration after one. If nil, slog.Default() is used.
+	// registration after one. Their messages begin "register: ", as those of
+	// chash register, which runs it. If nil, slog.Default() is used.
 	Logger *slog.Logger
 }
 
@@ -135,7 +136,7 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 			return nil, err
 		}
 		if r.failed(err) == 1 {
-			r.log.Warn("membership: etcd does not answer; retrying the registration", "err", err)
+			r.log.Warn("register: etcd does not answer; retrying the registration", "err", err)
 		}
 		if !b.wait(ctx) {
 			r.cli.Close()
@@ -154,21 +155,21 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 // server line, and a TTL of zero (the default) or at least 1s.
 func (reg Registration) Validate() error {
 	if len(reg.Endpoints) == 0 {
-		return errors.New("membership: register: no etcd endpoint")
+		return errors.New("membership: no etcd endpoint")
 	}
 	for _, h := range reg.Endpoints {
 		if err := checkEndpoint(h); err != nil {
-			return fmt.Errorf("membership: register: %w", err)
+			return fmt.Errorf("membership: %w", err)
 		}
 	}
 	if err := checkPrefix(reg.Prefix); err != nil {
-		return fmt.Errorf("membership: register: %w", err)
+		return fmt.Errorf("membership: %w", err)
 	}
 	if _, err := parseLine(strings.TrimSpace(reg.Server)); err != nil {
-		return fmt.Errorf("membership: register: %w", err)
+		return fmt.Errorf("membership: %w", err)
 	}
 	if reg.TTL != 0 && reg.TTL < time.Second {
-		return fmt.Errorf("membership: register: TTL %v is under etcd's unit of 1s", reg.TTL)
+		return fmt.Errorf("membership: TTL %v is under etcd's unit of 1s", reg.TTL)
 	}
 	return nil
 }
@@ -227,9 +228,9 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.status.Registrations > 0 {
-		r.log.Info("membership: registered again", "lease", fmt.Sprintf("%x", int64(lease.ID)))
+		r.log.Info("register: registered again", "lease", fmt.Sprintf("%x", int64(lease.ID)))
 	} else {
-		r.log.Info("membership: registered", "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl", time.Duration(r.ttl)*time.Second)
+		r.log.Info("register: registered", "lease", fmt.Sprintf("%x", int64(lease.ID)), "ttl", time.Duration(r.ttl)*time.Second)
 	}
 	r.status.Registered, r.status.Lease = true, int64(lease.ID)
 	r.status.Registrations++
@@ -275,7 +276,7 @@ func (r *Registrar) keep(ctx context.Context, lease clientv3.LeaseID, rev int64)
 		r.mu.Lock()
 		r.status.Registered = false
 		r.mu.Unlock()
-		r.log.Warn("membership: lease lost; registering again", "lease", fmt.Sprintf("%x", int64(lease)))
+		r.log.Warn("register: lease lost; registering again", "lease", fmt.Sprintf("%x", int64(lease)))
 		if kept {
 			b.reset()
 		} else if !b.wait(ctx) {
@@ -325,13 +326,13 @@ func (r *Registrar) guard(ctx context.Context, lease clientv3.LeaseID, rev int64
 					others = false
 				case clientv3.LeaseID(ev.Kv.Lease) != lease:
 					if !others {
-						r.log.Warn("membership: another registration of the server took the key over; this one puts it back when it goes",
+						r.log.Warn("register: another registration of the server took the key over; this one puts it back when it goes",
 							"lease", fmt.Sprintf("%x", int64(lease)), "their_lease", fmt.Sprintf("%x", ev.Kv.Lease), "value", string(ev.Kv.Value))
 					}
 					others = true
 				default:
 					if others {
-						r.log.Info("membership: the registration that took the key over has gone; it handed the key back", "lease", fmt.Sprintf("%x", int64(lease)))
+						r.log.Info("register: the registration that took the key over has gone; it handed the key back", "lease", fmt.Sprintf("%x", int64(lease)))
 					}
 					others = false
 				}
@@ -384,9 +385,9 @@ func (r *Registrar) putBack(ctx context.Context, lease clientv3.LeaseID, others 
 		case !resp.Succeeded:
 			// Someone put it meanwhile: the watch tells who.
 		case others:
-			r.log.Info("membership: the registration that took the key over has gone; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
+			r.log.Info("register: the registration that took the key over has gone; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
 		default:
-			r.log.Warn("membership: the key was deleted while registered; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
+			r.log.Warn("register: the key was deleted while registered; put it back", "lease", fmt.Sprintf("%x", int64(lease)))
 		}
 		return
 	}
@@ -420,7 +421,7 @@ func (r *Registrar) Close() error {
 				r.mu.Lock()
 				r.status.HandedBack = true
 				r.mu.Unlock()
-				r.log.Info("membership: handed the key back to the registration it took over from", "their_lease", fmt.Sprintf("%x", int64(taken.lease)))
+				r.log.Info("register: handed the key back to the registration it took over from", "their_lease", fmt.Sprintf("%x", int64(taken.lease)))
 			}
 			// Else the other's lease is gone (ErrLeaseNotFound), or the
 			// key is not ours: the revoke removes what is.

@@ -208,12 +208,12 @@ func TestRegisterErrors(t *testing.T) {
 		reg  Registration
 		want string
 	}{
-		{Registration{Prefix: "/p/", Server: "h:1:1"}, "membership: register: no etcd endpoint"},
-		{Registration{Endpoints: []string{"h"}, Prefix: "/p/", Server: "h:1:1"}, `membership: register: endpoint "h": want HOST:PORT`},
+		{Registration{Prefix: "/p/", Server: "h:1:1"}, "membership: no etcd endpoint"},
+		{Registration{Endpoints: []string{"h"}, Prefix: "/p/", Server: "h:1:1"}, `membership: endpoint "h": want HOST:PORT`},
 		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p", Server: "h:1:1"}, `key prefix "/p" does not end in "/"`},
 		{Registration{Endpoints: []string{"h:1"}, Prefix: "p/", Server: "h:1:1"}, `key prefix "p/" does not begin with "/"`},
-		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: "h:1"}, `membership: register: server "h:1": want "host:port:weight [name]"`},
-		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: ""}, `membership: register: server "": want`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: "h:1"}, `membership: server "h:1": want "host:port:weight [name]"`},
+		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: ""}, `membership: server "": want`},
 		{Registration{Endpoints: []string{"h:1"}, Prefix: "/p/", Server: "h:1:1", TTL: 500 * time.Millisecond}, "TTL 500ms is under etcd's unit of 1s"},
 		{Registration{Endpoints: []string{f.addr}, Prefix: "/p/", Server: "h:1:1 x", Timeout: 200 * time.Millisecond},
 			"membership: register /p/x: etcd at " + f.addr + " does not answer within "},

@@ -114,7 +114,8 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 		pl.drains = map[string]*drainState{}
 	}
 	now := time.Now()
-	d := &drainState{since: now, until: now.Add(window)}
+	until := now.Add(window) // d.until is pl.mu's: drainsDone clears it
+	d := &drainState{since: now, until: until}
 	pl.drains[server] = d
 	st, err := newState(cur.cfg, cur.list, cur.eject, pl.drainedLocked(cur.cfg), cur)
 	if err != nil {
@@ -125,7 +126,7 @@ func (p *Proxy) Drain(pool, server string, window time.Duration) (time.Time, err
 	locked = false
 	pl.mu.Unlock()
 	pl.noteMove(cur, st, "drain of "+server)
-	return d.until, nil
+	return until, nil
 }
 
 // Undrain gives back its keys to a server drained by Drain, opening a

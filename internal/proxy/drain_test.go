@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +144,43 @@ func TestDrainConfig(t *testing.T) {
 	if got := getMany(t, c, keys); len(got) != len(keys) {
 		t.Errorf("after the undrain, %d of %d gets hit; want all", len(got), len(keys))
 	}
+}
+
+// TestRingShowsDrained: GET /ring lists a pool's drained servers with their
+// state, "draining" while their keys are warmed from them and "drained" once
+// they may leave, in the pool's order; they stay out of the ring's servers
+// and of its fingerprint.
+func TestRingShowsDrained(t *testing.T) {
+	lines := []string{"127.0.0.1:34011:1 a", "127.0.0.1:34012:1 b", "127.0.0.1:34013:1 c"}
+	yaml := poolOf("warmup: 60000\ndrain: [c]", lines)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	ring := func() PoolRing {
+		t.Helper()
+		var r struct{ Pools map[string]PoolRing }
+		if err := json.Unmarshal([]byte(adminGet(t, p, "/ring")), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Pools["alpha"]
+	}
+	check := func(when string, r PoolRing, want []DrainedServer) {
+		t.Helper()
+		if !slices.Equal(r.Drained, want) {
+			t.Errorf("%s: /ring drained %+v; want %+v", when, r.Drained, want)
+		}
+		if fp := fingerprintOf(t, parseConfig(t, yaml).Pools[0], lines[0]); !slices.Equal(r.Servers, []string{"a"}) || r.Fingerprint != fp {
+			t.Errorf("%s: /ring servers %q, fingerprint %s; want [a] and %s, the ring's without the drained", when, r.Servers, r.Fingerprint, fp)
+		}
+	}
+
+	// Drained by the file from the start: no key to warm from it.
+	if r := ring(); !slices.Equal(r.Drained, []DrainedServer{{Server: "c", State: "drained"}}) {
+		t.Errorf("at start: /ring drained %+v; want c drained", r.Drained)
+	}
+	if _, err := p.Drain("alpha", "b", 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// c owned no keys before b's drain: nothing is warmed from it.
+	check("while b drains", ring(), []DrainedServer{{Server: "b", State: "draining"}, {Server: "c", State: "drained"}})
+	time.Sleep(time.Second)
+	check("once b's window closed", ring(), []DrainedServer{{Server: "b", State: "drained"}, {Server: "c", State: "drained"}})
 }

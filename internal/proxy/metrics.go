@@ -28,7 +28,7 @@ type poolStats struct {
 	warmHits    atomic.Uint64 // of which found the key
 	warmCopies  atomic.Uint64 // values copied to their new servers
 	warmDropped atomic.Uint64 // copies not made: too many waited
-	warmUndone  atomic.Uint64 // copies taken back: the previous copy changed meanwhile
+	warmUndone  atomic.Uint64 // copies deleted again: the previous copy changed meanwhile
 	failovers   atomic.Uint64 // reads and decisions that went to another replica
 	bytesIn     atomic.Uint64 // read from clients
 	bytesOut    atomic.Uint64 // written to clients
@@ -229,7 +229,7 @@ var (
 	descWarmHits    = prometheus.NewDesc("chash_proxy_warmup_hits_total", "Warm-up reads that found the key.", []string{"pool"}, nil)
 	descWarmCopies  = prometheus.NewDesc("chash_proxy_warmup_copies_total", "Values copied to their keys' new servers.", []string{"pool"}, nil)
 	descWarmDropped = prometheus.NewDesc("chash_proxy_warmup_copies_dropped_total", "Copies not made because too many waited.", []string{"pool"}, nil)
-	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies taken back because the previous server's copy changed meanwhile.", []string{"pool"}, nil)
+	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies deleted from their new servers again because the previous server's copy changed while they were made; a copy written over since is left, and not counted.", []string{"pool"}, nil)
 	descFailovers   = prometheus.NewDesc("chash_proxy_replica_failovers_total", "Reads and conditional writes sent to the next replica after one failed (or missed, with read_miss_failover).", []string{"pool"}, nil)
 	descOwed        = prometheus.NewDesc("chash_proxy_owed_deletes", "Deletes the server owes: writes it missed, replayed before it serves reads again.", []string{"pool", "server"}, nil)
 	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,6 +24,10 @@ type PoolRing struct {
 	Servers []string `json:"servers"`
 	// Ejected are the pool's servers that are ejected, in or out of the ring.
 	Ejected []string `json:"ejected"`
+	// Drained are the pool's drained servers (its drain: list and the
+	// drains of POST /drain), in the pool's order: connected, owning no
+	// keys, so neither among Servers nor in the fingerprint.
+	Drained []DrainedServer `json:"drained"`
 	// Source is the pool's servers_from URL, or "" for servers listed in the
 	// configuration.
 	Source string `json:"source"`
@@ -36,20 +41,39 @@ type PoolRing struct {
 	Connected bool `json:"connected"`
 }
 
+// A DrainedServer is a drained server as GET /ring shows it.
+type DrainedServer struct {
+	// Server is the server's name, as Servers names them.
+	Server string `json:"server"`
+	// State is "draining" while a warm-up window reads the keys the server
+	// held from it, then "drained": it may leave the pool, which moves no
+	// key.
+	State string `json:"state"`
+}
+
 // Rings returns the ring of every pool, by pool name, as GET /ring shows it.
 func (p *Proxy) Rings() map[string]PoolRing {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := time.Now()
 	out := make(map[string]PoolRing, len(p.pools))
 	for name, pl := range p.pools {
 		st := pl.state.Load()
-		r := PoolRing{Fingerprint: st.fingerprint, Distribution: st.cfg.Distribution, Servers: []string{}, Ejected: []string{}, Connected: true}
+		r := PoolRing{Fingerprint: st.fingerprint, Distribution: st.cfg.Distribution, Servers: []string{}, Ejected: []string{},
+			Drained: []DrainedServer{}, Connected: true}
 		for _, s := range st.live {
 			r.Servers = append(r.Servers, s.name)
 		}
 		for _, s := range st.list {
 			if s.ejected.Load() {
 				r.Ejected = append(r.Ejected, s.name)
+			}
+			if st.drained[s.name] {
+				d := DrainedServer{Server: s.name, State: "drained"}
+				if st.warm.readsFrom(s, now) {
+					d.State = "draining"
+				}
+				r.Drained = append(r.Drained, d)
 			}
 		}
 		if ps := p.sources[name]; ps != nil {

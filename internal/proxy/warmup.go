@@ -108,6 +108,17 @@ func (w *window) chained(now time.Time) []*window {
 	return out
 }
 
+// readsFrom reports whether a window of the chain that starts at w, open at
+// now, reads keys from s: s owned keys in the ring before it opened.
+func (w *window) readsFrom(s *server, now time.Time) bool {
+	for i := 0; w.chain(i) != nil; i++ {
+		if o := w.chain(i); now.Before(o.until) && slices.Contains(o.live, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // prevOwner returns the server that served key (already through the hash
 // tag) before the window opened, or nil if none can be read.
 func (w *window) prevOwner(key []byte) *server {
@@ -393,10 +404,14 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		}
 	}
 	wait(func(x sent) {
-		if x.cl.err != nil {
+		switch {
+		case x.cl.err != nil:
 			x.srv.owe(x.j.key, true)
+		case ic.deleted(x.cl.reply):
+			// Not counted otherwise: a copy written over since is a
+			// client's value now, and nothing was undone.
+			pl.stats.warmUndone.Add(1)
 		}
-		pl.stats.warmUndone.Add(1)
 	})
 }
 

@@ -2,8 +2,11 @@ package proxy
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -459,5 +462,72 @@ func TestWarmupCopyRace(t *testing.T) {
 	}
 	if n := pl.stats.warmCopies.Load(); n != 0 {
 		t.Errorf("copies counted: %d; want 0 (the add was not stored)", n)
+	}
+}
+
+// TestWarmupCopiesUndone: a copy whose previous copy changed while it was
+// made is taken back, and counted in chash_proxy_warmup_copies_undone_total,
+// only if the take-back deleted it. One written over since (the take-back's
+// cas does not match: a client's write, which stays) was undone by nobody,
+// and is not counted.
+func TestWarmupCopiesUndone(t *testing.T) {
+	for _, tt := range []struct {
+		name, takeBack string // the new server's answer to the take-back
+		undone         uint64
+	}{
+		{"deleted", "HD\r\n", 1},
+		{"written over since", "EX\r\n", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := memcachedtest.Start(t)
+			// The new server stores the copy with cas 77, then answers the
+			// take-back as tt says.
+			var (
+				mu        sync.Mutex
+				takeBacks []string
+			)
+			next := lineServer(t, func(c net.Conn, line string) bool {
+				var reply string
+				switch {
+				case strings.HasPrefix(line, "ms "):
+					return true // its value's line comes next
+				case line == "v1\r\n":
+					reply = "HD c77\r\n"
+				case strings.HasPrefix(line, "md "):
+					mu.Lock()
+					takeBacks = append(takeBacks, strings.TrimSpace(line))
+					mu.Unlock()
+					reply = tt.takeBack
+				default:
+					reply = "ERROR\r\n"
+				}
+				_, err := io.WriteString(c, reply)
+				return err == nil
+			})
+			p := startProxy(t, poolOf("warmup: 60000", []string{prev.Addr + ":1", next + ":1"}))
+			pl := p.pools["alpha"]
+			st := pl.state.Load()
+			pc := dial(t, prev.Addr)
+			pc.mustDo("set race 5 0 2\r\nv1\r\n")
+			line := pc.mustDo("mg race c\r\n") // HD c<cas>
+			var cas uint64
+			if _, err := fmt.Sscanf(line, "HD c%d", &cas); err != nil {
+				t.Fatalf("mg race c: %q", line)
+			}
+			// Written at the previous server while it is copied: its delete
+			// of the previous copy fails, and the copy is taken back.
+			pc.mustDo("set race 5 0 2\r\nv2\r\n")
+			job := &copyJob{key: []byte("race"), it: item{value: []byte("v1"), flags: 5, cas: cas}, from: st.servers[prev.Addr], to: []*server{st.servers[next]}, del: true}
+			pl.copier.copy([]*copyJob{job})
+			mu.Lock()
+			got := takeBacks
+			mu.Unlock()
+			if len(got) != 1 || got[0] != "md race C77" {
+				t.Fatalf("take-backs at the new server: %q; want [\"md race C77\"]", got)
+			}
+			if n := pl.stats.warmUndone.Load(); n != tt.undone {
+				t.Errorf("copies undone: %d; want %d", n, tt.undone)
+			}
+		})
 	}
 }
