@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +170,13 @@ func TestRingShowsDrained(t *testing.T) {
 		}
 		if fp := fingerprintOf(t, parseConfig(t, yaml).Pools[0], lines[0]); !slices.Equal(r.Servers, []string{"a"}) || r.Fingerprint != fp {
 			t.Errorf("%s: /ring servers %q, fingerprint %s; want [a] and %s, the ring's without the drained", when, r.Servers, r.Fingerprint, fp)
+		} // The status page's health column says it too.
+		page := adminGet(t, p, "/")
+		for _, d := range want {
+			row := regexp.MustCompile(`(?s)</span>` + d.Server + `</th>.*?</tr>`).FindString(page)
+			if !strings.Contains(row, `<span class="drained">`+d.State+`</span>`) {
+				t.Errorf("%s: the status page's row of %s does not say %s:\n%s", when, d.Server, d.State, row)
+			}
 		}
 	}
 

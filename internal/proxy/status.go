@@ -70,6 +70,7 @@ type statusServer struct {
 	Down              bool   // the last connection or probe failed (see markDown)
 	EjectedAt         string // the last ejection (RFC 3339), or empty
 	EjectedClock      string // its time of day, "15:04:05 UTC"
+	Drained           string // "draining" or "drained" (see DrainedServer), or empty
 	Share             float64
 	Requests, Errors  uint64
 	ReqRate, ErrRate  float64 // per second over the last sample; -1 if none
@@ -237,6 +238,11 @@ func (p *Proxy) status(now time.Time) *statusPage {
 			if at := s.ejectedAt.Load(); at != 0 {
 				ss.EjectedAt = time.UnixMicro(at).UTC().Format(time.RFC3339)
 				ss.EjectedClock = time.UnixMicro(at).UTC().Format("15:04:05 UTC")
+			}
+			for _, d := range rings[pl.name].Drained {
+				if d.Server == s.name {
+					ss.Drained = d.State
+				}
 			}
 			ss.ReqRate, ss.ErrRate = p.statusRates.rates(s, now)
 			sp.Servers = append(sp.Servers, ss)
