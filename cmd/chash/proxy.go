@@ -584,6 +584,16 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	case f.statsPort < 0 || f.statsPort > 65535:
 		return c.UsageError(env.Stderr, "--stats-port %d: want a port from 1 to 65535, or 0 for none", f.statsPort)
 	}
+	if f.admin != "" {
+		if err := checkListenAddr(f.admin); err != nil {
+			return c.UsageError(env.Stderr, "--admin %q: %v", f.admin, err)
+		}
+	}
+	if f.statsPort != 0 {
+		if err := checkListenAddr(net.JoinHostPort(f.statsAddr, "0")); err != nil {
+			return c.UsageError(env.Stderr, "--stats-addr %q: %v", f.statsAddr, err)
+		}
+	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return c.UsageError(env.Stderr, "--tls-cert and --tls-key go together")
 	}
@@ -875,4 +885,27 @@ func (p *pidFile) remove() {
 	if b, err := os.ReadFile(p.path); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(os.Getpid()) {
 		os.Remove(p.path)
 	}
+}
+
+// checkListenAddr checks a listen address of a flag, HOST:PORT, as the
+// listen would at start, where its error would name a listener rather than
+// the flag: a port from 0 to 65535, and a host that is an IP address or a
+// name that resolves (empty for every address).
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT: %w", err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || strconv.FormatUint(n, 10) != port {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host == "" || net.ParseIP(host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
+		return err
+	}
+	return nil
 }

@@ -65,6 +65,11 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"-d", "-c", good}, 2, "", "--daemonize is not supported: run chash proxy in the foreground under a supervisor"},
 		{[]string{"-c", good, "-v", "12"}, 2, "", `verbosity "12": want a level from 0 to 11`},
 		{[]string{"-c", good, "-s", "70000"}, 2, "", "--stats-port 70000: want a port from 1 to 65535, or 0 for none"},
+		{[]string{"-c", good, "--admin", "127.0.0.1:99999"}, 2, "", `--admin "127.0.0.1:99999": port "99999" is not a number from 0 to 65535`},
+		{[]string{"-c", good, "--admin", "127.0.0.1"}, 2, "", `--admin "127.0.0.1": want HOST:PORT: address 127.0.0.1: missing port in address`},
+		{[]string{"-c", good, "--admin", "no-such-host.invalid:22223"}, 2, "", `--admin "no-such-host.invalid:22223": lookup no-such-host.invalid`},
+		{[]string{"-c", good, "-a", "300.1.1.1"}, 2, "", `--stats-addr "300.1.1.1": lookup 300.1.1.1`},
+		{[]string{"-c", good, "-a", "no-such-host.invalid", "-s", "0", "-t"}, 0, "syntax is ok", ""}, // no stats port: no address to check
 		{[]string{"-c", good, "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "log")}, 1, "", "--output: open "},
 	}
 	for _, tt := range tests {
