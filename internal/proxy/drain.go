@@ -65,18 +65,23 @@ func (pl *pool) forgetDrains(cfg *config.Pool) {
 	}
 }
 
-// drainsDone logs the drains whose window closed with st's window; pl.mu is
-// held.
-func (pl *pool) drainsDone(st *state) {
+// drainsDone logs the drains whose window closed, closed, leaving st: a
+// drain of Drain whose own window ended, and a drain of the pool's drain:
+// list whose keys closed read (it owned keys before) and no window of st
+// still reads. pl.mu is held.
+func (pl *pool) drainsDone(closed *window, st *state) {
+	now := time.Now()
 	for n, d := range pl.drains {
-		if !d.until.IsZero() && !time.Now().Before(d.until) {
+		if !d.until.IsZero() && !now.Before(d.until) {
 			pl.proxy.log.Info("drain complete: the server may leave the pool", "pool", pl.name, "server", n,
 				"since", d.since.Format(time.RFC3339))
 			d.until = time.Time{}
 		}
 	}
 	for _, n := range st.cfg.Drain {
-		pl.proxy.log.Info("drain complete: the server may leave the pool", "pool", pl.name, "server", n)
+		if s := st.servers[n]; s != nil && closed.readFrom(s) && !st.warm.readsFrom(s, now) {
+			pl.proxy.log.Info("drain complete: the server may leave the pool", "pool", pl.name, "server", n)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // TestDrainEndpoint drains a server through POST /drain: its keys move to
@@ -191,4 +193,40 @@ func TestRingShowsDrained(t *testing.T) {
 	check("while b drains", ring(), []DrainedServer{{Server: "b", State: "draining"}, {Server: "c", State: "drained"}})
 	time.Sleep(time.Second)
 	check("once b's window closed", ring(), []DrainedServer{{Server: "b", State: "drained"}, {Server: "c", State: "drained"}})
+}
+
+// TestDrainCompleteLogged: a drain of the drain: list is logged complete
+// once, when the window that read its keys closes; another window closing
+// later (a drain of POST /drain) logs that drain, not the first again.
+func TestDrainCompleteLogged(t *testing.T) {
+	lines := []string{"127.0.0.1:34021:1 a", "127.0.0.1:34022:1 b", "127.0.0.1:34023:1 c"}
+	var logs testprog.Buffer
+	p := startProxy(t, poolOf("warmup: 300", lines), func(p *Proxy) {
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	done := func(server string) int {
+		n := 0
+		for _, rec := range jsonLogs(t, &logs, "drain complete: the server may leave the pool") {
+			if rec["server"] == server {
+				n++
+			}
+		}
+		return n
+	}
+	if err := p.Reload(parseConfig(t, poolOf("warmup: 300\ndrain: [c]", lines))); err != nil {
+		t.Fatal(err)
+	}
+	if !pollFor(5*time.Second, func() bool { return done("c") == 1 }) {
+		t.Fatalf("c drained by the file: %d lines saying its drain is complete; want 1:\n%s", done("c"), logs.String())
+	}
+	if _, err := p.Drain("alpha", "b", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !pollFor(5*time.Second, func() bool { return done("b") == 1 }) {
+		t.Fatalf("b drained: %d lines saying its drain is complete; want 1:\n%s", done("b"), logs.String())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := done("c"); n != 1 {
+		t.Errorf("after b's window closed, %d lines say c's drain is complete; want still 1:\n%s", n, logs.String())
+	}
 }

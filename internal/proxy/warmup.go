@@ -109,10 +109,22 @@ func (w *window) chained(now time.Time) []*window {
 }
 
 // readsFrom reports whether a window of the chain that starts at w, open at
-// now, reads keys from s: s owned keys in the ring before it opened.
+// now, reads keys from s: s owned keys in the ring before it opened. A nil
+// w reads from none.
 func (w *window) readsFrom(s *server, now time.Time) bool {
 	for i := 0; w.chain(i) != nil; i++ {
 		if o := w.chain(i); now.Before(o.until) && slices.Contains(o.live, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// readFrom reports whether a window of the chain that starts at w, open or
+// not, read keys from s.
+func (w *window) readFrom(s *server) bool {
+	for i := 0; w.chain(i) != nil; i++ {
+		if slices.Contains(w.chain(i).live, s) {
 			return true
 		}
 	}
@@ -218,7 +230,7 @@ func (pl *pool) closeWindow(w *window) {
 	pl.state.Store(&st)
 	pl.proxy.log.Info("warm-up window closed", "pool", pl.name,
 		"reads", pl.stats.warmReads.Load(), "hits", pl.stats.warmHits.Load(), "copies", pl.stats.warmCopies.Load())
-	pl.drainsDone(&st)
+	pl.drainsDone(w, &st)
 }
 
 // copyJob is a value read from a key's previous server, to copy to its new
