@@ -107,15 +107,15 @@ func TestFailedConnectionAnswersAll(t *testing.T) {
 	}
 	for _, codec := range []struct {
 		name  string
-		start func() (server, string)
+		start func(t *testing.T) (server, string) // t the subtest's: a missing server skips it
 		req   string
 		err   string // the reply's prefix
 	}{
-		{"memcached", func() (server, string) {
+		{"memcached", func(t *testing.T) (server, string) {
 			s := memcachedtest.Start(t)
 			return s, poolYAML("timeout: 400", s)
 		}, "get a\r\nget b\r\nget c\r\n", "SERVER_ERROR "},
-		{"redis", func() (server, string) {
+		{"redis", func(t *testing.T) (server, string) {
 			s := redistest.Start(t)
 			return s, redisPoolYAML("timeout: 400", s)
 		}, redistest.Request("GET", "a") + redistest.Request("GET", "b") + redistest.Request("GET", "c"), "-ERR "},
@@ -128,7 +128,7 @@ func TestFailedConnectionAnswersAll(t *testing.T) {
 			{"killed", "Connection reset by peer", true},
 		} {
 			t.Run(codec.name+"/"+fail.name, func(t *testing.T) {
-				srv, yaml := codec.start()
+				srv, yaml := codec.start(t)
 				if fail.kill {
 					yaml = strings.Replace(yaml, "timeout: 400", "timeout: 5000", 1)
 				}

@@ -170,15 +170,15 @@ func BenchmarkWhole(b *testing.B) {
 func TestHalfClose(t *testing.T) {
 	for _, tt := range []struct {
 		name, in, want string
-		yaml           func() string
+		yaml           func(t *testing.T) string // t the subtest's: a missing server skips it
 	}{
 		{"memcache", "set k 0 0 1\r\nv\r\nget k\r\n", "STORED\r\nVALUE k 0 1\r\nv\r\nEND\r\n",
-			func() string { return poolYAML("", memcachedtest.Start(t)) }},
+			func(t *testing.T) string { return poolYAML("", memcachedtest.Start(t)) }},
 		{"redis", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET k\r\n", "+OK\r\n$1\r\nv\r\n",
-			func() string { return redisPoolYAML("", redistest.Start(t)) }},
+			func(t *testing.T) string { return redisPoolYAML("", redistest.Start(t)) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := startProxy(t, tt.yaml()).Addr("alpha").String()
+			addr := startProxy(t, tt.yaml(t)).Addr("alpha").String()
 			for i := range 50 {
 				c, err := net.Dial("tcp", addr)
 				if err != nil {
