@@ -105,10 +105,22 @@ func (e *etcdKind) failed(err error) error {
 func etcdError(what string, endpoints []string, start time.Time, err error) error {
 	eps := strings.Join(endpoints, ",")
 	if errors.Is(err, context.DeadlineExceeded) && !start.IsZero() {
-		return fmt.Errorf("membership: %s: etcd at %s does not answer within %v: %w", what, eps, time.Since(start).Round(100*time.Millisecond), err)
+		msg := fmt.Sprintf("membership: %s: etcd at %s does not answer within %v", what, eps, time.Since(start).Round(100*time.Millisecond))
+		return &saidError{msg, err}
 	}
 	return fmt.Errorf("membership: %s: etcd at %s: %w", what, eps, err)
 }
+
+// saidError is an error whose message says what its cause says, in words of
+// its own ("does not answer within 1.5s", not then "context deadline
+// exceeded"); errors.Is and As still find the cause.
+type saidError struct {
+	msg   string
+	cause error
+}
+
+func (e *saidError) Error() string { return e.msg }
+func (e *saidError) Unwrap() error { return e.cause }
 
 // list reads the whole prefix as get does, and fails with errConnLost if the
 // connection it came on was lost before the answer was taken: a watch from

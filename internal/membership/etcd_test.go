@@ -380,6 +380,9 @@ func TestEtcdUnreachableAtStart(t *testing.T) {
 	if d, perr := time.ParseDuration(within); perr != nil || d < 1400*time.Millisecond {
 		t.Errorf("Open: %v; want it to say that etcd was waited for 1.5s", err)
 	}
+	if strings.Contains(err.Error(), "deadline exceeded") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Open: %v; want it to say once that etcd does not answer, and to wrap context.DeadlineExceeded", err)
+	}
 	if n := count(logs, "source unreachable"); n != 1 {
 		t.Errorf("logged %d times that etcd is unreachable; want once:\n%s", n, logs)
 	}
