@@ -193,7 +193,7 @@ func completions(words []string, cur string) []string {
 // configuration for --pool and --new-pool, or file names where the usage names
 // a file, the distributions for sweep's --scheme and compare's --algorithms,
 // whose value is a list: typed, the value typed so far, keeps its items up to
-// the last comma.
+// the last comma, which are not offered again.
 func flagValues(c *Command, f *flag.Flag, line commandLine, prefix, typed string) []string {
 	fields := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(c.UsageLine))
 	for i := 0; i+1 < len(fields); i++ {
@@ -207,12 +207,15 @@ func flagValues(c *Command, f *flag.Flag, line commandLine, prefix, typed string
 	}
 	switch f.Name {
 	case "scheme", "algorithms":
+		var listed []string // a name may be given once
 		if f.Name == "algorithms" {
-			prefix += typed[:strings.LastIndexByte(typed, ',')+1]
+			done := typed[:strings.LastIndexByte(typed, ',')+1]
+			prefix += done
+			listed = strings.Split(done, ",")
 		}
 		var out []string
 		for _, e := range dist.All() {
-			if f.Name == "algorithms" || e.Sweep != nil {
+			if (f.Name == "algorithms" || e.Sweep != nil) && !slices.Contains(listed, e.Name) {
 				out = append(out, prefix+e.Name+"\t"+e.Summary)
 			}
 		}

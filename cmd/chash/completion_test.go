@@ -243,6 +243,8 @@ func TestCompletionBashWordBreaks(t *testing.T) {
 		{"chash diff --add 10.0.0.9:11211:1 --pool=a testdata/tw", []string{"testdata/two.yml"}},
 		{"chash sweep --scheme=gr", []string{"groupcache"}},
 		{"chash compare --algorithms chash,ma", []string{"chash,maglev"}},
+		{"chash compare --algorithms chash,ju", []string{"chash,jump", "chash,jumpback"}},
+		{"chash compare --algorithms jump,chash,ju", []string{"jump,chash,jumpback"}}, // jump given once
 	} {
 		cmd := exec.Command(bin, "-c", bashCompletes(strings.Split(tt.line, " ")))
 		cmd.Env = env
