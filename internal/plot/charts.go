@@ -539,8 +539,20 @@ func Compare(results []analyze.Comparison, title string) (*Chart, error) {
 			p.Add(labels)
 		}
 	}
+	// The ideal, which every figure is a multiple of: a bar at the line is
+	// as good as can be.
+	ideal, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: 1}, {X: float64(len(ok)) - 0.5, Y: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	ideal.LineStyle.Width = vg.Points(1)
+	ideal.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	ideal.LineStyle.Color = color.Gray{Y: 96}
+	p.Add(ideal)
+	p.Legend.Add("ideal (1×)", ideal)
 	p.NominalX(names...)
 	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
+	p.Y.Tick.Marker = timesTicks{}
 	p.Legend.Left = true
 	return &Chart{plots: []*gonum.Plot{p}, width: vg.Length(len(ok))*vg.Inch + 2*vg.Inch, height: 5 * vg.Inch}, nil
 }

@@ -219,6 +219,33 @@ func (countTicks) Ticks(min, max float64) []gonum.Tick {
 	return ts
 }
 
+// timesTicks labels a linear axis of multiples (of a fair share, of the
+// ideal movement) at every whole multiple up to six, 1× among them, and at
+// the default ticks beyond: the default ticks of 0 to 6.5 are 0, 3 and 6,
+// which leave out the one that matters.
+type timesTicks struct{}
+
+func (timesTicks) Ticks(min, max float64) []gonum.Tick {
+	if max-min > 6.5 {
+		ts := gonum.DefaultTicks{}.Ticks(min, max)
+		for i := range ts {
+			if ts[i].Label != "" {
+				ts[i].Label += "×"
+			}
+		}
+		return ts
+	}
+	var ts []gonum.Tick
+	for v := math.Ceil(min*2) / 2; v <= max; v += 0.5 {
+		t := gonum.Tick{Value: v}
+		if v == math.Trunc(v) {
+			t.Label = strconv.FormatFloat(v, 'f', 0, 64) + "×"
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
 // percent formats a fraction as a percentage with no more digits than it needs
 // (up to two decimals).
 func percent(f float64) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/compat"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 var out = flag.String("out", "", "also write every chart into this directory, to look at")
@@ -306,5 +307,37 @@ func TestCountAxes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCompareAxis: the chart of chash compare marks 1×, the ideal that every
+// figure is a multiple of, with a labelled tick and a line in the legend:
+// the default ticks of its axis (0, 3, 6) left it out.
+func TestCompareAxis(t *testing.T) {
+	c, err := Compare([]analyze.Comparison{
+		{Entry: dist.Entry{Name: "chash"}, MaxOverMean: 1.2, MinOverMean: 0.8,
+			Add: analyze.Movement{Moved: 0.1, Ideal: 0.1}, Remove: analyze.Movement{Moved: 0.1, Ideal: 0.1}},
+		{Entry: dist.Entry{Name: "modula"}, MaxOverMean: 1.0, MinOverMean: 1.0,
+			Add: analyze.Movement{Moved: 0.9, Ideal: 0.1}, Remove: analyze.Movement{Moved: 0.9, Ideal: 0.1}},
+	}, "compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.plots[0]
+	var labels []string
+	for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if want := []string{"0×", "1×", "2×", "3×", "4×", "5×", "6×"}; !slices.Equal(labels, want) {
+		t.Errorf("y-axis labels %q; want %q", labels, want)
+	}
+	var buf bytes.Buffer
+	if err := c.Write(&buf, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	if svg := html.UnescapeString(buf.String()); !strings.Contains(svg, "ideal (1×)") {
+		t.Error("the legend lacks the ideal's line")
 	}
 }
