@@ -187,7 +187,8 @@ func unregister(cmd *Command, env *Env, reg membership.Registration, r *membersh
 func (f *registerFlags) runChecked(ctx context.Context, cmd *Command, env *Env, reg membership.Registration) int {
 	log := reg.Logger.With("key", reg.Key())
 	var r *membership.Registrar
-	first, fails := true, 0
+	first, waiting := true, false
+	fails := 0 // checks in a row without an answer while registered
 	tick := time.NewTicker(f.checkEvery)
 	defer tick.Stop()
 	for {
@@ -199,7 +200,7 @@ func (f *registerFlags) runChecked(ctx context.Context, cmd *Command, env *Env, 
 			if r, code = f.register(ctx, cmd, env, reg); r == nil {
 				return code
 			}
-			first, fails = false, 0
+			first = false
 		case err == nil && r == nil:
 			wctx, cancel := context.WithTimeout(ctx, f.wait)
 			r, err = membership.Register(wctx, reg)
@@ -215,10 +216,10 @@ func (f *registerFlags) runChecked(ctx context.Context, cmd *Command, env *Env, 
 		case err == nil:
 			fails = 0
 		case r == nil:
-			if first && fails == 0 {
+			if first && !waiting {
 				log.Info("register: waiting for the server to answer before registering", "err", err)
+				waiting = true
 			}
-			fails++
 		default:
 			if fails++; fails >= f.checkFails {
 				log.Warn("register: the server does not answer; removing its key until it does", "err", err, "checks_failed", fails)

@@ -621,7 +621,6 @@ func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 	}
 }
 
-// respond appends the reply to r.
 // bigReply returns the reply of r in three parts (see mcRequest.replyParts)
 // if it is one server's reply holding a value of flushAt bytes or more,
 // which respond would copy into the write buffer: head is dst with what
@@ -681,6 +680,7 @@ func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
 	return nil
 }
 
+// respond appends the reply to r to dst.
 func (c *client) respond(dst []byte, r *clientReq) []byte {
 	req := r.req
 	switch {
