@@ -361,8 +361,11 @@ func TestAdmin(t *testing.T) {
 // closed, counting errors per key owner.
 type load struct {
 	errs, ok sync.Map // owner -> *atomic.Int64
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// epoch counts resets: an op that began before the last one is not
+	// counted (a set before a readmission and its get after it, say).
+	epoch atomic.Int64
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func count(m *sync.Map, k string) {
@@ -405,10 +408,14 @@ func runLoad(t *testing.T, workers int, newOp func() func(w, i int) (string, boo
 					return
 				default:
 				}
+				epoch := l.epoch.Load()
 				o, ok, err := op(w, i)
 				if err != nil {
 					t.Errorf("worker %d: %v", w, err)
 					return
+				}
+				if l.epoch.Load() != epoch {
+					continue // begun before a reset
 				}
 				if ok {
 					count(&l.ok, o)
@@ -427,7 +434,9 @@ func (l *load) finish() {
 	l.wg.Wait()
 }
 
+// reset forgets what was counted, and the ops under way.
 func (l *load) reset() {
+	l.epoch.Add(1)
 	l.errs.Clear()
 	l.ok.Clear()
 }
