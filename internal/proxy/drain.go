@@ -79,7 +79,7 @@ func (pl *pool) drainsDone(closed *window, st *state) {
 		}
 	}
 	for _, n := range st.cfg.Drain {
-		if s := st.servers[n]; s != nil && closed.readFrom(s) && !st.warm.readsFrom(s, now) {
+		if s := st.servers[n]; s != nil && closed.readsFrom(s, time.Time{}) && !st.warm.readsFrom(s, now) {
 			pl.proxy.log.Info("drain complete: the server may leave the pool", "pool", pl.name, "server", n)
 		}
 	}

@@ -51,6 +51,18 @@ type DrainedServer struct {
 	State string `json:"state"`
 }
 
+// drainState returns the state of s, as DrainedServer.State says it, if s
+// is drained, else "".
+func (st *state) drainState(s *server, now time.Time) string {
+	switch {
+	case !st.drained[s.name]:
+		return ""
+	case st.warm.readsFrom(s, now):
+		return "draining"
+	}
+	return "drained"
+}
+
 // Rings returns the ring of every pool, by pool name, as GET /ring shows it.
 func (p *Proxy) Rings() map[string]PoolRing {
 	p.mu.Lock()
@@ -68,12 +80,8 @@ func (p *Proxy) Rings() map[string]PoolRing {
 			if s.ejected.Load() {
 				r.Ejected = append(r.Ejected, s.name)
 			}
-			if st.drained[s.name] {
-				d := DrainedServer{Server: s.name, State: "drained"}
-				if st.warm.readsFrom(s, now) {
-					d.State = "draining"
-				}
-				r.Drained = append(r.Drained, d)
+			if state := st.drainState(s, now); state != "" {
+				r.Drained = append(r.Drained, DrainedServer{Server: s.name, State: state})
 			}
 		}
 		if ps := p.sources[name]; ps != nil {

@@ -239,11 +239,7 @@ func (p *Proxy) status(now time.Time) *statusPage {
 				ss.EjectedAt = time.UnixMicro(at).UTC().Format(time.RFC3339)
 				ss.EjectedClock = time.UnixMicro(at).UTC().Format("15:04:05 UTC")
 			}
-			for _, d := range rings[pl.name].Drained {
-				if d.Server == s.name {
-					ss.Drained = d.State
-				}
-			}
+			ss.Drained = st.drainState(s, now)
 			ss.ReqRate, ss.ErrRate = p.statusRates.rates(s, now)
 			sp.Servers = append(sp.Servers, ss)
 		}

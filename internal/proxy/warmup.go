@@ -110,21 +110,11 @@ func (w *window) chained(now time.Time) []*window {
 
 // readsFrom reports whether a window of the chain that starts at w, open at
 // now, reads keys from s: s owned keys in the ring before it opened. A nil
-// w reads from none.
+// w reads from none; at the zero time every window of the chain counts, open
+// or not.
 func (w *window) readsFrom(s *server, now time.Time) bool {
 	for i := 0; w.chain(i) != nil; i++ {
 		if o := w.chain(i); now.Before(o.until) && slices.Contains(o.live, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// readFrom reports whether a window of the chain that starts at w, open or
-// not, read keys from s.
-func (w *window) readFrom(s *server) bool {
-	for i := 0; w.chain(i) != nil; i++ {
-		if slices.Contains(w.chain(i).live, s) {
 			return true
 		}
 	}
