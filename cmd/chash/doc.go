@@ -1024,9 +1024,13 @@
 // reader died does not end the proxy.
 // -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 // (chash's stats are always current, and it has no mbufs): the log says so
-// once. -d/--daemonize is refused: a Go program cannot fork safely, and a
-// supervisor (systemd with Type=simple, runit, s6) restarts, logs and limits
-// a foreground process better than a daemon does for itself.
+// once. -d/--daemonize runs the proxy as a daemon, as Debian's init script
+// for nutcracker does: a new process of the same program in a session of its
+// own, its standard input, output and error on /dev/null (log with -o), in
+// the same working directory; the command returns once the daemon serves
+// (its pid file written), with status 0, or with the daemon's error and
+// status if it could not start. A supervisor (systemd with Type=simple, runit,
+// s6) restarts, logs and limits a foreground process better.
 //
 // --max-value bounds the values clients of memcached pools store (1 MiB by
 // default, memcached's -I); --max-bulk bounds the bulk strings clients of
@@ -1066,9 +1070,9 @@
 //	--config FILE
 //		the twemproxy configuration FILE
 //	--d
-//		refused: run in the foreground under a supervisor (systemd)
+//		run as a daemon; return once it serves
 //	--daemonize
-//		refused: run in the foreground under a supervisor (systemd)
+//		run as a daemon; return once it serves
 //	--describe-stats
 //		print what each counter of the stats port counts and exit
 //	--eject-errors

@@ -134,7 +134,12 @@ func all() []*Command {
 // Runnable reports whether c is a command rather than a help topic.
 func (c *Command) Runnable() bool { return c.Run != nil }
 
+// argv is the program's command line as main got it: what --daemonize runs
+// again in the daemon's process.
+var argv []string
+
 func main() {
+	argv = os.Args
 	os.Exit(run(aliasArgs(os.Args[0], os.Args[1:]), os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -484,9 +484,13 @@ again (and reloads FILE), and SIGPIPE is ignored: a log going to a pipe whose
 reader died does not end the proxy.
 -i/--stats-interval and -m/--mbuf-size are accepted and mean nothing
 (chash's stats are always current, and it has no mbufs): the log says so
-once. -d/--daemonize is refused: a Go program cannot fork safely, and a
-supervisor (systemd with Type=simple, runit, s6) restarts, logs and limits
-a foreground process better than a daemon does for itself.
+once. -d/--daemonize runs the proxy as a daemon, as Debian's init script
+for nutcracker does: a new process of the same program in a session of its
+own, its standard input, output and error on /dev/null (log with -o), in
+the same working directory; the command returns once the daemon serves
+(its pid file written), with status 0, or with the daemon's error and
+status if it could not start. A supervisor (systemd with Type=simple, runit,
+s6) restarts, logs and limits a foreground process better.
 
 --max-value bounds the values clients of memcached pools store (1 MiB by
 default, memcached's -I); --max-bulk bounds the bulk strings clients of
@@ -532,7 +536,7 @@ memcached servers for that.`,
 		c.Flag.StringVar(&f.pidFile, name, "", "write the process id to `FILE`, removed at exit")
 	}
 	for _, name := range []string{"daemonize", "d"} {
-		c.Flag.BoolVar(&f.daemonize, name, false, "refused: run in the foreground under a supervisor (systemd)")
+		c.Flag.BoolVar(&f.daemonize, name, false, "run as a daemon; return once it serves")
 	}
 	for _, name := range []string{"mbuf-size", "m"} {
 		c.Flag.IntVar(&f.mbufSize, name, 0, "accepted for nutcracker's scripts: chash has no mbufs")
@@ -564,6 +568,14 @@ memcached servers for that.`,
 }
 
 func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []string) int {
+	stderr := env.Stderr
+	daemon := daemonChild() // set in the process that --daemonize started
+	if daemon != nil {
+		// Its start's errors go to the process waiting for it to serve,
+		// which writes them where the operator sees them.
+		defer daemon.Close()
+		env = &Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: daemon}
+	}
 	if len(args) > 0 {
 		return c.UsageError(env.Stderr, "unexpected arguments %q", args)
 	}
@@ -575,12 +587,6 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 	case f.describeStats:
 		proxy.DescribeStats(env.Stdout)
 		return 0
-	case f.daemonize:
-		// A Go program cannot fork and go on safely: its runtime's threads
-		// do not survive a fork, and re-executing itself detached is what
-		// a supervisor does better (restarts, logs, limits).
-		c.Errorf(env.Stderr, "--daemonize is not supported: run chash proxy in the foreground under a supervisor, such as a systemd unit with Type=simple (it logs to standard error, or to --output FILE)")
-		return 2
 	case f.statsPort < 0 || f.statsPort > 65535:
 		return c.UsageError(env.Stderr, "--stats-port %d: want a port from 1 to 65535, or 0 for none", f.statsPort)
 	}
@@ -645,10 +651,19 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
 	}
+	if f.daemonize && daemon == nil {
+		// Checked above, the command line and FILE fail here, where the
+		// operator reads the error; the daemon reads them again.
+		status, err := daemonize(argv, env.Stderr, f.srcTimeout+30*time.Second)
+		if err != nil {
+			c.Errorf(env.Stderr, "--daemonize: %v", err)
+		}
+		return status
+	}
 	ignoreBrokenPipe()          // before the first log line, which may go to a pipe
 	level := new(slog.LevelVar) // SIGTTIN and SIGTTOU change it
 	level.Set(f.verbose.level())
-	logTo := env.Stderr
+	logTo := stderr
 	var logf *logFile
 	if f.output != "" {
 		var err error
@@ -717,6 +732,10 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 			c.Errorf(env.Stderr, "--pid-file: %v", err)
 			return 1
 		}
+	}
+	if daemon != nil {
+		daemonStarted(daemon)
+		env.Stderr = stderr
 	}
 	if f.mbufSize != 0 {
 		p.Logger.Info("--mbuf-size is accepted for nutcracker's command line and means nothing here: chash proxy sizes its buffers itself", "mbuf_size", f.mbufSize)

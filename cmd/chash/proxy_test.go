@@ -62,7 +62,9 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--describe-stats"}, 0, `client_eof              "# eof on client connections"`, ""},
 		{[]string{"-V"}, 0, "chash ", ""},
 		{[]string{"-h"}, 0, "-stats-port PORT", ""},
-		{[]string{"-d", "-c", good}, 2, "", "--daemonize is not supported: run chash proxy in the foreground under a supervisor"},
+		{[]string{"-t", "-d", "-c", good}, 0, "syntax is ok", ""}, // Debian's init script checks with -d
+		// -d: a bad FILE fails before a daemon starts (TestProxyDaemonize starts one)
+		{[]string{"-d", "-c", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  bogus: 1\n  servers:\n   - 127.0.0.1:11211:1\n")}, 2, "", `unknown key "bogus"`},
 		{[]string{"-c", good, "-v", "12"}, 2, "", `verbosity "12": want a level from 0 to 11`},
 		{[]string{"-c", good, "-s", "70000"}, 2, "", "--stats-port 70000: want a port from 1 to 65535, or 0 for none"},
 		{[]string{"-c", good, "--admin", "127.0.0.1:99999"}, 2, "", `--admin "127.0.0.1:99999": port "99999" is not a number from 0 to 65535`},
