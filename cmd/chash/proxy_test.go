@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,5 +301,18 @@ func TestProxyStartupErrors(t *testing.T) {
 	want := "chash proxy: " + path + `:3: pool "alpha": file:/nonexistent/cache.servers: open /nonexistent/cache.servers: no such file or directory`
 	if code != 1 || !strings.Contains(stderr, want+"\n") {
 		t.Errorf("chash proxy of an unreadable servers_from = %d\n%s\nwant 1 and\n%s", code, stderr, want)
+	}
+	// A listen address another program holds (without SO_REUSEPORT, as
+	// nutcracker and memcached listen): the error names the listen line.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	path = writeConfig(t, "alpha:\n  listen: "+taken.Addr().String()+"\n"+server)
+	_, stderr, code = runChash(t, nil, "proxy", "--config", path, "--admin", "", "--stats-port", "0")
+	want = "chash proxy: " + path + `:2: pool "alpha": listen tcp4 ` + taken.Addr().String() + ": bind: address already in use"
+	if code != 1 || !strings.Contains(stderr, want+"\n") {
+		t.Errorf("chash proxy on a listen address taken = %d\n%s\nwant 1 and\n%s", code, stderr, want)
 	}
 }

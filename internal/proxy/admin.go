@@ -129,9 +129,9 @@ func (p *Proxy) reloadAllowed(now time.Time) bool {
 
 // startAdmin opens the admin listener; Close closes it.
 func (p *Proxy) startAdmin() error {
-	ln, err := listenApart(p.ctx, p.Admin, "admin listener", p.listeners(nil)) // shared with a new process (listen.go)
+	ln, err := listenApart(p.ctx, p.Admin, p.listeners(nil)) // shared with a new process (listen.go)
 	if err != nil {
-		return err
+		return fmt.Errorf("proxy: admin listener: %w", err)
 	}
 	p.adminL = ln
 	p.admin = &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -91,25 +91,25 @@ func (p *Proxy) listeners(skip func(pool string) bool) map[string]net.Addr {
 	return m
 }
 
-// errOverlap is the error of a listener on addr, named what, whose address
-// other has too.
-func errOverlap(what string, addr net.Addr, other string) error {
-	return fmt.Errorf("proxy: %s: listen %s: %s listens there too, and clients would be spread over both", what, addr, other)
+// errOverlap is the error of a listener on addr whose address overlaps one
+// that other has too.
+func errOverlap(addr net.Addr, other string) error {
+	return fmt.Errorf("listen %s: %s listens there too, and clients would be spread over both", addr, other)
 }
 
-// listenApart opens a TCP listener on addr (listenTCP), named what in
-// errors ("pool \"alpha\"", "admin listener"), unless it would share its
-// connections with one of others. The address is resolved and compared
+// listenApart opens a TCP listener on addr (listenTCP), unless it would share
+// its connections with one of others; its errors say what failed, and the
+// caller where (a pool's file and line, the admin listener). The address is resolved and compared
 // before the socket binds, so that a refused listener never takes, and then
 // resets, a connection meant for another; and again once bound, for port 0.
-func listenApart(ctx context.Context, addr, what string, others map[string]net.Addr) (net.Listener, error) {
+func listenApart(ctx context.Context, addr string, others map[string]net.Addr) (net.Listener, error) {
 	ta, err := resolveListen(addr)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", what, err)
+		return nil, err
 	}
 	if ta.Port != 0 {
 		if other := overlapping(ta, others); other != "" {
-			return nil, errOverlap(what, ta, other)
+			return nil, errOverlap(ta, other)
 		}
 	}
 	if host, _, _ := net.SplitHostPort(addr); host != "" {
@@ -118,12 +118,12 @@ func listenApart(ctx context.Context, addr, what string, others map[string]net.A
 	shared := ta.Port != 0 && servedElsewhere(ta)
 	ln, err := listenTCP(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", what, err)
+		return nil, err
 	}
 	ln.(*reuseListener).shared = shared
 	if other := overlapping(ln.Addr(), others); other != "" {
 		ln.Close()
-		return nil, errOverlap(what, ln.Addr(), other)
+		return nil, errOverlap(ln.Addr(), other)
 	}
 	return ln, nil
 }

@@ -558,9 +558,7 @@ func (p *Proxy) listen(cfg *config.Pool, others map[string]net.Addr) (net.Listen
 	var err error
 	if network == "tcp" {
 		// Shared with a new process (listen.go).
-		if ln, err = listenApart(p.ctx, addr, fmt.Sprintf("pool %q", cfg.Name), others); err != nil {
-			return nil, err
-		}
+		ln, err = listenApart(p.ctx, addr, others)
 	} else {
 		ln, err = (&net.ListenConfig{}).Listen(p.ctx, network, addr)
 		if errors.Is(err, syscall.EADDRINUSE) && staleSocket(addr) {
@@ -571,14 +569,15 @@ func (p *Proxy) listen(cfg *config.Pool, others map[string]net.Addr) (net.Listen
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
+		// At the listen line: the operator finds what to change there.
+		return nil, fmt.Errorf("proxy: %w", cfg.ErrorAt("listen", err))
 	}
 	if network == "unix" && cfg.ListenPerm != 0 {
 		os.Chmod(addr, cfg.ListenPerm)
 	}
 	if err := setBacklog(ln, cfg.Backlog); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("proxy: pool %q: %w", cfg.Name, err)
+		return nil, fmt.Errorf("proxy: %w", cfg.ErrorAt("backlog", err))
 	}
 	return ln, nil
 }

@@ -270,9 +270,9 @@ func appendJSONString(b []byte, s string) []byte {
 
 // startStats opens the stats port, with p.mu held; Close closes it.
 func (p *Proxy) startStats() error {
-	ln, err := listenApart(p.ctx, p.StatsAddr, "stats port", p.listeners(nil)) // shared with a new process (listen.go)
+	ln, err := listenApart(p.ctx, p.StatsAddr, p.listeners(nil)) // shared with a new process (listen.go)
 	if err != nil {
-		return err
+		return fmt.Errorf("proxy: stats port: %w", err)
 	}
 	p.stats.ln = ln
 	p.wg.Add(1)
