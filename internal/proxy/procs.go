@@ -41,6 +41,14 @@ func SetProcs(n int) int {
 // connections, one thread served 38,000 to 42,000 GETs a second at 20 µs of
 // CPU each, two threads 34,000 to 35,000 at 24 µs.
 //
+// A trial begins only while the machine has half a core idle or more (on
+// Linux, where /proc/stat tells): on a machine whose other cores are busy,
+// with its servers or its clients, more threads would wait for them and add
+// the wake-ups' CPU, and the trial would fail anyway after costing a second
+// of slower service (on a two-core machine with redis-server and
+// redis-benchmark, 50 connections, a second at two threads served a fifth
+// less than one thread).
+//
 // The load may change while max threads run: a second on max threads using
 // less than a core is a trial of one thread the other way, which keeps one
 // thread unless it serves less than max threads did (by 5%); after one that
@@ -64,6 +72,8 @@ func ScaleProcs(ctx context.Context, max int, served func() uint64, log *slog.Lo
 	SetProcs(cur)
 	defer SetProcs(max)
 	var s procScaler
+	var im idleMeter
+	machineIdle(&im)
 	last, _ := processCPU()
 	lastAt := time.Now()
 	var lastServed uint64
@@ -87,6 +97,7 @@ func ScaleProcs(ctx context.Context, max int, served func() uint64, log *slog.Lo
 				lastServed = n
 			}
 			last, lastAt = c, now
+			s.spare, s.spareKnown = machineIdle(&im)
 			n, why := s.next(cur, max, busy, rate)
 			if n != cur {
 				SetProcs(n)
@@ -102,10 +113,18 @@ func ScaleProcs(ctx context.Context, max int, served func() uint64, log *slog.Lo
 // processCPU is cpuTime, or a test's stand-in.
 var processCPU = cpuTime
 
+// machineIdle is idleMeter.measure, or a test's stand-in.
+var machineIdle = (*idleMeter).measure
+
 // procScaler decides GOMAXPROCS from successive measures of how many cores the
 // process kept busy and how many requests a second it served.
 type procScaler struct {
 	low int // successive measures under half a core
+
+	// The machine's idle cores at the last measure, if known: a trial of
+	// max threads needs minSpare.
+	spare      float64
+	spareKnown bool
 
 	trial  int     // measures left in a trial of max threads; 0 if none
 	base   float64 // the rate on one thread before the trial
@@ -138,6 +157,7 @@ const (
 	trialGain     = 1.05
 	firstHold     = 50  // 10 s
 	maxHold       = 300 // a minute
+	minSpare      = 0.5
 )
 
 // next returns the threads for the next measure and why they change, from
@@ -160,7 +180,7 @@ func (s *procScaler) next(cur, max int, busy, rate float64) (int, string) {
 			s.hold--
 			return 1, ""
 		}
-		if busy < upBusy {
+		if busy < upBusy || s.spareKnown && s.spare < minSpare {
 			return 1, ""
 		}
 		if rate >= 0 {

@@ -37,6 +37,49 @@ func TestProcScaler(t *testing.T) {
 	}
 }
 
+// TestProcScalerSpare: one busy thread tries more only while the machine has
+// half a core idle, or where it cannot tell.
+func TestProcScalerSpare(t *testing.T) {
+	for _, tt := range []struct {
+		spare float64
+		known bool
+		want  int
+	}{
+		{0.2, true, 1}, // the servers and clients use the other cores
+		{0.49, true, 1},
+		{0.5, true, 4},
+		{1.7, true, 4},
+		{0, false, 4}, // not known: as before
+	} {
+		s := procScaler{spare: tt.spare, spareKnown: tt.known}
+		for i, rate := range []float64{-1, 1000} { // a move, a trial
+			if got, _ := s.next(1, 4, 0.95, rate); got != tt.want {
+				t.Errorf("spare %.2f (known %v), measure %d: next(1, 4, 0.95, %.0f) = %d; want %d", tt.spare, tt.known, i, rate, got, tt.want)
+			}
+		}
+	}
+}
+
+// TestIdleMeter: the machine's idle cores are not known at the first
+// measure, then between none and all of its cores.
+func TestIdleMeter(t *testing.T) {
+	var m idleMeter
+	if _, ok := m.measure(); ok {
+		t.Errorf("first measure known; want unknown")
+	}
+	time.Sleep(50 * time.Millisecond)
+	idle, ok := m.measure()
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Errorf("measure known on %s, without /proc/stat", runtime.GOOS)
+		}
+		return
+	}
+	if !ok || idle < 0 || idle > float64(runtime.NumCPU())+0.01 {
+		t.Errorf("second measure = %.3f, %v; want 0 to %d cores", idle, ok, runtime.NumCPU())
+	}
+}
+
 // TestProcScalerTrial: with the rate of requests known, a move to more
 // threads is a trial. One that serves no more goes back to one thread and
 // holds it for 10 s (50 measures), 20 s after a second failure in a row; one
@@ -182,6 +225,8 @@ func TestScaleProcs(t *testing.T) {
 	var mu sync.Mutex
 	var cpu time.Duration
 	last := time.Now()
+	defer func(f func(*idleMeter) (float64, bool)) { machineIdle = f }(machineIdle)
+	machineIdle = func(*idleMeter) (float64, bool) { return 8, true } // the other cores idle
 	defer func(f func() (time.Duration, bool)) { processCPU = f }(processCPU)
 	processCPU = func() (time.Duration, bool) {
 		mu.Lock()
