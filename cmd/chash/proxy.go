@@ -569,7 +569,10 @@ memcached servers for that.`,
 
 func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []string) int {
 	stderr := env.Stderr
-	daemon := daemonChild() // set in the process that --daemonize started
+	var daemon *os.File // the pipe of the process that --daemonize started
+	if f.daemonize {
+		daemon = daemonChild()
+	}
 	if daemon != nil {
 		// Its start's errors go to the process waiting for it to serve,
 		// which writes them where the operator sees them.
