@@ -40,15 +40,14 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int       // bytes held by the pending requests
-	pkeys   int       // keys the pending requests name
-	werr    error     // why a write failed: nothing more is written
-	parts   [3][]byte // writeValue's, so that its slice is not allocated
-	broken  bool      // the connection failed or is closing: read no more
-	idle    bool      // a read deadline for the idle timeout is set
-	wdl     bool      // a write deadline for a slow reader is set (write)
-	barrier bool      // a request must be answered before the next is read
-	ended   bool      // the connection's end is counted (client_eof, client_err)
+	pbytes  int   // bytes held by the pending requests
+	pkeys   int   // keys the pending requests name
+	werr    error // why a write failed: nothing more is written
+	broken  bool  // the connection failed or is closing: read no more
+	idle    bool  // a read deadline for the idle timeout is set
+	wdl     bool  // a write deadline for a slow reader is set (write)
+	barrier bool  // a request must be answered before the next is read
+	ended   bool  // the connection's end is counted (client_eof, client_err)
 	// lane picks the client's connection to each server where a pool has
 	// several (server_connections): all of the client's requests to a
 	// server go on one, so that the server runs them in the client's order.
@@ -646,7 +645,7 @@ func (c *client) bigReply(dst []byte, r *clientReq) (head, value, tail []byte, o
 // vecWriter is a writer that can write several buffers in one system call
 // without waiting: rawIO.
 type vecWriter interface {
-	writevNow(parts [][]byte) (int, error)
+	writevNow(head, value, tail []byte) (int, error)
 }
 
 // writeValue writes head, a large value and tail, in one system call where
@@ -663,10 +662,9 @@ func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
 		}
 		return tail
 	}
-	c.parts = [3][]byte{head, value, tail}
-	n, err := w.writevNow(c.parts[:])
+	n, err := w.writevNow(head, value, tail)
 	c.wrote(n, err)
-	for _, p := range c.parts {
+	for _, p := range [...][]byte{head, value, tail} {
 		if n >= len(p) {
 			n -= len(p)
 			continue
@@ -676,7 +674,6 @@ func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
 		}
 		n = 0
 	}
-	c.parts = [3][]byte{}
 	return nil
 }
 
