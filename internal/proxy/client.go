@@ -32,7 +32,7 @@ const (
 // requests go to their servers in parallel, then writes their replies in order.
 //
 // An idle client costs little: while it waits for the client's next bytes, it
-// holds no read buffer but src's few hundred bytes, and no write buffer.
+// holds no read or write buffer.
 type client struct {
 	pool    *pool
 	conn    net.Conn
@@ -59,7 +59,9 @@ type client struct {
 type clientSource struct {
 	rw   io.Reader
 	head []byte // the unread bytes of buf
-	buf  [512]byte
+	// buf is taken from heads when the client wakes and put back when it
+	// waits again (drop), so that an idle client holds none.
+	buf *[headSize]byte
 	// stopping is set when the pool stops (the proxy shuts down, a reload
 	// removes or restarts the pool): the connection is read no further, so
 	// that the requests read are answered and no other begins.
@@ -121,9 +123,34 @@ func (s *clientSource) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// headSize is the size of the buffer a client reads into when it wakes:
+// room for a few small requests, served from it without the codec's buffer
+// where they are whole (see rawIO.serveClient).
+const headSize = 512
+
+// heads holds the clients' buffers of headSize bytes, each a *[headSize]byte.
+var heads = sync.Pool{New: func() any { return new([headSize]byte) }}
+
+// take takes a buffer into buf if it has none.
+func (s *clientSource) take() {
+	if s.buf == nil {
+		s.buf = heads.Get().(*[headSize]byte)
+	}
+}
+
+// drop puts buf back into heads once its bytes are read.
+func (s *clientSource) drop() {
+	if s.buf != nil && len(s.head) == 0 {
+		heads.Put(s.buf)
+		s.buf, s.head = nil, nil
+	}
+}
+
 // wait waits for the client's next bytes and reads them into buf, so that
 // waiting takes no larger buffer; it returns an error only if it read nothing.
+// Over TLS, which waits in the read, buf is held while the client is idle.
 func (s *clientSource) wait() error {
+	s.take()
 	n, err := s.rw.Read(s.buf[:])
 	s.read.Add(uint64(n))
 	s.head = s.buf[:n]
@@ -278,6 +305,7 @@ func (c *client) serveRead() end {
 		}
 		if !more {
 			c.cc.release()
+			c.src.drop()
 			c.setIdleDeadline()
 			// Checked after setting the deadline: drain sets stopping
 			// before the deadline that wakes the wait, which must not be
@@ -368,6 +396,7 @@ func (c *client) finish() {
 	c.flush()
 	if cw, ok := c.conn.(interface{ CloseWrite() error }); ok && c.werr == nil && cw.CloseWrite() == nil {
 		c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		c.src.take()
 		for {
 			if _, err := c.rw.Read(c.src.buf[:]); err != nil {
 				return

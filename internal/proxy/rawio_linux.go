@@ -300,11 +300,13 @@ func (r *rawIO) serve(fd uintptr) bool {
 	c := r.client
 	src := &c.src
 	for {
+		src.take()
 		n, left, errno := r.recv(fd, src.buf[:])
 		switch {
 		case errno == syscall.EINTR:
 			continue
 		case errno == syscall.EAGAIN:
+			src.drop()
 			return false
 		case errno != 0:
 			r.cerr = r.opError("read", errno)
