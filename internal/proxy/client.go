@@ -32,7 +32,8 @@ const (
 // requests go to their servers in parallel, then writes their replies in order.
 //
 // An idle client costs little: while it waits for the client's next bytes, it
-// holds no read or write buffer.
+// holds no read or write buffer, and once it has waited for shedAfter, the
+// small stack of a new goroutine.
 type client struct {
 	pool    *pool
 	conn    net.Conn
@@ -48,6 +49,12 @@ type client struct {
 	wdl     bool  // a write deadline for a slow reader is set (write)
 	barrier bool  // a request must be answered before the next is read
 	ended   bool  // the connection's end is counted (client_eof, client_err)
+	// sheds says that the goroutine is replaced when the client has been
+	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
+	// read deadline set is shedAfter's, active that a request was read
+	// since it was set, idleAt when the idle timeout's falls (zero: never).
+	sheds, armed, active bool
+	idleAt               time.Time
 	// lane picks the client's connection to each server where a pool has
 	// several (server_connections): all of the client's requests to a
 	// server go on one, so that the server runs them in the client's order.
@@ -87,6 +94,18 @@ type nowReader interface {
 var errReadPast = errors.New("proxy: request read past the bytes found whole")
 
 func (s *clientSource) Read(p []byte) (int, error) {
+	for {
+		n, err := s.read1(p)
+		if err == nil || s.c == nil || !s.c.armed || !isTimeout(err) {
+			return n, err
+		}
+		// shedAfter's deadline passed while a request was read: read on
+		// under the idle timeout's (stopping is checked again).
+		s.c.disarm()
+	}
+}
+
+func (s *clientSource) read1(p []byte) (int, error) {
 	if len(s.head) > 0 {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
@@ -226,7 +245,31 @@ func (r *clientReq) newCall(cd codec) *call {
 
 func (c *client) serve() {
 	pl := c.pool
+	c.rw = socketIO(c.conn)
+	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
+	c.cc = pl.codec.newClient(&c.src)
+	_, c.sheds = c.rw.(clientServer)
+	c.run()
+}
+
+// shedAfter is how long a client waits for its next request before its
+// goroutine hands it on to a new one, so that an idle client holds a small
+// stack. Serving grows a goroutine's stack to 4 KiB or more, and the runtime
+// halves a stack at a collection only while less than a quarter of it is in
+// use, which the wait in the network poller (1.3 KiB with the guard the
+// runtime counts) never is; a new goroutine waits in the runtime's starting
+// stack, 2 KiB while most goroutines are idle clients. A variable for tests.
+var shedAfter = 5 * time.Second
+
+// run serves the client until its connection closes, or until it has been
+// idle for shedAfter: then a new goroutine runs on.
+func (c *client) run() {
+	pl := c.pool
+	shed := false
 	defer func() {
+		if shed {
+			return
+		}
 		if c.werr != nil {
 			// A reply could not be written: the client reset or stopped
 			// reading (nutcracker counts EPIPE, ECONNRESET, ETIMEDOUT).
@@ -238,9 +281,6 @@ func (c *client) serve() {
 		pl.proxy.clients.Add(-1)
 		pl.clients.Done()
 	}()
-	c.rw = socketIO(c.conn)
-	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
-	c.cc = pl.codec.newClient(&c.src)
 	raw, _ := c.rw.(clientServer)
 	for {
 		var e end
@@ -257,6 +297,11 @@ func (c *client) serve() {
 		case endFinish:
 			c.finish()
 			return
+		case endShed:
+			shed = true
+			pl.sheds.Add(1)
+			go c.run()
+			return
 		}
 	}
 }
@@ -271,6 +316,9 @@ const (
 	endClose
 	// endFinish: close it once the client has read every reply (finish).
 	endFinish
+	// endShed: every request read is answered, and the client has been
+	// idle for shedAfter: go on in a new goroutine.
+	endShed
 )
 
 // clientServer serves a client over a socket read with raw system calls; see
@@ -324,6 +372,7 @@ func (c *client) serveRead() end {
 			pl.reqs.Put(r)
 			return c.readFailed(err)
 		}
+		c.active = true
 		r.act = act
 		cmd := r.req.command()
 		if cmd > 0 {
@@ -406,17 +455,60 @@ func (c *client) finish() {
 }
 
 // setIdleDeadline sets the read deadline of the pool's idle timeout, which a
-// reload may have changed since the last wait.
+// reload may have changed since the last wait, or shedAfter's if that falls
+// first. Without an idle timeout, shedAfter's is set once, not at every
+// wait: it is set again when it passes (shedWait).
 func (c *client) setIdleDeadline() {
 	idle := c.pool.proxy.idleTimeout(c.pool.state.Load().cfg)
 	switch {
+	case c.sheds && idle > shedAfter:
+		now := time.Now()
+		c.idleAt = now.Add(idle)
+		c.conn.SetReadDeadline(now.Add(shedAfter))
+		c.armed, c.active, c.idle = true, false, false
+	case c.sheds && idle <= 0:
+		c.idleAt, c.idle = time.Time{}, false
+		if !c.armed {
+			c.conn.SetReadDeadline(time.Now().Add(shedAfter))
+			c.armed, c.active = true, false
+		}
 	case idle > 0:
+		c.armed = false
 		c.conn.SetReadDeadline(time.Now().Add(idle))
 		c.idle = true
-	case c.idle:
+	case c.idle || c.armed:
 		c.conn.SetReadDeadline(time.Time{})
-		c.idle = false
+		c.idle, c.armed = false, false
 	}
+}
+
+// disarm replaces shedAfter's read deadline, passed, by the idle timeout's.
+// The caller checks stopping after it (see pool.drain).
+func (c *client) disarm() {
+	c.armed = false
+	c.conn.SetReadDeadline(c.idleAt)
+	c.idle = !c.idleAt.IsZero()
+}
+
+// shedWait is what follows a wait for the client's next bytes that failed
+// with err: endShed if shedAfter's deadline passed with no request read
+// since it was set, endIdle to wait again if one was, or readFailed's end.
+func (c *client) shedWait(err error) end {
+	if !c.armed || !isTimeout(err) || c.pool.stopping.Load() {
+		return c.readFailed(err)
+	}
+	e := endShed
+	if c.active {
+		c.armed = false
+		c.setIdleDeadline()
+		e = endIdle
+	} else {
+		c.disarm()
+	}
+	if c.pool.stopping.Load() {
+		return endFinish
+	}
+	return e
 }
 
 // flush waits for the replies of the pending requests and writes them in order.

@@ -281,7 +281,7 @@ func (r *rawIO) serveClient(c *client) end {
 	r.client = nil
 	switch {
 	case err != nil: // the wait failed: a deadline, or the connection closed
-		return c.readFailed(r.opError("read", err))
+		return c.shedWait(r.opError("read", err))
 	case r.cerr != nil:
 		return c.readFailed(r.cerr)
 	case r.cend != endIdle:
