@@ -39,7 +39,8 @@ func (c *conn) setGet(key string, value []byte, get bool) error {
 }
 
 // runIdle opens conns connections that each store a value and then stay open
-// and idle, and prints the resident set of pid before and with them open.
+// and idle, and prints the resident set of pid before, with them open, and
+// 30 s later.
 func runIdle(label, addr string, conns, size, pid int) {
 	value := bytes.Repeat([]byte("v"), size)
 	before := rss(pid)
@@ -56,8 +57,12 @@ func runIdle(label, addr string, conns, size, pid int) {
 	}
 	time.Sleep(2 * time.Second) // let the proxy's collector run
 	with := rss(pid)
-	fmt.Printf("%s\tidle=%d\trss_before=%dKiB\trss_idle=%dKiB\tper_conn=%.1fKiB\n",
-		label, conns, before, with, float64(with-before)/float64(conns))
+	// Later, once a client idle for a while has shed what serving grew
+	// (chash: a new goroutine's stack) and the proxy, quiet, has collected.
+	time.Sleep(28 * time.Second)
+	later := rss(pid)
+	fmt.Printf("%s\tidle=%d\trss_before=%dKiB\trss_idle=%dKiB\tper_conn=%.1fKiB\trss_idle_30s=%dKiB\tper_conn_30s=%.1fKiB\n",
+		label, conns, before, with, float64(with-before)/float64(conns), later, float64(later-before)/float64(conns))
 	for _, c := range open {
 		c.c.Close()
 	}

@@ -78,12 +78,21 @@ func benchTargets(b *testing.B, direct, yaml string) []benchTarget {
 
 // benchRoundTrips runs a sub-benchmark target / operation / client
 // connections for each target, each of the named operations, and 1 or 8
-// client connections; roundTrip does operation op on a connection.
+// client connections; roundTrip does operation op on a connection. Each
+// reports cpu-ns/op, the CPU this process used a request, the clients' and
+// chash's (not the servers' or nutcracker's): between runs of one target,
+// chash's CPU a request.
 func benchRoundTrips(b *testing.B, targets []benchTarget, ops []string, roundTrip func(b *testing.B, c *benchConn, op int)) {
 	for _, t := range targets {
 		for op, name := range ops {
 			for _, conns := range []int{1, 8} {
 				b.Run(fmt.Sprintf("%s/%s/conns=%d", t.name, name, conns), func(b *testing.B) {
+					cpu, ok := cpuTime()
+					defer func() {
+						if now, _ := cpuTime(); ok && b.N > 0 {
+							b.ReportMetric(float64(now-cpu)/float64(b.N), "cpu-ns/op")
+						}
+					}()
 					if conns == 1 {
 						c := dialBench(b, t.addr)
 						for b.Loop() {

@@ -32,7 +32,8 @@ const (
 // requests go to their servers in parallel, then writes their replies in order.
 //
 // An idle client costs little: while it waits for the client's next bytes, it
-// holds no read buffer but src's few hundred bytes, and no write buffer.
+// holds no read or write buffer, and once it has waited for shedAfter, the
+// small stack of a new goroutine.
 type client struct {
 	pool    *pool
 	conn    net.Conn
@@ -40,15 +41,20 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int       // bytes held by the pending requests
-	pkeys   int       // keys the pending requests name
-	werr    error     // why a write failed: nothing more is written
-	parts   [3][]byte // writeValue's, so that its slice is not allocated
-	broken  bool      // the connection failed or is closing: read no more
-	idle    bool      // a read deadline for the idle timeout is set
-	wdl     bool      // a write deadline for a slow reader is set (write)
-	barrier bool      // a request must be answered before the next is read
-	ended   bool      // the connection's end is counted (client_eof, client_err)
+	pbytes  int   // bytes held by the pending requests
+	pkeys   int   // keys the pending requests name
+	werr    error // why a write failed: nothing more is written
+	broken  bool  // the connection failed or is closing: read no more
+	idle    bool  // a read deadline for the idle timeout is set
+	wdl     bool  // a write deadline for a slow reader is set (write)
+	barrier bool  // a request must be answered before the next is read
+	ended   bool  // the connection's end is counted (client_eof, client_err)
+	// sheds says that the goroutine is replaced when the client has been
+	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
+	// read deadline set is shedAfter's, active that a request was read
+	// since it was set, idleAt when the idle timeout's falls (zero: never).
+	sheds, armed, active bool
+	idleAt               time.Time
 	// lane picks the client's connection to each server where a pool has
 	// several (server_connections): all of the client's requests to a
 	// server go on one, so that the server runs them in the client's order.
@@ -60,7 +66,9 @@ type client struct {
 type clientSource struct {
 	rw   io.Reader
 	head []byte // the unread bytes of buf
-	buf  [512]byte
+	// buf is taken from heads when the client wakes and put back when it
+	// waits again (drop), so that an idle client holds none.
+	buf *[headSize]byte
 	// stopping is set when the pool stops (the proxy shuts down, a reload
 	// removes or restarts the pool): the connection is read no further, so
 	// that the requests read are answered and no other begins.
@@ -86,6 +94,18 @@ type nowReader interface {
 var errReadPast = errors.New("proxy: request read past the bytes found whole")
 
 func (s *clientSource) Read(p []byte) (int, error) {
+	for {
+		n, err := s.read1(p)
+		if err == nil || s.c == nil || !s.c.armed || !isTimeout(err) {
+			return n, err
+		}
+		// shedAfter's deadline passed while a request was read: read on
+		// under the idle timeout's (stopping is checked again).
+		s.c.disarm()
+	}
+}
+
+func (s *clientSource) read1(p []byte) (int, error) {
 	if len(s.head) > 0 {
 		n := copy(p, s.head)
 		s.head = s.head[n:]
@@ -122,9 +142,34 @@ func (s *clientSource) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// headSize is the size of the buffer a client reads into when it wakes:
+// room for a few small requests, served from it without the codec's buffer
+// where they are whole (see rawIO.serveClient).
+const headSize = 512
+
+// heads holds the clients' buffers of headSize bytes, each a *[headSize]byte.
+var heads = sync.Pool{New: func() any { return new([headSize]byte) }}
+
+// take takes a buffer into buf if it has none.
+func (s *clientSource) take() {
+	if s.buf == nil {
+		s.buf = heads.Get().(*[headSize]byte)
+	}
+}
+
+// drop puts buf back into heads once its bytes are read.
+func (s *clientSource) drop() {
+	if s.buf != nil && len(s.head) == 0 {
+		heads.Put(s.buf)
+		s.buf, s.head = nil, nil
+	}
+}
+
 // wait waits for the client's next bytes and reads them into buf, so that
 // waiting takes no larger buffer; it returns an error only if it read nothing.
+// Over TLS, which waits in the read, buf is held while the client is idle.
 func (s *clientSource) wait() error {
+	s.take()
 	n, err := s.rw.Read(s.buf[:])
 	s.read.Add(uint64(n))
 	s.head = s.buf[:n]
@@ -200,7 +245,31 @@ func (r *clientReq) newCall(cd codec) *call {
 
 func (c *client) serve() {
 	pl := c.pool
+	c.rw = socketIO(c.conn)
+	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
+	c.cc = pl.codec.newClient(&c.src)
+	_, c.sheds = c.rw.(clientServer)
+	c.run()
+}
+
+// shedAfter is how long a client waits for its next request before its
+// goroutine hands it on to a new one, so that an idle client holds a small
+// stack. Serving grows a goroutine's stack to 4 KiB or more, and the runtime
+// halves a stack at a collection only while less than a quarter of it is in
+// use, which the wait in the network poller (1.3 KiB with the guard the
+// runtime counts) never is; a new goroutine waits in the runtime's starting
+// stack, 2 KiB while most goroutines are idle clients. A variable for tests.
+var shedAfter = 5 * time.Second
+
+// run serves the client until its connection closes, or until it has been
+// idle for shedAfter: then a new goroutine runs on.
+func (c *client) run() {
+	pl := c.pool
+	shed := false
 	defer func() {
+		if shed {
+			return
+		}
 		if c.werr != nil {
 			// A reply could not be written: the client reset or stopped
 			// reading (nutcracker counts EPIPE, ECONNRESET, ETIMEDOUT).
@@ -212,9 +281,6 @@ func (c *client) serve() {
 		pl.proxy.clients.Add(-1)
 		pl.clients.Done()
 	}()
-	c.rw = socketIO(c.conn)
-	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
-	c.cc = pl.codec.newClient(&c.src)
 	raw, _ := c.rw.(clientServer)
 	for {
 		var e end
@@ -231,6 +297,11 @@ func (c *client) serve() {
 		case endFinish:
 			c.finish()
 			return
+		case endShed:
+			shed = true
+			pl.sheds.Add(1)
+			go c.run()
+			return
 		}
 	}
 }
@@ -245,6 +316,9 @@ const (
 	endClose
 	// endFinish: close it once the client has read every reply (finish).
 	endFinish
+	// endShed: every request read is answered, and the client has been
+	// idle for shedAfter: go on in a new goroutine.
+	endShed
 )
 
 // clientServer serves a client over a socket read with raw system calls; see
@@ -279,6 +353,7 @@ func (c *client) serveRead() end {
 		}
 		if !more {
 			c.cc.release()
+			c.src.drop()
 			c.setIdleDeadline()
 			// Checked after setting the deadline: drain sets stopping
 			// before the deadline that wakes the wait, which must not be
@@ -297,6 +372,7 @@ func (c *client) serveRead() end {
 			pl.reqs.Put(r)
 			return c.readFailed(err)
 		}
+		c.active = true
 		r.act = act
 		cmd := r.req.command()
 		if cmd > 0 {
@@ -369,6 +445,7 @@ func (c *client) finish() {
 	c.flush()
 	if cw, ok := c.conn.(interface{ CloseWrite() error }); ok && c.werr == nil && cw.CloseWrite() == nil {
 		c.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		c.src.take()
 		for {
 			if _, err := c.rw.Read(c.src.buf[:]); err != nil {
 				return
@@ -378,17 +455,60 @@ func (c *client) finish() {
 }
 
 // setIdleDeadline sets the read deadline of the pool's idle timeout, which a
-// reload may have changed since the last wait.
+// reload may have changed since the last wait, or shedAfter's if that falls
+// first. Without an idle timeout, shedAfter's is set once, not at every
+// wait: it is set again when it passes (shedWait).
 func (c *client) setIdleDeadline() {
 	idle := c.pool.proxy.idleTimeout(c.pool.state.Load().cfg)
 	switch {
+	case c.sheds && idle > shedAfter:
+		now := time.Now()
+		c.idleAt = now.Add(idle)
+		c.conn.SetReadDeadline(now.Add(shedAfter))
+		c.armed, c.active, c.idle = true, false, false
+	case c.sheds && idle <= 0:
+		c.idleAt, c.idle = time.Time{}, false
+		if !c.armed {
+			c.conn.SetReadDeadline(time.Now().Add(shedAfter))
+			c.armed, c.active = true, false
+		}
 	case idle > 0:
+		c.armed = false
 		c.conn.SetReadDeadline(time.Now().Add(idle))
 		c.idle = true
-	case c.idle:
+	case c.idle || c.armed:
 		c.conn.SetReadDeadline(time.Time{})
-		c.idle = false
+		c.idle, c.armed = false, false
 	}
+}
+
+// disarm replaces shedAfter's read deadline, passed, by the idle timeout's.
+// The caller checks stopping after it (see pool.drain).
+func (c *client) disarm() {
+	c.armed = false
+	c.conn.SetReadDeadline(c.idleAt)
+	c.idle = !c.idleAt.IsZero()
+}
+
+// shedWait is what follows a wait for the client's next bytes that failed
+// with err: endShed if shedAfter's deadline passed with no request read
+// since it was set, endIdle to wait again if one was, or readFailed's end.
+func (c *client) shedWait(err error) end {
+	if !c.armed || !isTimeout(err) || c.pool.stopping.Load() {
+		return c.readFailed(err)
+	}
+	e := endShed
+	if c.active {
+		c.armed = false
+		c.setIdleDeadline()
+		e = endIdle
+	} else {
+		c.disarm()
+	}
+	if c.pool.stopping.Load() {
+		return endFinish
+	}
+	return e
 }
 
 // flush waits for the replies of the pending requests and writes them in order.
@@ -646,7 +766,7 @@ func (c *client) bigReply(dst []byte, r *clientReq) (head, value, tail []byte, o
 // vecWriter is a writer that can write several buffers in one system call
 // without waiting: rawIO.
 type vecWriter interface {
-	writevNow(parts [][]byte) (int, error)
+	writevNow(head, value, tail []byte) (int, error)
 }
 
 // writeValue writes head, a large value and tail, in one system call where
@@ -663,10 +783,9 @@ func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
 		}
 		return tail
 	}
-	c.parts = [3][]byte{head, value, tail}
-	n, err := w.writevNow(c.parts[:])
+	n, err := w.writevNow(head, value, tail)
 	c.wrote(n, err)
-	for _, p := range c.parts {
+	for _, p := range [...][]byte{head, value, tail} {
 		if n >= len(p) {
 			n -= len(p)
 			continue
@@ -676,7 +795,6 @@ func (c *client) writeValue(head, value, tail []byte) (rest []byte) {
 		}
 		n = 0
 	}
-	c.parts = [3][]byte{}
 	return nil
 }
 

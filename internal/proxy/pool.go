@@ -44,6 +44,7 @@ type pool struct {
 	conns    sync.Map // net.Conn -> struct{}, the open client connections
 	nconns   atomic.Int64
 	lanes    atomic.Uint32 // the last client.lane given
+	sheds    atomic.Uint64 // the goroutines of idle clients replaced (shedAfter), for tests
 	done     chan struct{} // closed when the accept loop has returned
 }
 

@@ -38,8 +38,8 @@ type rawIO struct {
 	wbuf    []byte
 	wdone   int
 	werrno  syscall.Errno
-	wv      [][]byte // writevNow's parts
-	wvec    [maxParts]syscall.Iovec
+	wvec    [maxParts]syscall.Iovec // writevNow's parts
+	wn      int                     // and how many of them
 
 	// serveClient's: its read function, the client served and how it ended.
 	serveFn func(fd uintptr) bool
@@ -176,39 +176,35 @@ func (r *rawIO) writeNow(p []byte) (int, error) {
 	return r.wresult(err)
 }
 
-// maxParts bounds the parts one writevNow writes.
+// maxParts is the parts one writevNow writes.
 const maxParts = 3
 
-// writevNow writes what the socket takes of the parts, in order, in one
-// system call (writev) without waiting, and returns the bytes written: a large
-// value goes out between the bytes before and after it without being copied
-// next to them. Parts past maxParts are left unwritten, as if the socket had
-// taken no more.
-func (r *rawIO) writevNow(parts [][]byte) (int, error) {
-	r.wv, r.wdone, r.werrno = parts, 0, 0
+// writevNow writes what the socket takes of head, value and tail, in order,
+// in one system call (writev) without waiting, and returns the bytes
+// written: a large value goes out between the bytes before and after it
+// without being copied next to them.
+func (r *rawIO) writevNow(head, value, tail []byte) (int, error) {
+	r.wn = 0
+	for _, p := range [maxParts][]byte{head, value, tail} {
+		if len(p) > 0 {
+			r.wvec[r.wn].Base = &p[0]
+			r.wvec[r.wn].SetLen(len(p))
+			r.wn++
+		}
+	}
+	if r.wn == 0 {
+		return 0, nil
+	}
+	r.wdone, r.werrno = 0, 0
 	err := r.rc.Write(r.wvFn)
-	r.wv = nil
+	clear(r.wvec[:r.wn]) // no pointer into the parts outlives the call
 	return r.wresult(err)
 }
 
 // writevOnce is writevNow's write function: one writev, again after EINTR.
 func (r *rawIO) writevOnce(fd uintptr) bool {
-	n := 0
-	for _, p := range r.wv {
-		if n == maxParts {
-			break
-		}
-		if len(p) > 0 {
-			r.wvec[n].Base = &p[0]
-			r.wvec[n].SetLen(len(p))
-			n++
-		}
-	}
-	if n == 0 {
-		return true
-	}
 	for {
-		w, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&r.wvec[0])), uintptr(n))
+		w, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&r.wvec[0])), uintptr(r.wn))
 		switch e {
 		case 0:
 			r.wdone = int(w)
@@ -218,7 +214,6 @@ func (r *rawIO) writevOnce(fd uintptr) bool {
 		default:
 			r.werrno = e
 		}
-		clear(r.wvec[:n]) // no pointer into the parts outlives the call
 		return true
 	}
 }
@@ -286,7 +281,7 @@ func (r *rawIO) serveClient(c *client) end {
 	r.client = nil
 	switch {
 	case err != nil: // the wait failed: a deadline, or the connection closed
-		return c.readFailed(r.opError("read", err))
+		return c.shedWait(r.opError("read", err))
 	case r.cerr != nil:
 		return c.readFailed(r.cerr)
 	case r.cend != endIdle:
@@ -305,11 +300,13 @@ func (r *rawIO) serve(fd uintptr) bool {
 	c := r.client
 	src := &c.src
 	for {
+		src.take()
 		n, left, errno := r.recv(fd, src.buf[:])
 		switch {
 		case errno == syscall.EINTR:
 			continue
 		case errno == syscall.EAGAIN:
+			src.drop()
 			return false
 		case errno != 0:
 			r.cerr = r.opError("read", errno)
