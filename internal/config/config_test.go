@@ -181,7 +181,15 @@ func TestParseErrors(t *testing.T) {
 		{"only a comment", "# nothing\n", 0, "", "no pools"},
 		{"empty mapping", "{}\n", 0, "", "no pools"},
 		{"not a mapping", "- a\n- b\n", 1, "", "want a mapping from pool names to pools"},
-		{"syntax", "a:\n  hash: x\n b: 1\n", 2, "", "invalid YAML: "},
+		{"syntax", "a:\n  hash: x\n b: 1\n", 3, "", "invalid YAML: did not find expected key"},
+		// The parser names the line where the pool began; the error names
+		// the server indented less than the others.
+		{"list item indented less", "alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n  servers:\n   - 127.0.0.1:11211:1\n  - 127.0.0.1:11212:1\n   - 127.0.0.1:11213:1\n", 6, "", "invalid YAML: did not find expected key"},
+		{"key indented more", "alpha:\n  listen: 127.0.0.1:22121\n  hash: fnv1a_64\n   timeout: 100\n  servers: [a:1:1]\n", 4, "", "invalid YAML: mapping values are not allowed in this context"},
+		{"key without a colon", "alpha:\n  servers:\n   - a:1:1\n  timeout 100\n", 4, "", "invalid YAML: could not find expected ':'"},
+		{"no final newline", "a:\n  servers: [a:1:1]\n  hash: x\n b: 1", 4, "", "invalid YAML: did not find expected key"},
+		{"in the second document", "a:\n  servers: [a:1:1]\n---\nb:\n  hash: x\n c: 1\n", 6, "", "invalid YAML: did not find expected key"},
+		{"unclosed quote", "a:\n  hash: \"x\n  servers: [a:1:1]\n", 2, "", "invalid YAML: found unexpected end of stream"},
 		{"two documents", "a:\n  servers: [a:1:1]\n---\nb: 1\n", 3, "", "a second YAML document"},
 		{"pool twice", "a:\n  distribution: chash\n  servers: [a:1:1]\na:\n  servers: [b:1:1]\n", 4, "a", "pool defined twice (first on line 1)"},
 		{"pool not a mapping", "a: 1\n", 1, "a", "want a mapping of settings"},

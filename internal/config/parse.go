@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -34,13 +35,13 @@ func Parse(name string, data []byte) (*File, error) {
 		if err == io.EOF {
 			return nil, &Error{File: name, Err: errors.New("no pools")}
 		}
-		return nil, yamlError(name, err)
+		return nil, yamlError(name, data, err)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == io.EOF:
 	case err != nil:
-		return nil, yamlError(name, err)
+		return nil, yamlError(name, data, err)
 	default:
 		return nil, &Error{File: name, Line: next.Line, Err: errors.New("a second YAML document; want one")}
 	}
@@ -48,18 +49,74 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 // yamlError turns an error of the YAML parser, "yaml: line 3: could not find
-// expected ':'", into an *Error.
-func yamlError(file string, err error) error {
+// expected ':'", into an *Error at the line where data goes wrong.
+func yamlError(file string, data []byte, err error) error {
+	line, msg := splitYAMLError(err)
+	if l := problemLine(data, msg, line); l > 0 {
+		line = l
+	}
+	return &Error{File: file, Line: line, Err: errors.New("invalid YAML: " + msg)}
+}
+
+// splitYAMLError splits an error of the YAML parser into its line, 0 if it
+// names none, and its message.
+func splitYAMLError(err error) (int, string) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if n, after, ok := strings.Cut(rest, ": "); ok {
 			if l, err := strconv.Atoi(n); err == nil {
-				line, msg = l, after
+				return l, after
 			}
 		}
 	}
-	return &Error{File: file, Line: line, Err: errors.New("invalid YAML: " + msg)}
+	return 0, msg
+}
+
+// maxProblemLines bounds the files whose problem line problemLine looks for:
+// it parses a file some log2(lines) times (10,000 lines: about 14 times, a
+// few tenths of a second).
+const maxProblemLines = 10000
+
+// problemLine returns the line of data at which the YAML parser's error msg,
+// which it reported at line from, first arises, or 0 if it cannot tell. The
+// parser names the line where the block it was in began, not the one that
+// broke it: an item indented less than its list's, five lines on, is
+// reported at the pool's first line. Parsing stops at the first error, so
+// data's first n lines fail with msg from the problem line on and parse (or
+// fail otherwise, cut short) before it: a binary search over n finds it.
+func problemLine(data []byte, msg string, from int) int {
+	ends := []int{} // ends[i]: the end of line i+1, its newline included
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		ends = append(ends, len(data))
+	}
+	if len(ends) > maxProblemLines || from < 0 || from > len(ends) {
+		return 0
+	}
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[n-1]]))
+		for {
+			var doc yaml.Node
+			err := dec.Decode(&doc)
+			if err == io.EOF {
+				return false
+			}
+			if err != nil {
+				_, m := splitYAMLError(err)
+				return m == msg
+			}
+		}
+	}
+	lo := max(from, 1)
+	n := lo + sort.Search(len(ends)-lo+1, func(i int) bool { return fails(lo + i) })
+	if n > len(ends) {
+		return 0
+	}
+	return n
 }
 
 func parseFile(name string, doc *yaml.Node) (*File, error) {
