@@ -85,17 +85,21 @@ const maxProblemLines = 10000
 // data's first n lines fail with msg from the problem line on and parse (or
 // fail otherwise, cut short) before it: a binary search over n finds it.
 func problemLine(data []byte, msg string, from int) int {
-	ends := []int{} // ends[i]: the end of line i+1, its newline included
+	lines := bytes.Count(data, []byte("\n"))
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		lines++
+	}
+	if lines > maxProblemLines || from < 0 || from > lines {
+		return 0
+	}
+	ends := make([]int, 0, lines) // ends[i]: the end of line i+1, its newline included
 	for i, b := range data {
 		if b == '\n' {
 			ends = append(ends, i+1)
 		}
 	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
+	if len(ends) < lines {
 		ends = append(ends, len(data))
-	}
-	if len(ends) > maxProblemLines || from < 0 || from > len(ends) {
-		return 0
 	}
 	fails := func(n int) bool {
 		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[n-1]]))
