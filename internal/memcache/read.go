@@ -23,6 +23,7 @@ const maxKeep = 64 << 10
 // A Reader reads requests or replies from a stream.
 type Reader struct {
 	br   *bufio.Reader
+	rd   io.Reader // br's source
 	lim  Limits
 	long []byte // a line longer than br's buffer
 
@@ -49,12 +50,13 @@ func NewReader(rd io.Reader, lim Limits) *Reader {
 
 // NewReaderSize is NewReader with a buffer of the given size.
 func NewReaderSize(rd io.Reader, lim Limits, size int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(rd, size), lim: lim}
+	return &Reader{br: bufio.NewReaderSize(rd, size), rd: rd, lim: lim}
 }
 
 // Reset makes r read from rd, discarding buffered data.
 func (r *Reader) Reset(rd io.Reader) {
 	r.br.Reset(rd)
+	r.rd = rd
 }
 
 // Buffered returns the number of bytes that can be read without waiting.
@@ -229,11 +231,23 @@ func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 			// The class below len+step, which Grow takes as it is, but
 			// room for one byte at least; and the smallest class rather
 			// than less, for a value that will pass it.
-			size := len(dst) + min(max(len(dst), minGrow, r.br.Buffered()), n)
+			arrived := r.br.Buffered()
+			if rr, ok := r.rd.(interface{ Readable() int }); ok && n >= bigbuf.Min {
+				// The bytes the source holds have arrived too: a
+				// value that came whole gets its buffer at once.
+				arrived += rr.Readable()
+			}
+			size := len(dst) + min(max(len(dst), minGrow, arrived), n)
+			if arrived >= n {
+				size = len(dst) + n
+			}
 			if size < bigbuf.Min && len(dst)+n >= bigbuf.Min {
 				size = bigbuf.Min
 			}
-			dst = bigbuf.Grow(dst, max(bigbuf.Class(size), len(dst)+1))
+			if arrived < n {
+				size = bigbuf.Class(size)
+			}
+			dst = bigbuf.Grow(dst, max(size, len(dst)+1))
 		}
 		m := min(n, cap(dst)-len(dst))
 		k, err := io.ReadFull(r.br, dst[len(dst):len(dst)+m])

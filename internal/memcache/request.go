@@ -679,6 +679,17 @@ func parseSize(b []byte) (int, bool) {
 // that ReadRequest returned without error is written so that reading it again
 // gives the same request, in a line no longer than the one read.
 func AppendRequest(dst []byte, req *Request) []byte {
+	dst = AppendRequestHead(dst, req)
+	if req.Command.IsStorage() {
+		dst = append(append(dst, req.Value...), "\r\n"...)
+	}
+	return dst
+}
+
+// AppendRequestHead is AppendRequest for a writer that sends a storage
+// command's data block itself: it appends the command line only, the
+// block's "\r\n" to be written after the block.
+func AppendRequestHead(dst []byte, req *Request) []byte {
 	c := req.Command
 	dst = append(dst, c.String()...)
 	switch {
@@ -735,11 +746,20 @@ func AppendRequest(dst []byte, req *Request) []byte {
 	if req.Noreply && writesNoreply(c) {
 		dst = append(dst, " noreply"...)
 	}
-	dst = append(dst, "\r\n"...)
-	if c.IsStorage() {
-		dst = append(append(dst, req.Value...), "\r\n"...)
+	return append(dst, "\r\n"...)
+}
+
+// TakeValue takes the value of a storage command from r, if it was read into
+// r's own memory and is bigbuf.Min bytes or more, for a caller that writes it
+// on without copying it: b is the caller's from now on, to give back to
+// bigbuf once written (bigbuf.Give) or to drop. r's Value is nil afterwards.
+// ok is false, and r unchanged, for any other value.
+func (r *Request) TakeValue() (b []byte, ok bool) {
+	if len(r.Value) < bigbuf.Min || len(r.value) == 0 || &r.Value[0] != &r.value[0] {
+		return nil, false
 	}
-	return dst
+	b, r.Value, r.value = r.Value, nil, nil
+	return b, true
 }
 
 // writesNoreply reports whether AppendRequest writes noreply for a request of

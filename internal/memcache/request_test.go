@@ -774,3 +774,41 @@ func TestRouteKeyBuilt(t *testing.T) {
 		t.Errorf("RouteKey(0) of mg x b = %q; want nil", got)
 	}
 }
+
+// TestAppendRequestHead: the head, the value and "\r\n" are AppendRequest's
+// bytes; TakeValue takes a large value read into the request's own memory,
+// and no other.
+func TestAppendRequestHead(t *testing.T) {
+	big := strings.Repeat("v", 100_000)
+	for _, in := range []string{
+		"set k 1 2 100000\r\n" + big + "\r\n",
+		"cas k 1 0 100000 9 noreply\r\n" + big + "\r\n",
+		"ms k 100000 T0 F3 q\r\n" + big + "\r\n",
+		"append k 0 0 3\r\nabc\r\n",
+		"get a b\r\n",
+		"delete k noreply\r\n",
+	} {
+		var req Request
+		if err := NewReader(strings.NewReader(in), Limits{}).ReadRequest(&req); err != nil {
+			t.Fatalf("%.30q: %v", in, err)
+		}
+		want := AppendRequest(nil, &req)
+		got := AppendRequestHead(nil, &req)
+		if req.Command.IsStorage() {
+			got = append(append(got, req.Value...), "\r\n"...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%.30q: head, value and end %.60q; want %.60q", in, got, want)
+		}
+		v := req.Value
+		b, ok := req.TakeValue()
+		if ok != (len(v) >= 100_000) || ok && (&b[0] != &v[0] || req.Value != nil) {
+			t.Errorf("%.30q: TakeValue = %d bytes, %v; Value %d bytes after", in, len(b), ok, len(req.Value))
+		}
+	}
+	// A value the caller set is not the request's to give.
+	req := Request{Command: CmdSet, Keys: [][]byte{[]byte("k")}, Value: []byte(big)}
+	if _, ok := req.TakeValue(); ok {
+		t.Error("TakeValue took a value the caller set")
+	}
+}

@@ -157,6 +157,16 @@ func (s *clientSource) take() {
 	}
 }
 
+// Readable returns the bytes that a read returns without waiting, at least:
+// those of head, and those the socket holds (resp.Readable).
+func (s *clientSource) Readable() int {
+	n := len(s.head)
+	if rr, ok := s.rw.(interface{ readable() int }); ok {
+		n += rr.readable()
+	}
+	return n
+}
+
 // drop puts buf back into heads once its bytes are read.
 func (s *clientSource) drop() {
 	if s.buf != nil && len(s.head) == 0 {
@@ -238,7 +248,7 @@ func (r *clientReq) newCall(cd codec) *call {
 	r.ncalls++
 	c.lane = r.lane
 	c.err = nil
-	c.held = 0
+	c.held, c.lentLen = 0, 0
 	c.out = c.out[:0]
 	return c
 }
@@ -666,7 +676,14 @@ func (c *client) dispatch(r *clientReq) {
 	}
 	cl := r.newCall(pl.codec)
 	cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
-	cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
+	if lr, ok := req.(lender); ok {
+		cl.out, cl.lent = lr.appendLent(cl.out, cl.reply, cl.lent)
+		for _, p := range cl.lent {
+			cl.lentLen += len(p.b)
+		}
+	} else {
+		cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
+	}
 	srv.send(cl)
 }
 

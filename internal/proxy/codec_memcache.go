@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/chash-dev/chash/internal/bigbuf"
 	"github.com/chash-dev/chash/internal/memcache"
 )
 
@@ -263,6 +264,7 @@ type mcRequest struct {
 	// bytes of its keys, which the proxy accounts to the client.
 	part bool
 	held int
+	lent int // the bytes of the value lent (appendLent)
 	// stats writes the reply to stats, with the counters of requests read
 	// with it; nil for the codec of no pool, or stats with arguments.
 	stats  statsSource
@@ -275,7 +277,7 @@ type mcRequest struct {
 var _ request = (*mcRequest)(nil)
 
 func (r *mcRequest) reset() {
-	r.bad, r.noreply, r.quiet, r.part, r.held = "", false, false, false, 0
+	r.bad, r.noreply, r.quiet, r.part, r.held, r.lent = "", false, false, false, 0, 0
 	r.stats, r.counts = nil, nil
 }
 
@@ -292,7 +294,7 @@ func (r *mcRequest) nkeys() int            { return len(r.Keys) }
 func (r *mcRequest) routeKey(i int) []byte { return r.RouteKey(i) }
 func (r *mcRequest) splits() bool          { return r.Command.IsRetrieval() }
 func (r *mcRequest) broadcast() bool       { return r.Command == memcache.CmdFlushAll }
-func (r *mcRequest) size() int             { return len(r.Value) + r.held }
+func (r *mcRequest) size() int             { return len(r.Value) + r.held + r.lent }
 
 func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
 	rep := rp.(*mcReply)
@@ -315,6 +317,27 @@ func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply)
 	}
 	rep.req = p
 	return memcache.AppendRequest(dst, p)
+}
+
+// appendLent lends a storage command's value of bigbuf.Min bytes or more
+// (memcache.Request.TakeValue).
+func (r *mcRequest) appendLent(dst []byte, rp reply, parts []lentPart) ([]byte, []lentPart) {
+	if !r.Command.IsStorage() || len(r.Value) < bigbuf.Min {
+		return r.appendRequest(dst, nil, 0, rp), parts
+	}
+	rp.(*mcReply).req = &r.Request
+	dst = memcache.AppendRequestHead(dst, &r.Request)
+	if b, ok := r.TakeValue(); ok {
+		r.lent = len(b)
+		parts = append(parts, lentPart{at: len(dst), b: b})
+	} else {
+		dst = append(dst, r.Value...)
+	}
+	dst = append(dst, "\r\n"...)
+	if r.quiet {
+		dst = append(dst, "mn\r\n"...)
+	}
+	return dst, parts
 }
 
 func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {

@@ -590,6 +590,7 @@ func equalFoldASCII(b []byte, s string) bool {
 // redisRequest is a Redis request and how the proxy answers it.
 type redisRequest struct {
 	q    resp.Request
+	lent int           // the bytes of the arguments lent (appendLent)
 	cmd  *resp.Command // nil for bad input
 	keys []int         // the indexes in q.Args of the keys routed
 	// local is the reply to a request the proxy answers itself.
@@ -620,7 +621,7 @@ func (r *redisRequest) reset() {
 		r.keys, r.parts, r.replies = nil, nil, nil
 	}
 	r.q.Reset()
-	r.cmd, r.local, r.class = nil, r.local[:0], ""
+	r.cmd, r.local, r.class, r.lent = nil, r.local[:0], "", 0
 }
 
 // The classes of a Redis pool's refusals (see refuser): fixed words rather
@@ -695,12 +696,21 @@ func (r *redisRequest) command() int {
 func (r *redisRequest) nkeys() int            { return len(r.keys) }
 func (r *redisRequest) routeKey(i int) []byte { return r.q.Args[r.keys[i]] }
 func (r *redisRequest) splits() bool          { return r.cmd.Route == resp.RouteSplit }
-func (r *redisRequest) size() int             { return r.q.Size() }
+func (r *redisRequest) size() int             { return r.q.Size() + r.lent }
 
 // appendRequest writes the request from its parsed arguments, always as a
 // multibulk: the whole request, or the part of a split with the keys of the
 // call (with their values, for MSET) in the request's order.
 func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply) []byte {
+	r.ready(rp)
+	if keyCall == nil {
+		return resp.AppendRequest(dst, &r.q)
+	}
+	return resp.AppendPart(dst, r.cmd, r.q.Args, keyCall, part)
+}
+
+// ready readies rp for the reply to the request.
+func (r *redisRequest) ready(rp reply) {
 	rep := rp.(*redisReply)
 	if len(rep.rp.Bytes()) > maxKeptRequest {
 		rep.rp.Release()
@@ -712,10 +722,27 @@ func (r *redisRequest) appendRequest(dst []byte, keyCall []int, part int, rp rep
 	if r.cmd != nil {
 		rep.lookup = redisLookups[r.cmd.ID()]
 	}
-	if keyCall == nil {
-		return resp.AppendRequest(dst, &r.q)
+}
+
+// appendLent lends the arguments of resp.BigArg bytes or more that the
+// request read into memory of their own, but for its command's name and its
+// keys, which logs and counters may still read.
+func (r *redisRequest) appendLent(dst []byte, rp reply, parts []lentPart) ([]byte, []lentPart) {
+	r.ready(rp)
+	dst = resp.AppendArray(dst, len(r.q.Args))
+	for i, a := range r.q.Args {
+		if i > 0 && len(a) >= resp.BigArg && !slices.Contains(r.keys, i) {
+			if b, ok := r.q.TakeArg(i); ok {
+				r.lent += len(b)
+				dst = resp.AppendBulkHeader(dst, len(b))
+				parts = append(parts, lentPart{at: len(dst), b: b})
+				dst = append(dst, '\r', '\n')
+				continue
+			}
+		}
+		dst = resp.AppendBulk(dst, a)
 	}
-	return resp.AppendPart(dst, r.cmd, r.q.Args, keyCall, part)
+	return dst, parts
 }
 
 func (r *redisRequest) appendReply(dst []byte, rp reply) []byte {

@@ -40,6 +40,11 @@ type rawIO struct {
 	werrno  syscall.Errno
 	wvec    [maxParts]syscall.Iovec // writevNow's parts
 	wn      int                     // and how many of them
+	wallFn  func(fd uintptr) bool   // writeAll's
+	wbufs   [][]byte                // what writeAll has left to write
+	iovs    []syscall.Iovec         // and its vector
+	inqFn   func(fd uintptr)        // readable's
+	inqN    int32
 
 	// serveClient's: its read function, the client served and how it ended.
 	serveFn func(fd uintptr) bool
@@ -86,7 +91,8 @@ func socketIO(conn net.Conn) io.ReadWriter {
 	}
 	r := &rawIO{rc: rc, laddr: conn.LocalAddr(), raddr: conn.RemoteAddr()}
 	r.readFn, r.writeFn, r.nowFn, r.wnowFn = r.tryRead, r.tryWrite, r.readOnce, r.writeOnce
-	r.wvFn = r.writevOnce
+	r.wvFn, r.wallFn = r.writevOnce, r.tryWritev
+	r.inqFn = r.inq1
 	return r
 }
 
@@ -140,6 +146,23 @@ func (r *rawIO) readNow(p []byte) (n int, again bool, err error) {
 		return 0, false, io.EOF
 	}
 	return int(r.rn), false, nil
+}
+
+// readable returns the bytes the socket has received and not yet read, 0 if
+// it cannot tell.
+func (r *rawIO) readable() int {
+	r.inqN = 0
+	if r.rc.Control(r.inqFn) != nil {
+		return 0
+	}
+	return int(max(r.inqN, 0))
+}
+
+// inq1 is readable's function: one ioctl (SIOCINQ, which is TIOCINQ).
+func (r *rawIO) inq1(fd uintptr) {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&r.inqN))); e != 0 {
+		r.inqN = 0
+	}
 }
 
 // readOnce is readNow's read function: one read, whatever it finds.
@@ -215,6 +238,64 @@ func (r *rawIO) writevOnce(fd uintptr) bool {
 			r.werrno = e
 		}
 		return true
+	}
+}
+
+// maxIov is the most parts one writev takes (Linux's IOV_MAX).
+const maxIov = 1024
+
+// writeAll writes bufs, in order, as Write writes one buffer: with writev,
+// waiting in the poller while the socket takes no more. The values a proxy
+// relays go out so from where they were read, without being copied next to
+// the bytes around them. bufs is consumed.
+func (r *rawIO) writeAll(bufs [][]byte) error {
+	r.wbufs, r.wdone, r.werrno = bufs, 0, 0
+	err := r.rc.Write(r.wallFn)
+	r.wbufs = nil
+	clear(r.iovs[:cap(r.iovs)]) // no pointer into the buffers outlives the call
+	_, err = r.wresult(err)
+	return err
+}
+
+// tryWritev writes what is left of wbufs; it returns false to wait until
+// the socket takes more.
+func (r *rawIO) tryWritev(fd uintptr) bool {
+	for {
+		for len(r.wbufs) > 0 && len(r.wbufs[0]) == 0 {
+			r.wbufs = r.wbufs[1:]
+		}
+		if len(r.wbufs) == 0 {
+			return true
+		}
+		r.iovs = r.iovs[:0]
+		for _, b := range r.wbufs {
+			if len(r.iovs) == maxIov {
+				break
+			}
+			if len(b) > 0 {
+				r.iovs = append(r.iovs, syscall.Iovec{Base: &b[0]})
+				r.iovs[len(r.iovs)-1].SetLen(len(b))
+			}
+		}
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&r.iovs[0])), uintptr(len(r.iovs)))
+		if e == syscall.EAGAIN {
+			return false
+		}
+		if e != 0 && e != syscall.EINTR {
+			r.werrno = e
+			return true
+		}
+		if e == 0 {
+			r.wdone += int(n)
+		}
+		for n > 0 && e == 0 { // past the bytes written
+			k := min(int(n), len(r.wbufs[0]))
+			r.wbufs[0] = r.wbufs[0][k:]
+			n -= uintptr(k)
+			if len(r.wbufs[0]) == 0 {
+				r.wbufs = r.wbufs[1:]
+			}
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
 )
 
 // maxInflight bounds the requests written to one server connection and not yet
@@ -22,7 +24,9 @@ const maxInflight = 1024
 type call struct {
 	srv      *server
 	cmd      int    // the request's command, as the codec numbers them
-	out      []byte // the request as sent
+	out      []byte // the request as sent, but for its lent values
+	lent     []lentPart
+	lentLen  int // the bytes of the values lent, which stay counted when lent moves on
 	deadline time.Time
 	start    time.Time
 	reply    reply // made by the codec, readied by request.appendRequest
@@ -35,6 +39,18 @@ type call struct {
 func (c *call) complete(err error) {
 	c.err = err
 	c.done <- struct{}{}
+}
+
+// size returns the bytes of the request as sent.
+func (c *call) size() int { return len(c.out) + c.lentLen }
+
+// giveLent gives back the values lent to a call that was not sent.
+func (c *call) giveLent() {
+	for _, p := range c.lent {
+		bigbuf.Give(p.b)
+	}
+	clear(c.lent)
+	c.lent = c.lent[:0]
 }
 
 // maxWriteBuffer bounds the requests buffered for one server connection and not
@@ -90,8 +106,12 @@ type session struct {
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
 	wbuf    []byte     // requests not yet written
+	wparts  []lentPart // the values lent by requests in wbuf (lender)
+	wsize   int        // the bytes of wbuf and wparts
 	wcalls  int        // the calls whose requests wbuf holds
 	spare   []byte     // the other buffer, when no write holds it
+	sparts  []lentPart // and the other parts
+	segs    [][]byte   // scratch of writeParts
 	writing bool       // a sender or the writer goroutine owns the next write
 	waiters int        // senders waiting for room
 	kick    chan struct{}
@@ -116,59 +136,105 @@ func (ss *session) isDead() bool {
 	}
 }
 
-// buffer appends a request to the write buffer. If nobody is writing, it
-// returns the buffer for the caller to write when direct is set, and otherwise
-// wakes the writer goroutine and returns nil.
-func (ss *session) buffer(out []byte, direct bool) []byte {
+// buffer appends cl's request to the write buffer, and takes the values cl
+// lent. If nobody is writing, it returns the buffer for the caller to write
+// when direct is set, and otherwise wakes the writer goroutine and returns
+// nil.
+func (ss *session) buffer(cl *call, direct bool) ([]byte, []lentPart) {
+	size := cl.size()
 	ss.wmu.Lock()
-	for len(ss.wbuf) > 0 && len(ss.wbuf)+len(out) > maxWriteBuffer && !ss.isDead() {
+	for ss.wsize > 0 && ss.wsize+size > maxWriteBuffer && !ss.isDead() {
 		ss.waiters++
 		ss.room.Wait()
 		ss.waiters--
 	}
-	ss.wbuf = append(ss.wbuf, out...)
+	at := len(ss.wbuf)
+	ss.wbuf = append(ss.wbuf, cl.out...)
+	for _, p := range cl.lent {
+		ss.wparts = append(ss.wparts, lentPart{at: at + p.at, b: p.b})
+	}
+	clear(cl.lent)
+	cl.lent = cl.lent[:0]
+	ss.wsize += size
 	ss.wcalls++
 	if ss.writing {
 		ss.wmu.Unlock()
-		return nil
+		return nil, nil
 	}
 	ss.writing = true
 	if direct {
-		buf := ss.take()
+		buf, parts := ss.take()
 		ss.wmu.Unlock()
-		return buf
+		return buf, parts
 	}
 	ss.wmu.Unlock()
 	ss.kick <- struct{}{}
-	return nil
+	return nil, nil
 }
 
-// take returns the write buffer, putting the spare one in its place; wmu is held.
-func (ss *session) take() []byte {
-	buf := ss.wbuf
+// take returns the write buffer and its parts, putting the spare ones in
+// their place; wmu is held.
+func (ss *session) take() ([]byte, []lentPart) {
+	buf, parts := ss.wbuf, ss.wparts
 	ss.wbuf, ss.spare = ss.spare[:0], nil
-	ss.wcalls = 0
+	ss.wparts, ss.sparts = ss.sparts[:0], nil
+	ss.wcalls, ss.wsize = 0, 0
 	if ss.waiters > 0 {
 		ss.room.Broadcast()
 	}
-	return buf
+	return buf, parts
 }
 
-// written keeps buf, just written, as the spare buffer; wmu is held.
-func (ss *session) written(buf []byte) {
+// written keeps buf and parts, just written, as the spare ones, and gives
+// the parts' values back; wmu is held.
+func (ss *session) written(buf []byte, parts []lentPart) {
 	if cap(buf) <= maxWriteBuffer {
 		ss.spare = buf[:0]
 	}
+	for _, p := range parts {
+		bigbuf.Give(p.b)
+	}
+	clear(parts)
+	ss.sparts = parts[:0]
 }
 
-// write writes buf, taken by buffer, and hands what was buffered meanwhile to
-// the writer goroutine.
-func (ss *session) write(buf []byte) {
-	if _, err := ss.rw.Write(buf); err != nil {
+// writeOut writes buf and the values lent that go out within it (parts).
+func (ss *session) writeOut(buf []byte, parts []lentPart) error {
+	if len(parts) == 0 {
+		_, err := ss.rw.Write(buf)
+		return err
+	}
+	segs, at := ss.segs[:0], 0
+	for _, p := range parts {
+		if p.at > at {
+			segs = append(segs, buf[at:p.at])
+		}
+		segs = append(segs, p.b)
+		at = p.at
+	}
+	if at < len(buf) {
+		segs = append(segs, buf[at:])
+	}
+	var err error
+	if w, ok := ss.rw.(interface{ writeAll([][]byte) error }); ok {
+		err = w.writeAll(segs)
+	} else {
+		nb := net.Buffers(segs)
+		_, err = nb.WriteTo(ss.rw)
+	}
+	clear(segs[:cap(segs)])
+	ss.segs = segs[:0]
+	return err
+}
+
+// write writes buf and parts, taken by buffer, and hands what was buffered
+// meanwhile to the writer goroutine.
+func (ss *session) write(buf []byte, parts []lentPart) {
+	if err := ss.writeOut(buf, parts); err != nil {
 		ss.kill()
 	}
 	ss.wmu.Lock()
-	ss.written(buf)
+	ss.written(buf, parts)
 	more := len(ss.wbuf) > 0 && !ss.isDead()
 	if !more {
 		ss.writing = false
@@ -200,13 +266,13 @@ func (c *serverConn) writeLoop(ss *session) {
 				ss.wmu.Unlock()
 				break
 			}
-			buf := ss.take()
+			buf, parts := ss.take()
 			ss.wmu.Unlock()
-			if _, err := ss.rw.Write(buf); err != nil {
+			if err := ss.writeOut(buf, parts); err != nil {
 				ss.kill()
 			}
 			ss.wmu.Lock()
-			ss.written(buf)
+			ss.written(buf, parts)
 			ss.wmu.Unlock()
 		}
 	}
@@ -375,12 +441,12 @@ func (c *serverConn) queues() (in, inBytes, out, outBytes int) {
 	// The two queues are read one after the other, not at one instant: a
 	// request that moves meanwhile may count in the wrong one.
 	ss.wmu.Lock()
-	in, inBytes = ss.wcalls, len(ss.wbuf)
+	in, inBytes = ss.wcalls, ss.wsize
 	ss.wmu.Unlock()
 	ss.qmu.Lock()
 	n, bytes := ss.n, 0
 	for i := range ss.n {
-		bytes += len(ss.ring[(ss.head+i)%maxInflight].out)
+		bytes += ss.ring[(ss.head+i)%maxInflight].size()
 	}
 	ss.qmu.Unlock()
 	return in, inBytes, max(n-in, 0), max(bytes-inBytes, 0)
@@ -406,19 +472,21 @@ func (c *serverConn) send(cl *call) {
 	c.mu.Lock()
 	ss, err := c.queue(cl)
 	var buf []byte
+	var parts []lentPart
 	if err == nil {
 		// On an idle connection with several threads, write at once;
 		// otherwise let the writer goroutine gather the requests of many
 		// clients.
-		buf = ss.buffer(cl.out, c.queued.Load() == 1 && threads.Load() > 1)
+		buf, parts = ss.buffer(cl, c.queued.Load() == 1 && threads.Load() > 1)
 	}
 	c.mu.Unlock()
 	if err != nil {
+		cl.giveLent()
 		cl.complete(err)
 		return
 	}
 	if buf != nil {
-		ss.write(buf)
+		ss.write(buf, parts)
 	}
 }
 
@@ -474,7 +542,7 @@ func (c *serverConn) queue(cl *call) (*session, error) {
 	}
 	c.queued.Add(1)
 	c.srv.stats.requests.Add(1)
-	c.srv.stats.requestBytes.Add(uint64(len(cl.out)))
+	c.srv.stats.requestBytes.Add(uint64(cl.size()))
 	return c.ss, nil
 }
 

@@ -7,12 +7,13 @@ import "github.com/chash-dev/chash/internal/bigbuf"
 // arguments, which q would otherwise keep. Its Args must not be used
 // afterwards.
 func (q *Request) Release() {
+	q.giveBig()
 	bigbuf.Give(q.data)
-	args, ends := q.Args[:0], q.ends[:0]
-	if cap(args) > keptArgs || cap(ends) > keptArgs {
-		args, ends = nil, nil
+	args, ends, big := q.Args[:0], q.ends[:0], q.big[:0]
+	if cap(args) > keptArgs || cap(ends) > keptArgs || cap(big) > keptArgs {
+		args, ends, big = nil, nil, nil
 	}
-	*q = Request{Args: args, ends: ends}
+	*q = Request{Args: args, ends: ends, big: big}
 }
 
 // keptArgs bounds the arguments a released Request keeps room for.

@@ -261,7 +261,25 @@ func (r *Reader) readN(dst []byte, n int) ([]byte, error) {
 // class (twice dst, at least the buffer's size), but no more than the value
 // needs. A client that announces a large value and sends it slowly, or never,
 // makes the proxy hold at most twice what it sent.
+//
+// Bytes the stream holds count as arrived when its reader can tell
+// (Readable): a value that arrived whole, as most do, gets its buffer at
+// once, not one doubling at a time with a copy at each.
 func (r *Reader) growth(dst []byte, n, k int) int {
-	size := len(dst) + min(n, max(len(dst), len(r.buf)))
+	arrived := 0
+	if rr, ok := r.rd.(Readable); ok && n >= bigbuf.Min {
+		arrived = r.w - r.r + rr.Readable()
+		if arrived >= n {
+			return max(len(dst)+n, len(dst)+k)
+		}
+	}
+	size := len(dst) + min(n, max(len(dst), len(r.buf), arrived))
 	return max(bigbuf.Class(size), len(dst)+k)
+}
+
+// Readable is a reader that can tell how many bytes it has that a read
+// returns without waiting: at least that many, as a socket's count of the
+// bytes it received and a buffer's are.
+type Readable interface {
+	Readable() int
 }

@@ -294,5 +294,9 @@ func AppendNull(dst []byte) []byte { return append(dst, "$-1\r\n"...) }
 // the n elements are to follow. A request is an array of bulk strings.
 func AppendArray(dst []byte, n int) []byte { return appendLen(dst, '*', int64(n)) }
 
+// AppendBulkHeader appends the header of a bulk string of n bytes, "$n\r\n",
+// for a writer that sends the n bytes and the final "\r\n" itself.
+func AppendBulkHeader(dst []byte, n int) []byte { return appendLen(dst, '$', int64(n)) }
+
 // AppendNullArray appends the null array reply, "*-1\r\n".
 func AppendNullArray(dst []byte) []byte { return append(dst, "*-1\r\n"...) }

@@ -1,6 +1,15 @@
 package resp
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
+)
+
+// BigArg is the size from which a multibulk argument is read into memory of
+// its own, which a proxy may take from the Request (TakeArg) and write on to
+// a server without copying it.
+const BigArg = bigbuf.Min
 
 // Request is one command as a client sends it.
 type Request struct {
@@ -11,13 +20,42 @@ type Request struct {
 	// words, rather than as a multibulk.
 	Inline bool
 
-	data []byte // the arguments, one after another
-	ends []int  // where each argument ends in data
+	data   []byte   // the arguments under BigArg bytes, one after another
+	ends   []int    // where each argument ends in data, or ^k for big[k]
+	big    [][]byte // the arguments of BigArg bytes or more, each in its own memory
+	bigLen int      // their bytes
 }
 
-// Reset clears q, keeping its memory for reuse.
+// Reset clears q, keeping its memory for reuse but that of its large
+// arguments, which goes back to bigbuf.
 func (q *Request) Reset() {
+	q.giveBig()
 	q.Args, q.Inline, q.data, q.ends = q.Args[:0], false, q.data[:0], q.ends[:0]
+}
+
+// giveBig gives the memory of q's large arguments back (bigbuf.Give).
+func (q *Request) giveBig() {
+	for _, b := range q.big {
+		bigbuf.Give(b)
+	}
+	clear(q.big)
+	q.big, q.bigLen = q.big[:0], 0
+}
+
+// TakeArg takes argument i from q, if it was read into memory of its own (a
+// multibulk argument of BigArg bytes or more), for a caller that writes it
+// on without copying it: b is the argument, the caller's from now on, to give
+// back to bigbuf once written (bigbuf.Give) or to drop. Args[i] is nil
+// afterwards, and Size no longer counts it. ok is false, and q unchanged, for
+// any other argument.
+func (q *Request) TakeArg(i int) (b []byte, ok bool) {
+	if i < 0 || i >= len(q.ends) || q.ends[i] >= 0 {
+		return nil, false
+	}
+	k := ^q.ends[i]
+	b, q.big[k], q.Args[i] = q.big[k], nil, nil
+	q.bigLen -= len(b)
+	return b, b != nil
 }
 
 // Name returns the command's name as sent (any case), or nil for a request
@@ -32,7 +70,7 @@ func (q *Request) Name() []byte {
 // Size returns the memory q holds for its arguments, as Limits.MaxSize counts
 // it (less the framing): their bytes and 32 for each, for a proxy's
 // accounting of what its clients hold.
-func (q *Request) Size() int { return len(q.data) + argCost*len(q.Args) }
+func (q *Request) Size() int { return len(q.data) + q.bigLen + argCost*len(q.Args) }
 
 // end closes the argument that data ends with.
 func (q *Request) end() { q.ends = append(q.ends, len(q.data)) }
@@ -41,6 +79,11 @@ func (q *Request) end() { q.ends = append(q.ends, len(q.data)) }
 func (q *Request) finish() {
 	start := 0
 	for _, e := range q.ends {
+		if e < 0 {
+			b := q.big[^e]
+			q.Args = append(q.Args, b[:len(b):len(b)])
+			continue
+		}
 		q.Args = append(q.Args, q.data[start:e:e])
 		start = e
 	}
@@ -115,10 +158,22 @@ func (r *Reader) readMultibulk(q *Request) error {
 			return newError(ReplyTooBig, line)
 		}
 		r.r += i + 2
-		if q.data, err = r.readN(q.data, int(l)); err != nil {
-			return err
+		if l >= BigArg {
+			// Its own memory, which a proxy can take and write on.
+			q.ends = append(q.ends, ^len(q.big))
+			q.big = append(q.big, nil)
+			b, err := r.readN(nil, int(l))
+			q.big[len(q.big)-1] = b // Reset gives it back, read or not
+			if err != nil {
+				return err
+			}
+			q.bigLen += len(b)
+		} else {
+			if q.data, err = r.readN(q.data, int(l)); err != nil {
+				return err
+			}
+			q.end()
 		}
-		q.end()
 		if err := r.skip(2); err != nil { // Redis skips these unread too
 			return err
 		}

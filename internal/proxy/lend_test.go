@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chash-dev/chash/internal/bigbuf"
+	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/memcache"
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
+	"github.com/chash-dev/chash/internal/resp"
+)
+
+// lentSizes are the value sizes of the lending tests: either side of the
+// size from which values are lent, and large ones.
+var lentSizes = []int{bigbuf.Min - 1, bigbuf.Min, bigbuf.Min + 1, 100_000, 1<<19 + 7}
+
+// lentValue returns the value of client c's i-th request, of n bytes, which
+// no other request of the test sends.
+func lentValue(c, i, n int) []byte {
+	rng := rand.New(rand.NewPCG(uint64(c), uint64(i)))
+	v := make([]byte, n)
+	for j := range v {
+		v[j] = 'a' + byte(rng.IntN(26))
+	}
+	return v
+}
+
+// TestLentValues stores large values through the proxy, which writes them to
+// the servers from where it read them (lender), pipelined by eight clients
+// at once between small requests, over memcached and Redis pools of two
+// servers; then reads every key from the servers themselves: each holds the
+// bytes its client sent.
+func TestLentValues(t *testing.T) {
+	mc1, mc2 := memcachedtest.Start(t), memcachedtest.Start(t)
+	rd1, rd2 := redistest.Start(t), redistest.Start(t)
+	p := startProxy(t, poolsYAML(map[string]string{
+		"alpha": poolYAML("timeout: 5000", mc1, mc2),
+		"beta":  redisPoolYAML("timeout: 5000", rd1, rd2),
+	}))
+	const clients, perClient = 8, 30
+	key := func(c, i int) string { return fmt.Sprintf("lent:%d:%d", c, i) }
+	for _, tc := range []struct {
+		pool    string
+		request func(k string, v []byte, i int) []byte
+		reply   func(i int) string
+	}{
+		{"alpha", func(k string, v []byte, i int) []byte {
+			if i%3 == 1 {
+				return fmt.Appendf(nil, "ms %s %d T0 F%d\r\n%s\r\nmn\r\n", k, len(v), i, v)
+			}
+			return fmt.Appendf(nil, "set %s %d 0 %d\r\n%s\r\nversion\r\n", k, i, len(v), v)
+		}, func(i int) string {
+			if i%3 == 1 {
+				return "HD\r\nMN\r\n"
+			}
+			return "STORED\r\nVERSION" // the version's number cut (below)
+		}},
+		{"beta", func(k string, v []byte, i int) []byte {
+			if i%3 == 1 {
+				// The value between arguments: SET key value EX 1000.
+				return []byte(redistest.Request("SET", k, string(v), "EX", "1000") + redistest.Request("PING"))
+			}
+			return []byte(redistest.Request("SET", k, string(v)) + redistest.Request("PING"))
+		}, func(i int) string { return "+OK\r\n+PONG\r\n" }},
+	} {
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn, err := net.Dial("tcp", p.Addr(tc.pool).String())
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer conn.Close()
+				conn.SetDeadline(time.Now().Add(60 * time.Second))
+				var all []byte
+				var want strings.Builder
+				for i := range perClient {
+					all = append(all, tc.request(key(c, i), lentValue(c, i, lentSizes[(c+i)%len(lentSizes)]), i)...)
+					want.WriteString(tc.reply(i))
+				}
+				go conn.Write(all) // the whole pipeline at once, read meanwhile
+				br := bufio.NewReader(conn)
+				var got strings.Builder
+				for got.Len() < want.Len() {
+					line, err := br.ReadString('\n')
+					if strings.HasPrefix(line, "VERSION") {
+						line = "VERSION"
+					}
+					got.WriteString(line)
+					if err != nil {
+						errs <- fmt.Errorf("%s client %d: %v after %q", tc.pool, c, err, got.String())
+						return
+					}
+				}
+				if got.String() != want.String() {
+					errs <- fmt.Errorf("%s client %d: replies %.200q; want %.200q", tc.pool, c, got.String(), want.String())
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// Every value, read from the server that holds it.
+	for c := range clients {
+		for i := range perClient {
+			k, v := key(c, i), lentValue(c, i, lentSizes[(c+i)%len(lentSizes)])
+			flags := i
+			var found []string
+			for _, s := range []*memcachedtest.Server{mc1, mc2} {
+				if got := dial(t, s.Addr).mustDo("get " + k + "\r\n"); got != "END\r\n" {
+					found = append(found, got)
+				}
+			}
+			want := fmt.Sprintf("VALUE %s %d %d\r\n%s\r\nEND\r\n", k, flags, len(v), v)
+			if len(found) != 1 || found[0] != want {
+				t.Errorf("memcached: %s (%d bytes) found on %d servers, intact %v", k, len(v), len(found), len(found) == 1 && found[0] == want)
+			}
+			found = found[:0]
+			for _, s := range []*redistest.Server{rd1, rd2} {
+				if got := s.Do("GET", k); got != "$-1\r\n" {
+					found = append(found, got)
+				}
+			}
+			want = fmt.Sprintf("$%d\r\n%s\r\n", len(v), v)
+			if len(found) != 1 || found[0] != want {
+				t.Errorf("Redis: %s (%d bytes) found on %d servers, intact %v", k, len(v), len(found), len(found) == 1 && found[0] == want)
+			}
+		}
+	}
+}
+
+// TestAppendLent checks the requests that lend their values: what goes to
+// the server, out with each part in its place, is appendRequest's bytes, and
+// the parts are the values read, not copies of them.
+func TestAppendLent(t *testing.T) {
+	big, big2 := strings.Repeat("v", 100_000), strings.Repeat("w", bigbuf.Min)
+	small := strings.Repeat("s", bigbuf.Min-1)
+	rc := newRedisCodec(resp.Limits{}, &config.Pool{Redis: true})
+	mc := newMemcacheCodec(memcache.Limits{})
+	for _, tc := range []struct {
+		codec codec
+		in    string
+		lent  int // the values lent
+	}{
+		{rc, redistest.Request("SET", "k", big), 1},
+		{rc, redistest.Request("SET", "k", big, "EX", "10"), 1},
+		{rc, redistest.Request("HSET", "h", "f1", big, "f2", big2, "f3", small), 2},
+		{rc, redistest.Request("SET", "k", small), 0},
+		{rc, redistest.Request("SET", big, "v"), 0}, // a key is never lent
+		{rc, redistest.Request("GET", "k"), 0},
+		{mc, "set k 1 0 100000\r\n" + big + "\r\n", 1},
+		{mc, "cas k 1 0 100000 77 noreply\r\n" + big + "\r\n", 1},
+		{mc, "ms k 100000 T0 q\r\n" + big + "\r\n", 1},
+		{mc, fmt.Sprintf("append k 0 0 %d\r\n%s\r\n", len(small), small), 0},
+		{mc, "get k\r\n", 0},
+	} {
+		read := func() (request, [][]byte) {
+			cc := tc.codec.newClient(strings.NewReader(tc.in))
+			req := tc.codec.newRequest()
+			if act, err := cc.read(req); err != nil || act != forward {
+				t.Fatalf("%.40q: read: %v, %v", tc.in, act, err)
+			}
+			var vals [][]byte
+			switch r := req.(type) {
+			case *redisRequest:
+				vals = r.q.Args
+			case *mcRequest:
+				vals = [][]byte{r.Value}
+			}
+			return req, slices.Clone(vals)
+		}
+		req, _ := read()
+		want := req.appendRequest(nil, nil, 0, tc.codec.newReply())
+		req, vals := read()
+		size := req.size()
+		out, parts := req.(lender).appendLent([]byte("x"), tc.codec.newReply(), nil)
+		if len(parts) != tc.lent {
+			t.Errorf("%.40q: %d values lent; want %d", tc.in, len(parts), tc.lent)
+		}
+		if req.size() != size {
+			t.Errorf("%.40q: size %d after lending, %d before", tc.in, req.size(), size)
+		}
+		var got []byte
+		at := 1
+		for _, p := range parts {
+			got = append(append(got, out[at:p.at]...), p.b...)
+			at = p.at
+			if !slices.ContainsFunc(vals, func(v []byte) bool { return len(v) > 0 && &v[0] == &p.b[0] }) {
+				t.Errorf("%.40q: a part of %d bytes is not a value read but a copy", tc.in, len(p.b))
+			}
+		}
+		got = append(got, out[at:]...)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%.40q: lent %.80q; want %.80q", tc.in, got, want)
+		}
+	}
+}
+
+// TestRawWriteAll writes many parts, empty ones among them and more than one
+// writev takes, to a peer that reads slowly, so that writes are cut short
+// and go on once the socket takes more.
+func TestRawWriteAll(t *testing.T) {
+	a, b := tcpPair(t)
+	a.SetWriteBuffer(16 << 10)
+	// A write that goes wrong fails at its deadline rather than hang.
+	a.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	b.SetReadDeadline(time.Now().Add(20 * time.Second))
+	rw := socketIO(a).(*rawIO)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var bufs [][]byte
+	var want []byte
+	for i := range 3000 {
+		n := []int{0, 1, 7, 100, 3000}[rng.IntN(5)]
+		if i%100 == 0 {
+			n = 70_000 // larger than the socket's buffer
+		}
+		p := lentValue(0, i, n)
+		bufs = append(bufs, p)
+		want = append(want, p...)
+	}
+	got := make(chan []byte)
+	go func() {
+		var buf bytes.Buffer
+		chunk := make([]byte, 32<<10)
+		for buf.Len() < len(want) {
+			n, err := b.Read(chunk)
+			buf.Write(chunk[:n])
+			if err != nil {
+				break
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		got <- buf.Bytes()
+	}()
+	if err := rw.writeAll(bufs); err != nil {
+		t.Fatalf("writeAll of %d bytes in %d parts: %v", len(want), 3000, err)
+	}
+	if g := <-got; !bytes.Equal(g, want) {
+		t.Fatalf("the peer read %d bytes, not the %d written", len(g), len(want))
+	}
+	// A closed peer fails the write with net.Conn's words.
+	b.Close()
+	var err error
+	for range 100 {
+		if err = rw.writeAll([][]byte{make([]byte, 1<<20)}); err != nil {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "write tcp") {
+		t.Fatalf("writeAll to a closed peer: %v; want net.Conn's write error", err)
+	}
+}
