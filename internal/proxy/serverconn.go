@@ -745,6 +745,15 @@ type countingReader struct {
 	mid bool
 }
 
+// Readable returns the bytes the socket holds (resp.Readable), so that a
+// large reply's buffer is sized at once; 0 if the socket cannot tell.
+func (c *countingReader) Readable() int {
+	if rr, ok := c.r.(interface{ readable() int }); ok {
+		return rr.readable()
+	}
+	return 0
+}
+
 func (c *countingReader) Read(p []byte) (int, error) {
 	if c.mid && c.ss != nil {
 		c.ss.progress()
