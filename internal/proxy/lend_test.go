@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -212,6 +213,70 @@ func TestAppendLent(t *testing.T) {
 		got = append(got, out[at:]...)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%.40q: lent %.80q; want %.80q", tc.in, got, want)
+		}
+	}
+}
+
+// TestLentValuesServerDies: a server killed while large values are written
+// to it (lent, from where they were read) fails the requests in flight with
+// an error each, in order; the proxy neither hangs nor stores what it did not
+// read, and once the server is back, large values go to it whole again.
+func TestLentValuesServerDies(t *testing.T) {
+	s := redistest.Start(t)
+	p := startProxy(t, redisPoolYAML("timeout: 5000\nauto_eject_hosts: false", s))
+	addr := p.Addr("alpha").String()
+	const n = 40
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var all []byte
+	for i := range n {
+		all = append(all, redistest.Request("SET", fmt.Sprint("dies:", i), string(lentValue(1, i, 300_000)))...)
+	}
+	go conn.Write(all)
+	br := bufio.NewReader(conn)
+	// The first reply, then the server dies with the rest in flight.
+	first, err := br.ReadString('\n')
+	if err != nil || first != "+OK\r\n" {
+		t.Fatalf("first SET: %q, %v", first, err)
+	}
+	s.Signal(os.Kill)
+	ok, failed := 1, 0
+	for range n - 1 {
+		line, err := br.ReadString('\n')
+		switch {
+		case err != nil:
+			t.Fatalf("after %d OK and %d errors: %v", ok, failed, err)
+		case line == "+OK\r\n" && failed == 0:
+			ok++
+		case strings.HasPrefix(line, "-"):
+			failed++
+		default:
+			t.Fatalf("reply %q after %d OK and %d errors", line, ok, failed)
+		}
+	}
+	if failed == 0 {
+		t.Errorf("all %d SETs stored though the server was killed", n)
+	}
+	s.Restart()
+	c := redistest.Dial(t, addr)
+	for i := range 5 {
+		v := string(lentValue(2, i, 100_000+i))
+		var got string
+		for try := 0; try < 50; try++ { // until the proxy reconnects
+			if got = c.Do("SET", "back", v); got == "+OK\r\n" {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got != "+OK\r\n" {
+			t.Fatalf("SET after the restart: %q", got)
+		}
+		if got, want := s.Do("GET", "back"), fmt.Sprintf("$%d\r\n%s\r\n", len(v), v); got != want {
+			t.Fatalf("the server holds %d bytes after the restart, not the value sent", len(got))
 		}
 	}
 }
