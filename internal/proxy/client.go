@@ -676,15 +676,22 @@ func (c *client) dispatch(r *clientReq) {
 	}
 	cl := r.newCall(pl.codec)
 	cl.cmd, cl.deadline, cl.start = req.command(), deadline, r.start
-	if lr, ok := req.(lender); ok {
-		cl.out, cl.lent = lr.appendLent(cl.out, cl.reply, cl.lent)
-		for _, p := range cl.lent {
-			cl.lentLen += len(p.b)
-		}
-	} else {
-		cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
-	}
+	cl.build(req, nil, 0)
 	srv.send(cl)
+}
+
+// build writes what cl's server receives of req (see request.appendRequest),
+// with the values req lends, if it does (lender).
+func (cl *call) build(req request, keyCall []int, part int) {
+	lr, ok := req.(lender)
+	if !ok {
+		cl.out = req.appendRequest(cl.out, keyCall, part, cl.reply)
+		return
+	}
+	cl.out, cl.lent = lr.appendLent(cl.out, keyCall, part, cl.reply, cl.lent)
+	for _, p := range cl.lent {
+		cl.lentLen += len(p.b)
+	}
 }
 
 // dispatchSplit sends a request of many keys as one call per server, each
@@ -717,7 +724,7 @@ func (c *client) dispatchSplit(r *clientReq, st *state, deadline time.Time) {
 	c.pool.stats.fragments.Add(uint64(r.ncalls))
 	began := time.Now()
 	for j, cl := range r.calls[:r.ncalls] {
-		cl.out = req.appendRequest(cl.out, r.keyCall, j, cl.reply)
+		cl.build(req, r.keyCall, j)
 		cl.deadline = later(deadline, began)
 		cl.srv.send(cl)
 	}

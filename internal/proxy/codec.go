@@ -161,10 +161,10 @@ type request interface {
 // back (bigbuf.Give). A Redis SET of 100 KB was copied twice on its way
 // otherwise, into the call's request and into the connection's write buffer.
 type lender interface {
-	// appendLent is appendRequest of the whole request, but for the values
-	// it lends: parts gets one for each, whose bytes go out before
-	// dst[at:], and which the request no longer holds.
-	appendLent(dst []byte, rep reply, parts []lentPart) ([]byte, []lentPart)
+	// appendLent is appendRequest, but for the values it lends: parts gets
+	// one for each, whose bytes go out before dst[at:], and which the
+	// request no longer holds. Each value goes to one call only.
+	appendLent(dst []byte, keyCall []int, part int, rep reply, parts []lentPart) ([]byte, []lentPart)
 }
 
 // lentPart is a value lent by a request (lender), which goes out before the

@@ -321,9 +321,9 @@ func (r *mcRequest) appendRequest(dst []byte, keyCall []int, part int, rp reply)
 
 // appendLent lends a storage command's value of bigbuf.Min bytes or more
 // (memcache.Request.TakeValue).
-func (r *mcRequest) appendLent(dst []byte, rp reply, parts []lentPart) ([]byte, []lentPart) {
-	if !r.Command.IsStorage() || len(r.Value) < bigbuf.Min {
-		return r.appendRequest(dst, nil, 0, rp), parts
+func (r *mcRequest) appendLent(dst []byte, keyCall []int, part int, rp reply, parts []lentPart) ([]byte, []lentPart) {
+	if keyCall != nil || !r.Command.IsStorage() || len(r.Value) < bigbuf.Min {
+		return r.appendRequest(dst, keyCall, part, rp), parts
 	}
 	rp.(*mcReply).req = &r.Request
 	dst = memcache.AppendRequestHead(dst, &r.Request)

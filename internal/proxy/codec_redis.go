@@ -602,6 +602,7 @@ type redisRequest struct {
 	// Scratch of merge: the parts of the keys, the replies of the parts, and
 	// the reply of keys no server took.
 	parts   []int
+	part    []int // appendLent's: the arguments of a part
 	replies []*resp.Reply
 	noSrv   resp.Reply
 }
@@ -618,7 +619,7 @@ func (r *redisRequest) reset() {
 		r.local = nil
 	}
 	if cap(r.keys) > maxKeptKeys {
-		r.keys, r.parts, r.replies = nil, nil, nil
+		r.keys, r.parts, r.part, r.replies = nil, nil, nil, nil
 	}
 	r.q.Reset()
 	r.cmd, r.local, r.class, r.lent = nil, r.local[:0], "", 0
@@ -727,22 +728,35 @@ func (r *redisRequest) ready(rp reply) {
 // appendLent lends the arguments of resp.BigArg bytes or more that the
 // request read into memory of their own, but for its command's name and its
 // keys, which logs and counters may still read.
-func (r *redisRequest) appendLent(dst []byte, rp reply, parts []lentPart) ([]byte, []lentPart) {
+func (r *redisRequest) appendLent(dst []byte, keyCall []int, part int, rp reply, parts []lentPart) ([]byte, []lentPart) {
 	r.ready(rp)
-	dst = resp.AppendArray(dst, len(r.q.Args))
-	for i, a := range r.q.Args {
-		if i > 0 && len(a) >= resp.BigArg && !slices.Contains(r.keys, i) {
-			if b, ok := r.q.TakeArg(i); ok {
-				r.lent += len(b)
-				dst = resp.AppendBulkHeader(dst, len(b))
-				parts = append(parts, lentPart{at: len(dst), b: b})
-				dst = append(dst, '\r', '\n')
-				continue
-			}
+	if keyCall == nil {
+		dst = resp.AppendArray(dst, len(r.q.Args))
+		for i := range r.q.Args {
+			dst, parts = r.appendArg(dst, i, parts)
 		}
-		dst = resp.AppendBulk(dst, a)
+		return dst, parts
+	}
+	r.part = resp.PartArgs(r.part[:0], r.cmd, keyCall, part)
+	dst = resp.AppendBulk(resp.AppendArray(dst, 1+len(r.part)), r.q.Args[0])
+	for _, i := range r.part {
+		dst, parts = r.appendArg(dst, i, parts)
 	}
 	return dst, parts
+}
+
+// appendArg appends argument i as a bulk string, or lends it.
+func (r *redisRequest) appendArg(dst []byte, i int, parts []lentPart) ([]byte, []lentPart) {
+	a := r.q.Args[i]
+	if i > 0 && len(a) >= resp.BigArg && !slices.Contains(r.keys, i) {
+		if b, ok := r.q.TakeArg(i); ok {
+			r.lent += len(b)
+			dst = resp.AppendBulkHeader(dst, len(b))
+			parts = append(parts, lentPart{at: len(dst), b: b})
+			return append(dst, '\r', '\n'), parts
+		}
+	}
+	return resp.AppendBulk(dst, a), parts
 }
 
 func (r *redisRequest) appendReply(dst []byte, rp reply) []byte {

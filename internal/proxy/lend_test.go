@@ -36,6 +36,13 @@ func lentValue(c, i, n int) []byte {
 	return v
 }
 
+// twin returns v reversed, the value of an MSET's second key.
+func twin(v []byte) []byte {
+	w := slices.Clone(v)
+	slices.Reverse(w)
+	return w
+}
+
 // TestLentValues stores large values through the proxy, which writes them to
 // the servers from where it read them (lender), pipelined by eight clients
 // at once between small requests, over memcached and Redis pools of two
@@ -67,9 +74,13 @@ func TestLentValues(t *testing.T) {
 			return "STORED\r\nVERSION" // the version's number cut (below)
 		}},
 		{"beta", func(k string, v []byte, i int) []byte {
-			if i%3 == 1 {
+			switch i % 3 {
+			case 1:
 				// The value between arguments: SET key value EX 1000.
 				return []byte(redistest.Request("SET", k, string(v), "EX", "1000") + redistest.Request("PING"))
+			case 2:
+				// Split over the servers more often than not.
+				return []byte(redistest.Request("MSET", k, string(v), k+":twin", string(twin(v))) + redistest.Request("PING"))
 			}
 			return []byte(redistest.Request("SET", k, string(v)) + redistest.Request("PING"))
 		}, func(i int) string { return "+OK\r\n+PONG\r\n" }},
@@ -146,6 +157,12 @@ func TestLentValues(t *testing.T) {
 			if len(found) != 1 || found[0] != want {
 				t.Errorf("Redis: %s (%d bytes) found on %d servers, intact %v", k, len(v), len(found), len(found) == 1 && found[0] == want)
 			}
+			if i%3 == 2 {
+				want := fmt.Sprintf("$%d\r\n%s\r\n", len(v), twin(v))
+				if a, b := rd1.Do("GET", k+":twin"), rd2.Do("GET", k+":twin"); a != want && b != want {
+					t.Errorf("Redis: %s:twin (%d bytes, MSET) not intact on either server", k, len(v))
+				}
+			}
 		}
 	}
 }
@@ -194,7 +211,7 @@ func TestAppendLent(t *testing.T) {
 		want := req.appendRequest(nil, nil, 0, tc.codec.newReply())
 		req, vals := read()
 		size := req.size()
-		out, parts := req.(lender).appendLent([]byte("x"), tc.codec.newReply(), nil)
+		out, parts := req.(lender).appendLent([]byte("x"), nil, 0, tc.codec.newReply(), nil)
 		if len(parts) != tc.lent {
 			t.Errorf("%.40q: %d values lent; want %d", tc.in, len(parts), tc.lent)
 		}
@@ -213,6 +230,41 @@ func TestAppendLent(t *testing.T) {
 		got = append(got, out[at:]...)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%.40q: lent %.80q; want %.80q", tc.in, got, want)
+		}
+	}
+}
+
+// TestAppendLentSplit: an MSET split over three servers lends each large
+// value to the part of its key only; each part goes out as appendRequest
+// writes it.
+func TestAppendLentSplit(t *testing.T) {
+	rc := newRedisCodec(resp.Limits{}, &config.Pool{Redis: true})
+	v := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	in := redistest.Request("MSET", "a", v('a', 100_000), "b", "small", "c", v('c', bigbuf.Min), "a", v('d', 20_000), "e", v('e', 1))
+	keyCall := []int{0, 1, 2, 0, 1}
+	read := func() request {
+		req := rc.newRequest()
+		if act, err := rc.newClient(strings.NewReader(in)).read(req); err != nil || act != forward {
+			t.Fatalf("read: %v, %v", act, err)
+		}
+		return req
+	}
+	want := read()
+	req := read()
+	for part, lent := range []int{2, 0, 1} {
+		w := want.appendRequest(nil, keyCall, part, rc.newReply())
+		out, parts := req.(lender).appendLent(nil, keyCall, part, rc.newReply(), nil)
+		if len(parts) != lent {
+			t.Errorf("part %d: %d values lent; want %d", part, len(parts), lent)
+		}
+		var got []byte
+		at := 0
+		for _, p := range parts {
+			got = append(append(got, out[at:p.at]...), p.b...)
+			at = p.at
+		}
+		if got = append(got, out[at:]...); !bytes.Equal(got, w) {
+			t.Errorf("part %d: %.80q; want %.80q", part, got, w)
 		}
 	}
 }

@@ -38,6 +38,21 @@ func AppendPart(dst []byte, c *Command, args [][]byte, parts []int, part int) []
 	return dst
 }
 
+// PartArgs appends to dst the indexes in args of the arguments AppendPart
+// writes after the command's name, in its order, for a writer that writes
+// them itself.
+func PartArgs(dst []int, c *Command, parts []int, part int) []int {
+	step := c.keyStep()
+	for i, p := range parts {
+		if p == part {
+			for j := 1 + i*step; j < 1+(i+1)*step; j++ {
+				dst = append(dst, j)
+			}
+		}
+	}
+	return dst
+}
+
 // maxStackParts is the number of parts MergeParts merges without allocating.
 const maxStackParts = 16
 
