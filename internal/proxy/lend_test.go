@@ -332,3 +332,64 @@ func TestLentValuesServerDies(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedCount: every client request forwarded is counted until its
+// replies are in, whatever its fate (split, failed, refused, pipelined, its
+// client gone), so that a sender on one thread writes its request itself
+// when it is the only one in flight (serverConn.direct), and only then.
+func TestForwardedCount(t *testing.T) {
+	mc1, mc2 := memcachedtest.Start(t), memcachedtest.Start(t)
+	p := startProxy(t, poolsYAML(map[string]string{
+		"alpha": poolYAML("timeout: 3000", mc1, mc2),
+		"beta":  poolOf("timeout: 500\nauto_eject_hosts: false", []string{"127.0.0.1:1:1"}), // refuses connections
+	}))
+	base := forwarded.Load()
+	wait := func(what string, want int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); forwarded.Load() != want && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := forwarded.Load(); got != want {
+			t.Fatalf("%s: forwarded %d more than before; want %d", what, got-base, want-base)
+		}
+	}
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("set a 0 0 1\r\na\r\n")
+	var keys strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&keys, " k%d", i)
+	}
+	getAll := "get" + keys.String() + "\r\n" // a part for each server
+	c.mustDo(getAll)
+	c.mustDo("set " + strings.Repeat("x", 300) + " 0 0 1\r\na\r\n") // refused: the key is too long
+	wait("answered", base)
+	if got := dial(t, p.Addr("beta").String()).mustDo("get a\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+		t.Fatalf("get from a server that refuses connections: %q", got)
+	}
+	wait("failed", base)
+	if got := c.mustDo(strings.Repeat("get a\r\n", 499) + "version\r\n"); strings.Count(got, "END\r\n") != 499 {
+		t.Fatalf("500 pipelined requests: %d replies", strings.Count(got, "END\r\n"))
+	}
+	wait("pipelined", base)
+	// Counted while in flight: a server that does not answer holds one.
+	mc2.Freeze()
+	defer mc2.Thaw()
+	held, err := net.Dial("tcp", p.Addr("alpha").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	held.Write([]byte(getAll))
+	wait("held by a frozen server", base+1)
+	// And the requests of a client gone before their replies, once their
+	// servers answer.
+	gone, err := net.Dial("tcp", p.Addr("alpha").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Write([]byte(strings.Repeat(getAll, 100)))
+	time.Sleep(100 * time.Millisecond)
+	gone.Close()
+	mc2.Thaw()
+	wait("after the thaw", base)
+}
