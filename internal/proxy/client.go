@@ -218,7 +218,7 @@ type clientReq struct {
 
 // forwarded counts the client requests of the process sent to servers whose
 // replies have not all come: with one, there are no others to gather into
-// one write (see serverConn.send).
+// one write (see serverConn.direct).
 var forwarded atomic.Int32
 
 func (r *clientReq) reset() {
