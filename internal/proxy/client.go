@@ -213,13 +213,7 @@ type clientReq struct {
 	plan    *plan  // of a request planned over several servers (replica.go)
 	waited  int    // the calls whose completion flush has received
 	lane    uint32 // the client's, given to its calls
-	counted bool   // counted in forwarded
 }
-
-// forwarded counts the client requests of the process sent to servers whose
-// replies have not all come: with one, there are no others to gather into
-// one write (see serverConn.direct).
-var forwarded atomic.Int32
 
 func (r *clientReq) reset() {
 	r.ncalls = 0
@@ -227,7 +221,6 @@ func (r *clientReq) reset() {
 	r.split = false
 	r.err = nil
 	r.waited = 0
-	r.counted = false
 	if r.plan != nil {
 		r.plan.active = false
 	}
@@ -396,8 +389,6 @@ func (c *client) serveRead() end {
 			pl.cmds[cmd].inc()
 		}
 		if act == forward {
-			r.counted = true
-			forwarded.Add(1)
 			c.dispatch(r)
 		}
 		if act != forward || r.err != nil || cmd == 0 {
@@ -545,10 +536,6 @@ func (c *client) flush() {
 		for _, cl := range r.calls[r.waited:r.ncalls] {
 			<-cl.done
 			held += cl.held
-		}
-		if r.counted {
-			r.counted = false
-			forwarded.Add(-1)
 		}
 		if c.werr == nil {
 			if head, value, tail, ok := c.bigReply(*out, r); ok {

@@ -62,11 +62,10 @@ const maxWriteBuffer = 256 << 10
 // many clients are pipelined. A sender queues its call for the reader and
 // appends its request to the session's write buffer under mu, so the two stay
 // in the same order; system calls happen outside the locks. On an idle
-// connection, while Go code runs on several threads or no other client
-// request is in flight (forwarded), the sender writes the buffer itself,
-// which costs no hand-off to another thread or goroutine (one client over
-// four memcached: about 0.9 times the CPU a request). Otherwise (one thread and other requests to
-// gather; a busy connection; a write already in progress) the session's writer
+// connection, while Go code runs on several threads, the sender writes the
+// buffer itself, which costs no hand-off to another thread. Otherwise (one
+// thread, where a hand-off is cheap; a busy connection; a write already in
+// progress) the session's writer
 // goroutine writes the buffer, having first let the goroutines that are ready
 // to run add their requests, so the requests of many clients leave in one
 // write, as they do from twemproxy's event loop. Each session (net.Conn) also
@@ -475,7 +474,10 @@ func (c *serverConn) send(cl *call) {
 	var buf []byte
 	var parts []lentPart
 	if err == nil {
-		buf, parts = ss.buffer(cl, c.direct())
+		// On an idle connection with several threads, write at once;
+		// otherwise let the writer goroutine gather the requests of many
+		// clients.
+		buf, parts = ss.buffer(cl, c.queued.Load() == 1 && threads.Load() > 1)
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -486,14 +488,6 @@ func (c *serverConn) send(cl *call) {
 	if buf != nil {
 		ss.write(buf, parts)
 	}
-}
-
-// direct reports whether a sender writes its request itself: on an idle
-// connection with several threads, or with no other client request in
-// flight; otherwise the writer goroutine gathers the requests of many
-// clients into one write.
-func (c *serverConn) direct() bool {
-	return c.queued.Load() == 1 && (threads.Load() > 1 || forwarded.Load() <= 1)
 }
 
 // queue queues cl for the session's reader, or returns why it cannot; c.mu is
