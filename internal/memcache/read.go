@@ -230,7 +230,8 @@ func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 		if len(dst) == cap(dst) {
 			// The class below len+step, which Grow takes as it is, but
 			// room for one byte at least; and the smallest class rather
-			// than less, for a value that will pass it.
+			// than less, for a value that will pass it. A value that has
+			// all arrived gets room for the whole of it.
 			arrived := r.br.Buffered()
 			if rr, ok := r.rd.(interface{ Readable() int }); ok && n >= bigbuf.Min {
 				// The bytes the source holds have arrived too: a
@@ -238,9 +239,6 @@ func (r *Reader) appendData(dst []byte, n int) ([]byte, error) {
 				arrived += rr.Readable()
 			}
 			size := len(dst) + min(max(len(dst), minGrow, arrived), n)
-			if arrived >= n {
-				size = len(dst) + n
-			}
 			if size < bigbuf.Min && len(dst)+n >= bigbuf.Min {
 				size = bigbuf.Min
 			}
