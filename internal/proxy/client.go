@@ -213,6 +213,12 @@ type clientReq struct {
 	plan    *plan  // of a request planned over several servers (replica.go)
 	waited  int    // the calls whose completion flush has received
 	lane    uint32 // the client's, given to its calls
+	// alone: the client is its pool's only one and has sent nothing more,
+	// so no other request can join this one's write to a server: its
+	// sender writes it, saving the writer goroutine's wake-up (one client
+	// over four memcached: about 0.9 times the CPU a request). A
+	// pipelining client's requests still leave in one write.
+	alone bool
 }
 
 func (r *clientReq) reset() {
@@ -220,6 +226,7 @@ func (r *clientReq) reset() {
 	r.keyCall = r.keyCall[:0]
 	r.split = false
 	r.err = nil
+	r.alone = false
 	r.waited = 0
 	if r.plan != nil {
 		r.plan.active = false
@@ -246,7 +253,7 @@ func (r *clientReq) newCall(cd codec) *call {
 	}
 	c := r.calls[r.ncalls]
 	r.ncalls++
-	c.lane = r.lane
+	c.lane, c.alone = r.lane, r.alone
 	c.err = nil
 	c.held, c.lentLen = 0, 0
 	c.out = c.out[:0]
@@ -389,6 +396,7 @@ func (c *client) serveRead() end {
 			pl.cmds[cmd].inc()
 		}
 		if act == forward {
+			r.alone = pl.nconns.Load() == 1 && len(c.src.head) == 0 && c.cc.buffered() == 0
 			c.dispatch(r)
 		}
 		if act != forward || r.err != nil || cmd == 0 {

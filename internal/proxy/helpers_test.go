@@ -19,6 +19,16 @@ import (
 	"github.com/chash-dev/chash/internal/testprog"
 )
 
+// TestMain runs the tests, or in a process a test starts, a server of the
+// test (readServerMain).
+func TestMain(m *testing.M) {
+	if os.Getenv(readServerEnv) != "" {
+		readServerMain()
+		return
+	}
+	os.Exit(m.Run())
+}
+
 // poolYAML returns a one-pool configuration over the servers.
 func poolYAML(extra string, servers ...*memcachedtest.Server) string {
 	lines := make([]string, len(servers))

@@ -11,7 +11,8 @@ import (
 // threads is GOMAXPROCS as the proxy last set or read it. With one thread, a
 // request for an idle server connection goes through the connection's writer
 // goroutine like any other, so that requests that arrive together leave in one
-// write; with several, its sender writes it, saving a wake-up of another thread.
+// write, unless none can join it (clientReq.alone); with several, its sender
+// writes it, saving a wake-up of another thread.
 var threads atomic.Int32
 
 // SetProcs sets GOMAXPROCS to n and returns the previous setting.

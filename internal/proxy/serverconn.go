@@ -34,6 +34,7 @@ type call struct {
 	err      error
 	done     chan struct{} // receives one value when the call completes
 	lane     uint32        // the client's (client.lane); 0 for the proxy's own calls
+	alone    bool          // no other request can join its write (clientReq.alone)
 }
 
 func (c *call) complete(err error) {
@@ -63,9 +64,10 @@ const maxWriteBuffer = 256 << 10
 // appends its request to the session's write buffer under mu, so the two stay
 // in the same order; system calls happen outside the locks. On an idle
 // connection, while Go code runs on several threads, the sender writes the
-// buffer itself, which costs no hand-off to another thread. Otherwise (one
-// thread, where a hand-off is cheap; a busy connection; a write already in
-// progress) the session's writer
+// buffer itself, which costs no hand-off to another thread; so it does on one
+// thread when no other request can join its write (call.alone). Otherwise
+// (one thread, where a hand-off is cheap; a busy connection; a write already
+// in progress) the session's writer
 // goroutine writes the buffer, having first let the goroutines that are ready
 // to run add their requests, so the requests of many clients leave in one
 // write, as they do from twemproxy's event loop. Each session (net.Conn) also
@@ -474,10 +476,10 @@ func (c *serverConn) send(cl *call) {
 	var buf []byte
 	var parts []lentPart
 	if err == nil {
-		// On an idle connection with several threads, write at once;
-		// otherwise let the writer goroutine gather the requests of many
-		// clients.
-		buf, parts = ss.buffer(cl, c.queued.Load() == 1 && threads.Load() > 1)
+		// On an idle connection with several threads, or for a request
+		// nothing can join, write at once; otherwise let the writer
+		// goroutine gather the requests of many clients.
+		buf, parts = ss.buffer(cl, c.queued.Load() == 1 && (threads.Load() > 1 || cl.alone))
 	}
 	c.mu.Unlock()
 	if err != nil {
