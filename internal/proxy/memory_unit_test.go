@@ -64,3 +64,34 @@ func TestTrim(t *testing.T) {
 		t.Errorf("a third tick trimmed again (%d kept)", before)
 	}
 }
+
+// TestWideHead: a client whose wake brought more than headSize bytes, read or
+// left in the socket, reads its next wake into a buffer of wideHeadSize; one
+// whose wake brought less, into one of headSize again.
+func TestWideHead(t *testing.T) {
+	var s clientSource
+	for i, tt := range []struct {
+		n, left int // the wake before
+		want    int // the buffer of the next
+	}{
+		{0, 0, headSize},
+		{headSize, 64, wideHeadSize}, // 16 pipelined GETs of redis-benchmark: 576 bytes
+		{576, 0, wideHeadSize},
+		{40, 0, headSize},
+		{headSize, -1, wideHeadSize}, // a full buffer from a socket that cannot tell
+		{300, -1, headSize},
+		{300, 300, wideHeadSize},
+	} {
+		s.take()
+		s.woke(tt.n, tt.left)
+		s.drop()
+		if s.buf != nil {
+			t.Fatalf("wake %d: the buffer was not given back", i)
+		}
+		s.take()
+		if len(s.buf) != tt.want {
+			t.Fatalf("after a wake of %d bytes and %d left: a buffer of %d bytes; want %d", tt.n, tt.left, len(s.buf), tt.want)
+		}
+		s.drop()
+	}
+}

@@ -382,7 +382,7 @@ func (r *rawIO) serve(fd uintptr) bool {
 	src := &c.src
 	for {
 		src.take()
-		n, left, errno := r.recv(fd, src.buf[:])
+		n, left, errno := r.recv(fd, src.buf)
 		switch {
 		case errno == syscall.EINTR:
 			continue
@@ -398,6 +398,7 @@ func (r *rawIO) serve(fd uintptr) bool {
 		}
 		src.read.Add(uint64(n))
 		src.head = src.buf[:n]
+		src.woke(n, left)
 		if n == len(src.buf) || !c.cc.whole(src.head) {
 			return true // serveClient's serveRead reads the rest
 		}
