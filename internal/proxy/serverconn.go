@@ -67,13 +67,13 @@ const maxWriteBuffer = 256 << 10
 // buffer itself, which costs no hand-off to another thread; so it does on one
 // thread when no other request can join its write (call.alone). Otherwise
 // (one thread, where a hand-off is cheap; a busy connection; a write already
-// in progress) the session's writer
-// goroutine writes the buffer, having first let the goroutines that are ready
-// to run add their requests, so the requests of many clients leave in one
-// write, as they do from twemproxy's event loop. Each session (net.Conn) also
-// has a reader goroutine that reads the responses in order and completes the
-// calls. The reader waits in the network read, not on the queue of calls: a
-// request costs no wake-up of the reader; its reply wakes it.
+// in progress) the session's writer goroutine writes the buffer, having
+// first let the goroutines that are ready to run add their requests, so the
+// requests of many clients leave in one write, as they do from twemproxy's
+// event loop. Each session (net.Conn) also has a reader goroutine that reads
+// the responses in order and completes the calls. The reader waits in the
+// network read, not on the queue of calls: a request costs no wake-up of the
+// reader; its reply wakes it.
 type serverConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
