@@ -1,7 +1,7 @@
 # Shell functions of the load scripts (proxyload/run.sh, proxyload/memory.sh,
 # proxyload/replicas.sh, redisload/run.sh), which source this file from their
-# own directory: a work directory ($work) removed at exit, processes ($pids)
-# killed at exit, and
+# own directory: a work directory ($work) removed at exit, or kept, with the
+# proxies' logs, when the script fails, processes ($pids) killed at exit, and
 #
 #   free_port       a TCP port of 127.0.0.1 that nothing listens on
 #   wait_port PORT  waits until something listens on PORT (10 s at most)
@@ -12,9 +12,14 @@
 work=$(mktemp -d)
 pids=()
 cleanup() {
+	local rc=$?
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$work"
+	if [ "$rc" -ne 0 ]; then
+		echo "$0 failed (exit $rc); its programs' logs are kept in $work" >&2
+	else
+		rm -rf "$work"
+	fi
 }
 trap cleanup EXIT
 
