@@ -387,7 +387,7 @@ func (c *client) serveRead() end {
 			c.flush()
 			return endClose
 		}
-		more := len(c.src.head) > 0 || c.cc.buffered() > 0
+		more := c.buffered()
 		mem := pl.proxy.mem
 		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || c.pkeys >= maxPendingKeys ||
 			mem.over() || c.barrier {
@@ -429,7 +429,7 @@ func (c *client) serveRead() end {
 			pl.cmds[cmd].inc()
 		}
 		if act == forward {
-			r.alone = pl.nconns.Load() == 1 && len(c.src.head) == 0 && c.cc.buffered() == 0
+			r.alone = !c.buffered() && pl.nconns.Load() == 1
 			c.dispatch(r)
 		}
 		if act != forward || r.err != nil || cmd == 0 {
@@ -457,6 +457,12 @@ func (c *client) serveRead() end {
 			c.barrier = true
 		}
 	}
+}
+
+// buffered reports whether the client's bytes read hold more than the
+// requests parsed: in head, or in its codec's buffer.
+func (c *client) buffered() bool {
+	return len(c.src.head) > 0 || c.cc.buffered() > 0
 }
 
 // readFailed counts why the client's connection could not be read, and

@@ -16,7 +16,7 @@ import (
 )
 
 // readServerEnv names the variable that makes this test binary a read
-// server (TestReadServerProcess) instead of running tests.
+// server (readServerMain) instead of running tests.
 const readServerEnv = "CHASH_TEST_READ_SERVER"
 
 // readServerMain runs instead of the tests when readServerEnv is set (see
@@ -34,6 +34,10 @@ func readServerMain() {
 	}
 	fmt.Println(ln.Addr())
 	proto := os.Getenv(readServerEnv)
+	reply := []byte("END\r\n")
+	if proto == "redis" {
+		reply = []byte("$-1\r\n")
+	}
 	var mu sync.Mutex // over stdout
 	for {
 		c, err := ln.Accept()
@@ -52,11 +56,7 @@ func readServerMain() {
 				fmt.Println(strconv.Quote(string(buf[:n])))
 				mu.Unlock()
 				// The requests of these tests come whole in one read.
-				reply := "END\r\n"
-				if proto == "redis" {
-					reply = "$-1\r\n"
-				}
-				if _, err := c.Write(bytes.Repeat([]byte(reply), requests(proto, string(buf[:n])))); err != nil {
+				if _, err := c.Write(bytes.Repeat(reply, requests(proto, string(buf[:n])))); err != nil {
 					return
 				}
 			}
