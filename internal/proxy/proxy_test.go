@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -592,13 +593,21 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-// ejected reports whether the named server of the pool is ejected.
+// ejected reports whether the named server of the pool is ejected, or its
+// keys still route around it: a readmission clears the flag before it swaps
+// in the ring that has the server again (probeLoop), and a test that waits
+// for it, then counts the server's keys, must find them routed to it (a set
+// routed by the old ring and its get by the new one would miss).
 func (p *Proxy) ejected(pool, server string) bool {
 	p.mu.Lock()
 	pl := p.pools[pool]
 	p.mu.Unlock()
-	s := pl.state.Load().servers[server]
-	return s != nil && s.ejected.Load()
+	st := pl.state.Load()
+	s := st.servers[server]
+	if s == nil {
+		return false
+	}
+	return s.ejected.Load() || slices.Contains(st.fullList, s) && !slices.Contains(st.live, s)
 }
 
 // TestReload adds and removes a server under load: keys whose owner does not
