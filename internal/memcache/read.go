@@ -62,6 +62,13 @@ func (r *Reader) Reset(rd io.Reader) {
 // Buffered returns the number of bytes that can be read without waiting.
 func (r *Reader) Buffered() int { return r.br.Buffered() }
 
+// Pending returns the bytes that can be read without waiting, without
+// consuming them; they are valid until the next read.
+func (r *Reader) Pending() []byte {
+	b, _ := r.br.Peek(r.br.Buffered())
+	return b
+}
+
 // Wait waits until at least one byte can be read without waiting, or the read
 // fails. A failed Wait may be retried (after a read deadline, say).
 func (r *Reader) Wait() error {

@@ -198,6 +198,15 @@ type serverCodec interface {
 	// reply out of its request's grammar is an error wrapping errBadReply:
 	// the connection is out of step and is reset.
 	read(rep reply) error
+	// buffered returns the bytes read from the connection and not yet
+	// used.
+	buffered() int
+	// whole reports whether the bytes buffered are whole replies, those of
+	// the calls queued in order (queued(i) is the reply of the i-th, nil
+	// past the last): read would read them without reading the connection.
+	// Bytes read would fail on (out of protocol, or more replies than
+	// calls) count as whole: read fails on them just the same.
+	whole(queued func(i int) reply) bool
 }
 
 // errBadReply is the error, wrapped, of a reply out of its request's grammar.

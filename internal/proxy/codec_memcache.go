@@ -67,7 +67,7 @@ func (c *memcacheCodec) newClient(r io.Reader) clientCodec {
 }
 
 func (c *memcacheCodec) newServer(r io.Reader) serverCodec {
-	return &mcServer{rd: memcache.NewReader(r, c.srvLim)}
+	return &mcServer{rd: memcache.NewReader(r, c.srvLim), lim: c.srvLim}
 }
 
 // probe asks for the server's version.
@@ -542,8 +542,12 @@ func (r *mcReply) size() int {
 
 // mcServer reads the replies of one server connection.
 type mcServer struct {
-	rd *memcache.Reader
+	rd  *memcache.Reader
+	lim memcache.Limits
+	dry *replyDry // whole's, made on first use
 }
+
+func (s *mcServer) buffered() int { return s.rd.Buffered() }
 
 func (s *mcServer) handshake(io.Writer) error { return nil }
 func (s *mcServer) wait() error               { return s.rd.Wait() }

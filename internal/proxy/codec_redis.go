@@ -889,7 +889,10 @@ func (r *redisReply) lookups() (hits, misses int) {
 type redisServer struct {
 	codec *redisCodec
 	rd    *resp.Reader
+	dry   *replyDry // whole's, made on first use
 }
+
+func (s *redisServer) buffered() int { return s.rd.Buffered() }
 
 // handshake authenticates the connection and selects the pool's database.
 func (s *redisServer) handshake(w io.Writer) error {

@@ -6,9 +6,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/redistest"
 )
 
 // tcpPair returns the two ends of a loopback TCP connection.
@@ -112,4 +116,57 @@ func TestRawIOErrorText(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("Read after a reset = %v; want ECONNRESET", err)
 	}
+}
+
+// TestServerReaderNoEmptyRead: a server connection's reader waits for the
+// next replies, after a burst that left nothing on the socket, without a read
+// that finds nothing (serverConn.readWithin): one request and its reply cost
+// one read of the server's socket, not two, in a memcached pool as in a Redis
+// pool.
+func TestServerReaderNoEmptyRead(t *testing.T) {
+	const n = 200
+	empty := func(p *Proxy, name string) *atomic.Uint64 {
+		t.Helper()
+		ss := p.pools["alpha"].state.Load().servers[name].conns[0].live.Load()
+		if ss == nil {
+			t.Fatal("no server connection")
+		}
+		r, ok := ss.rw.(*rawIO)
+		if !ok {
+			t.Fatalf("server connection read with %T; want *rawIO", ss.rw)
+		}
+		return &r.empty
+	}
+	t.Run("memcached", func(t *testing.T) {
+		s := memcachedtest.Start(t)
+		p := startProxy(t, poolYAML("", s))
+		c := dial(t, p.Addr("alpha").String())
+		c.mustDo("set k 0 0 1\r\nx\r\n")
+		e := empty(p, s.Addr)
+		before := e.Load()
+		for range n {
+			if got := c.mustDo("get k\r\n"); got != "VALUE k 0 1\r\nx\r\nEND\r\n" {
+				t.Fatalf("get k: %q", got)
+			}
+		}
+		if got := e.Load() - before; got > n/10 {
+			t.Errorf("%d reads of the server's socket found nothing in %d requests; want at most %d", got, n, n/10)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.Start(t)
+		p := startProxy(t, redisPoolYAML("", s))
+		c := redistest.Dial(t, p.Addr("alpha").String())
+		c.Do("SET", "k", "x")
+		e := empty(p, "s1")
+		before := e.Load()
+		for range n {
+			if got := c.Do("GET", "k"); got != "$1\r\nx\r\n" {
+				t.Fatalf("GET k: %q", got)
+			}
+		}
+		if got := e.Load() - before; got > n/10 {
+			t.Errorf("%d reads of the server's socket found nothing in %d requests; want at most %d", got, n, n/10)
+		}
+	})
 }

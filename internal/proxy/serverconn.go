@@ -73,7 +73,9 @@ const maxWriteBuffer = 256 << 10
 // event loop. Each session (net.Conn) also has a reader goroutine that reads
 // the responses in order and completes the calls. The reader waits in the
 // network read, not on the queue of calls: a request costs no wake-up of the
-// reader; its reply wakes it.
+// reader; its reply wakes it. It reads and waits within one raw read of the
+// socket (readWithin), so that after a burst of replies that left nothing it
+// waits without a read that would find nothing.
 type serverConn struct {
 	srv    *server
 	mu     sync.Mutex // orders calls; held while dialing and while inflight is full
@@ -104,6 +106,13 @@ type session struct {
 	// reader's alone.
 	extendAt time.Time
 	srv      *server // whose pool's timeout pop and progress extend by
+
+	// The reader's, for readWithin: its function, made once, and the
+	// oldest call and the error of serveReplies.
+	withinFn func() bool
+	queuedFn func(int) reply
+	wnext    *call
+	werr     error
 
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
@@ -301,6 +310,17 @@ func (ss *session) push(cl *call) bool {
 		ss.conn.SetReadDeadline(cl.deadline)
 	}
 	return true
+}
+
+// queuedReply returns the reply of the i-th oldest call queued, or nil if
+// fewer are queued: what serverCodec.whole parses for.
+func (ss *session) queuedReply(i int) reply {
+	ss.qmu.Lock()
+	defer ss.qmu.Unlock()
+	if i >= ss.n {
+		return nil
+	}
+	return ss.ring[(ss.head+i)%maxInflight].reply
 }
 
 // peek returns the oldest call, or nil.
@@ -620,8 +640,19 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 func (c *serverConn) read(ss *session) {
 	defer c.srv.wg.Done()
 	defer c.srv.stats.connections.Add(-1)
+	wr, _ := ss.rw.(withinReader)
+	if wr != nil && !wr.canWithin() {
+		wr = nil
+	}
 	var next *call // the oldest call, when the last pop found one
 	for {
+		if wr != nil && ss.sc.buffered() == 0 {
+			var err error
+			if next, err = c.readWithin(ss, wr, next); err != nil {
+				c.readFailed(ss, err)
+				return
+			}
+		}
 		err := ss.sc.wait()
 		cl := next
 		if cl == nil {
@@ -632,7 +663,7 @@ func (c *serverConn) read(ss *session) {
 		}
 		if err == nil {
 			if cl == nil {
-				err = fmt.Errorf("%w: data from the server with no request waiting", errBadReply)
+				err = errUnasked
 			} else {
 				err = ss.sc.read(cl.reply)
 			}
@@ -641,19 +672,92 @@ func (c *serverConn) read(ss *session) {
 			c.readFailed(ss, err)
 			return
 		}
-		next = ss.pop()
-		c.queued.Add(-1)
-		c.srv.ok()
-		n := cl.reply.size()
-		cl.held = int64(n)
-		c.srv.pool.proxy.mem.add(cl.held)
-		c.srv.stats.responses.Add(1)
-		if hits, misses := cl.reply.lookups(); hits+misses > 0 {
-			c.srv.stats.hits.Add(uint64(hits))
-			c.srv.stats.misses.Add(uint64(misses))
+		next = c.answered(ss, cl)
+	}
+}
+
+// errUnasked is a reply with no call queued for it.
+var errUnasked = fmt.Errorf("%w: data from the server with no request waiting", errBadReply)
+
+// answered completes cl, whose reply was read, and returns the call queued
+// next, if any.
+func (c *serverConn) answered(ss *session, cl *call) *call {
+	next := ss.pop()
+	c.queued.Add(-1)
+	c.srv.ok()
+	n := cl.reply.size()
+	cl.held = int64(n)
+	c.srv.pool.proxy.mem.add(cl.held)
+	c.srv.stats.responses.Add(1)
+	if hits, misses := cl.reply.lookups(); hits+misses > 0 {
+		c.srv.stats.hits.Add(uint64(hits))
+		c.srv.stats.misses.Add(uint64(misses))
+	}
+	c.srv.latency.observe(time.Since(cl.start))
+	cl.complete(nil)
+	return next
+}
+
+// withinReader reads a socket within one raw read: rawIO.within.
+type withinReader interface {
+	canWithin() bool
+	within(fn func() (wait bool)) error
+	drained() bool
+}
+
+// errAgain is a read within withinReader.within that found nothing.
+var errAgain = errors.New("proxy: nothing to read yet")
+
+// readWithin reads the replies of whole bursts and completes their calls
+// within one raw read of the socket (withinReader.within), waiting for the
+// next burst there when the last read left nothing, which saves the read that
+// would find nothing after each burst. It returns, with the oldest call queued
+// if known, when a burst holds part of a reply (the loop of read reads the
+// rest), or the wait failed (a deadline, the session closed: read's wait meets
+// it again and deals with it); with an error when a read or reply failed.
+func (c *serverConn) readWithin(ss *session, wr withinReader, next *call) (*call, error) {
+	ss.wnext, ss.werr = next, nil
+	if ss.withinFn == nil { // made once: a func value made per call would be allocated
+		ss.withinFn = func() bool { return c.serveReplies(ss, wr) }
+		ss.queuedFn = ss.queuedReply
+	}
+	wr.within(ss.withinFn) // a wait that failed fails read's wait too
+	next, err := ss.wnext, ss.werr
+	ss.wnext, ss.werr = nil, nil
+	return next, err
+}
+
+// serveReplies is readWithin's function, within the raw read: it reports
+// whether to wait for the socket to be readable.
+func (c *serverConn) serveReplies(ss *session, wr withinReader) bool {
+	for {
+		if err := ss.sc.wait(); err != nil {
+			if err != errAgain {
+				ss.werr = err
+			}
+			return err == errAgain
 		}
-		c.srv.latency.observe(time.Since(cl.start))
-		cl.complete(nil)
+		if !ss.sc.whole(ss.queuedFn) {
+			return false
+		}
+		for ss.sc.buffered() > 0 {
+			cl := ss.wnext
+			if cl == nil {
+				cl = ss.peek()
+			}
+			if cl == nil {
+				ss.werr = errUnasked
+				return false
+			}
+			if err := ss.sc.read(cl.reply); err != nil {
+				ss.werr = err
+				return false
+			}
+			ss.wnext = c.answered(ss, cl)
+		}
+		if wr.drained() {
+			return true
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"io"
 
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/resp"
@@ -79,4 +80,68 @@ func (c *redisClient) whole(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// replyDry is what a serverCodec's whole parses with: a reader of its own,
+// reading src, and the codec's parse of one reply by it.
+type replyDry struct {
+	src bytes.Reader
+	rd  interface {
+		Reset(io.Reader)
+		Buffered() int
+	}
+	// parse reads the reply to rp's request from rd, as serverCodec.read:
+	// out of protocol is an error wrapping errBadReply.
+	parse func(rp reply) error
+}
+
+// whole parses b as read would parse the replies of the calls queued, in
+// order, and reports whether b holds whole replies; bytes read would fail on
+// (out of protocol, or more than the calls queued) count as whole.
+func (d *replyDry) whole(b []byte, queued func(i int) reply) bool {
+	d.src.Reset(b)
+	d.rd.Reset(&d.src)
+	defer d.rd.Reset(nil)
+	for i := 0; d.src.Len() > 0 || d.rd.Buffered() > 0; i++ {
+		rp := queued(i)
+		if rp == nil {
+			return true
+		}
+		if err := d.parse(rp); err != nil {
+			return errors.Is(err, errBadReply) // else the bytes ended
+		}
+	}
+	return true
+}
+
+// whole parses the bytes buffered as read would, on a reader of its own with
+// the same limits and buffer size.
+func (s *mcServer) whole(queued func(i int) reply) bool {
+	if s.dry == nil {
+		rd := memcache.NewReader(nil, s.lim)
+		var resp memcache.Response
+		s.dry = &replyDry{rd: rd, parse: func(rp reply) error {
+			if err := rd.ReadReply(&resp, rp.(*mcReply).req); err != nil {
+				return badReply(err)
+			}
+			return nil
+		}}
+	}
+	return s.dry.whole(s.rd.Pending(), queued)
+}
+
+// whole parses the bytes buffered as read would, on a reader of its own with
+// the same limits and buffer size.
+func (s *redisServer) whole(queued func(i int) reply) bool {
+	if s.dry == nil {
+		rd := resp.NewReader(nil, s.codec.srvLim)
+		var r resp.Reply
+		s.dry = &replyDry{rd: rd, parse: func(reply) error {
+			if err := rd.ReadReply(&r); err != nil {
+				return badRedisReply(err)
+			}
+			return nil
+		}}
+	}
+	return s.dry.whole(s.rd.Pending(), queued)
 }

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -197,4 +199,123 @@ func TestHalfClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queuedReplies readies a reply for each of reqs, requests as clients send
+// them, read with cd and sent unsplit.
+func queuedReplies(t testing.TB, cd codec, reqs []string) []reply {
+	t.Helper()
+	var reps []reply
+	for _, in := range reqs {
+		req := cd.newRequest()
+		if act, err := cd.newClient(strings.NewReader(in)).read(req); err != nil || act != forward {
+			t.Fatalf("read(%q): action %d, %v; want one to forward", in, act, err)
+		}
+		rep := cd.newReply()
+		req.appendRequest(nil, nil, 0, rep)
+		reps = append(reps, rep)
+	}
+	return reps
+}
+
+// serverWhole returns what a server codec's whole says of data, buffered as
+// the replies to reps, and reads them as serverConn.serveReplies does once
+// whole says so: without reading the connection past data. It returns the
+// error of the read that read past data, if any.
+func serverWhole(cd codec, reps []reply, data []byte) (bool, error) {
+	src := &clientSource{head: data, noRead: true}
+	sc := cd.newServer(src)
+	if err := sc.wait(); err != nil || sc.buffered() == 0 {
+		return true, nil // nothing buffered: the reader does not ask
+	}
+	queued := func(i int) reply {
+		if i < len(reps) {
+			return reps[i]
+		}
+		return nil
+	}
+	if !sc.whole(queued) {
+		return false, nil
+	}
+	for i := 0; sc.buffered() > 0 && i < len(reps); i++ {
+		if err := sc.read(reps[i]); err != nil {
+			if errors.Is(err, errReadPast) {
+				return true, fmt.Errorf("reply %d: %w", i+1, err)
+			}
+			break // out of protocol: the connection is reset
+		}
+	}
+	return true, nil
+}
+
+// TestServerWhole checks serverCodec.whole, which lets a server connection's
+// reader wait for the next replies without a read that finds nothing: it
+// finds whole the replies that are, and not those that need more bytes.
+func TestServerWhole(t *testing.T) {
+	codecs := wholeCodecs()
+	tests := []struct {
+		codec string
+		reqs  []string
+		in    string
+		want  bool
+	}{
+		{"memcache", []string{"get a\r\n"}, "VALUE a 0 1\r\nx\r\nEND\r\n", true},
+		{"memcache", []string{"get a\r\n"}, "END\r\n", true},
+		{"memcache", []string{"get a b\r\n"}, "VALUE a 0 1\r\nx\r\nVALUE b 0 2\r\nyy\r\nEND\r\n", true},
+		{"memcache", []string{"get a\r\n", "get b\r\n"}, "END\r\nEND\r\n", true},
+		{"memcache", []string{"get a\r\n", "get b\r\n"}, "END\r\n", true}, // the second is still to come
+		{"memcache", []string{"set a 0 0 1\r\nx\r\n"}, "STORED\r\n", true},
+		{"memcache", []string{"incr a 1\r\n"}, "2\r\n", true},
+		{"memcache", []string{"mg a v q\r\n"}, "MN\r\n", true}, // the EN hidden
+		{"memcache", []string{"mg a v q\r\n"}, "VA 1\r\nx\r\nMN\r\n", true},
+		{"memcache", []string{"get a\r\n"}, "bogus\r\n", true},      // out of protocol: read fails on it
+		{"memcache", []string{"get a\r\n"}, "END\r\nEND\r\n", true}, // a reply with no call: read fails on it
+		{"memcache", []string{"get a\r\n"}, "VALUE a 0 1\r\nx\r\n", false},
+		{"memcache", []string{"get a\r\n"}, "VALUE a 0 5\r\nxy", false},
+		{"memcache", []string{"get a\r\n"}, "EN", false},
+		{"memcache", []string{"get a\r\n", "get b\r\n"}, "END\r\nEN", false},
+		{"memcache", []string{"mg a v q\r\n"}, "VA 1\r\nx\r\n", false}, // the MN is to come
+		{"redis", []string{"GET a\r\n"}, "$1\r\nx\r\n", true},
+		{"redis", []string{"GET a\r\n"}, "$-1\r\n", true},
+		{"redis", []string{"SET a b\r\n", "INCR c\r\n"}, "+OK\r\n:1\r\n", true},
+		{"redis", []string{"HGETALL h\r\n"}, "*2\r\n$1\r\nf\r\n$1\r\nv\r\n", true},
+		{"redis", []string{"GET a\r\n"}, "!bad\r\n", true},
+		{"redis", []string{"GET a\r\n"}, "$1\r\nx", false},
+		{"redis", []string{"HGETALL h\r\n"}, "*2\r\n$1\r\nf\r\n", false},
+		{"redis", []string{"SET a b\r\n", "INCR c\r\n"}, "+OK\r\n:1", false},
+	}
+	for _, tt := range tests {
+		cd := codecs[tt.codec]
+		got, err := serverWhole(cd, queuedReplies(t, cd, tt.reqs), []byte(tt.in))
+		if got != tt.want {
+			t.Errorf("%s: replies %q to %q: whole = %v; want %v", tt.codec, tt.in, tt.reqs, got, tt.want)
+		}
+		if err != nil {
+			t.Errorf("%s: replies %q to %q found whole, but %v", tt.codec, tt.in, tt.reqs, err)
+		}
+	}
+}
+
+// FuzzServerWhole checks serverCodec.whole against the codec's read: replies
+// it finds whole are read without reading past them.
+//
+//	go test ./internal/proxy -run XXX -fuzz FuzzServerWhole
+func FuzzServerWhole(f *testing.F) {
+	f.Add([]byte("VALUE a 0 1\r\nx\r\nVALUE b 0 1\r\ny\r\nEND\r\nSTORED\r\n"))
+	f.Add([]byte("VA 1 f0\r\nx\r\nMN\r\nHD\r\n5\r\n"))
+	f.Add([]byte("$1\r\nx\r\n*2\r\n$1\r\nf\r\n:3\r\n+OK\r\n"))
+	f.Add([]byte("-ERR no\r\n$-1\r\n*-1\r\n"))
+	codecs := wholeCodecs()
+	queued := map[string][]string{
+		"memcache": {"get a b\r\n", "mg a v f q\r\n", "set a 0 0 1\r\nx\r\n", "incr a 5\r\n", "gets a\r\n"},
+		"redis":    {"GET a\r\n", "HGETALL h\r\n", "INCR c\r\n", "SET a b\r\n", "MGET a b\r\n"},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, name := range []string{"memcache", "redis"} {
+			cd := codecs[name]
+			if _, err := serverWhole(cd, queuedReplies(t, cd, queued[name]), data); err != nil {
+				t.Fatalf("%s: whole(%q) = true, but %v", name, data, err)
+			}
+		}
+	})
 }

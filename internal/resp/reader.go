@@ -52,6 +52,10 @@ func (r *Reader) Reset(rd io.Reader) {
 // Buffered returns the number of bytes that can be read without waiting.
 func (r *Reader) Buffered() int { return r.w - r.r }
 
+// Pending returns the bytes that can be read without waiting, without
+// consuming them; they are valid until the next read.
+func (r *Reader) Pending() []byte { return r.buf[r.r:r.w:r.w] }
+
 // Wait waits until at least one byte can be read without waiting, or the read
 // fails. A failed Wait may be retried (after a read deadline, say): it consumes
 // nothing. After an error of ReadRequest or ReadReply, by contrast, the stream
