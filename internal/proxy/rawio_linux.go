@@ -51,8 +51,8 @@ type rawIO struct {
 	// reader makes none after a burst that left nothing, see within).
 	empty atomic.Uint64
 
-	// within's: its read function, the function it runs, whether Read is
-	// called from it and on which descriptor, and what recv last left.
+	// within's: its read function, the function it runs and whether Read is
+	// called from it; and recvNow's descriptor and what it last left.
 	withinFn func(fd uintptr) bool
 	wfn      func() bool
 	inside   bool
@@ -114,7 +114,7 @@ func (r *rawIO) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if r.inside {
-		return r.readInside(p)
+		return r.recvNow(p)
 	}
 	r.rbuf, r.rn, r.rerrno = p, 0, 0
 	err := r.rc.Read(r.readFn)
@@ -406,22 +406,19 @@ const tcpInq = 36
 func (r *rawIO) serve(fd uintptr) bool {
 	c := r.client
 	src := &c.src
+	r.fd = fd
 	for {
 		src.take()
-		n, left, errno := r.recv(fd, src.buf)
-		switch {
-		case errno == syscall.EINTR:
-			continue
-		case errno == syscall.EAGAIN:
+		n, err := r.recvNow(src.buf)
+		if err == errAgain {
 			src.drop()
 			return false
-		case errno != 0:
-			r.cerr = r.opError("read", errno)
-			return true
-		case n == 0:
-			r.cerr = io.EOF
+		}
+		if err != nil {
+			r.cerr = err
 			return true
 		}
+		left := r.left
 		src.read.Add(uint64(n))
 		src.head = src.buf[:n]
 		src.woke(n, left)
@@ -507,8 +504,10 @@ func (r *rawIO) withinRead(fd uintptr) bool {
 // socket, and the stream had not ended.
 func (r *rawIO) drained() bool { return r.left == 0 }
 
-// readInside is Read within within: one read, without waiting.
-func (r *rawIO) readInside(p []byte) (int, error) {
+// recvNow reads fd into p once, without waiting, from a function run within
+// a raw read (within's, serveClient's): errAgain if it has nothing, io.EOF at
+// the stream's end. It keeps in left what the read left (recv).
+func (r *rawIO) recvNow(p []byte) (int, error) {
 	for {
 		n, left, errno := r.recv(r.fd, p)
 		switch {

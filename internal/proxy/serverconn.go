@@ -654,26 +654,32 @@ func (c *serverConn) read(ss *session) {
 			}
 		}
 		err := ss.sc.wait()
-		cl := next
-		if cl == nil {
-			cl = ss.peek()
-		}
-		if err != nil && cl == nil && isTimeout(err) && !ss.isDead() && ss.idle() {
-			continue // the deadline of a call answered since
-		}
 		if err == nil {
-			if cl == nil {
-				err = errUnasked
-			} else {
-				err = ss.sc.read(cl.reply)
-			}
+			next, err = c.readReply(ss, next)
+		} else if next == nil && isTimeout(err) && !ss.isDead() && ss.idle() {
+			continue // the deadline of a call answered since
 		}
 		if err != nil {
 			c.readFailed(ss, err)
 			return
 		}
-		next = c.answered(ss, cl)
 	}
+}
+
+// readReply reads the reply of the oldest call queued (next, if known),
+// completes the call and returns the one queued after it.
+func (c *serverConn) readReply(ss *session, next *call) (*call, error) {
+	cl := next
+	if cl == nil {
+		cl = ss.peek()
+	}
+	if cl == nil {
+		return nil, errUnasked
+	}
+	if err := ss.sc.read(cl.reply); err != nil {
+		return nil, err
+	}
+	return c.answered(ss, cl), nil
 }
 
 // errUnasked is a reply with no call queued for it.
@@ -741,19 +747,12 @@ func (c *serverConn) serveReplies(ss *session, wr withinReader) bool {
 			return false
 		}
 		for ss.sc.buffered() > 0 {
-			cl := ss.wnext
-			if cl == nil {
-				cl = ss.peek()
-			}
-			if cl == nil {
-				ss.werr = errUnasked
-				return false
-			}
-			if err := ss.sc.read(cl.reply); err != nil {
+			next, err := c.readReply(ss, ss.wnext)
+			if err != nil {
 				ss.werr = err
 				return false
 			}
-			ss.wnext = c.answered(ss, cl)
+			ss.wnext = next
 		}
 		if wr.drained() {
 			return true

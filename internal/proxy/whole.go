@@ -90,7 +90,7 @@ type replyDry struct {
 		Reset(io.Reader)
 		Buffered() int
 	}
-	// parse reads the reply to rp's request from rd, as serverCodec.read:
+	// parse reads the reply to rp's request from rd with the codec's read:
 	// out of protocol is an error wrapping errBadReply.
 	parse func(rp reply) error
 }
@@ -114,34 +114,29 @@ func (d *replyDry) whole(b []byte, queued func(i int) reply) bool {
 	return true
 }
 
-// whole parses the bytes buffered as read would, on a reader of its own with
-// the same limits and buffer size.
+// whole parses the bytes buffered with read, on a server codec and reply of
+// its own with the same limits and buffer size.
 func (s *mcServer) whole(queued func(i int) reply) bool {
 	if s.dry == nil {
-		rd := memcache.NewReader(nil, s.lim)
-		var resp memcache.Response
-		s.dry = &replyDry{rd: rd, parse: func(rp reply) error {
-			if err := rd.ReadReply(&resp, rp.(*mcReply).req); err != nil {
-				return badReply(err)
-			}
-			return nil
+		dry := &mcServer{rd: memcache.NewReader(nil, s.lim)}
+		var rep mcReply
+		s.dry = &replyDry{rd: dry.rd, parse: func(rp reply) error {
+			rep.req = rp.(*mcReply).req // the grammar of the reply
+			err := dry.read(&rep)
+			rep.req = nil
+			return err
 		}}
 	}
 	return s.dry.whole(s.rd.Pending(), queued)
 }
 
-// whole parses the bytes buffered as read would, on a reader of its own with
-// the same limits and buffer size.
+// whole parses the bytes buffered with read, on a server codec and reply of
+// its own with the same limits and buffer size.
 func (s *redisServer) whole(queued func(i int) reply) bool {
 	if s.dry == nil {
-		rd := resp.NewReader(nil, s.codec.srvLim)
-		var r resp.Reply
-		s.dry = &replyDry{rd: rd, parse: func(reply) error {
-			if err := rd.ReadReply(&r); err != nil {
-				return badRedisReply(err)
-			}
-			return nil
-		}}
+		dry := &redisServer{codec: s.codec, rd: resp.NewReader(nil, s.codec.srvLim)}
+		var rep redisReply
+		s.dry = &replyDry{rd: dry.rd, parse: func(reply) error { return dry.read(&rep) }}
 	}
 	return s.dry.whole(s.rd.Pending(), queued)
 }
