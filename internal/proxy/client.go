@@ -32,8 +32,8 @@ const (
 // requests go to their servers in parallel, then writes their replies in order.
 //
 // An idle client costs little: while it waits for the client's next bytes, it
-// holds no read or write buffer, and once it has waited for shedAfter, the
-// small stack of a new goroutine.
+// holds no read or write buffer, and once it has waited for shedAfter, no
+// goroutine either (parker, on Linux; elsewhere the small stack of a new one).
 type client struct {
 	pool    *pool
 	conn    net.Conn
@@ -49,7 +49,7 @@ type client struct {
 	wdl     bool  // a write deadline for a slow reader is set (write)
 	barrier bool  // a request must be answered before the next is read
 	ended   bool  // the connection's end is counted (client_eof, client_err)
-	// sheds says that the goroutine is replaced when the client has been
+	// sheds says that the goroutine ends (shedAfter) when the client has been
 	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
 	// read deadline set is shedAfter's, active that a request was read
 	// since it was set, idleAt when the idle timeout's falls (zero: never).
@@ -303,16 +303,19 @@ func (c *client) serve() {
 }
 
 // shedAfter is how long a client waits for its next request before its
-// goroutine hands it on to a new one, so that an idle client holds a small
-// stack. Serving grows a goroutine's stack to 4 KiB or more, and the runtime
-// halves a stack at a collection only while less than a quarter of it is in
-// use, which the wait in the network poller (1.3 KiB with the guard the
-// runtime counts) never is; a new goroutine waits in the runtime's starting
-// stack, 2 KiB while most goroutines are idle clients. A variable for tests.
+// goroutine ends and the parker waits for its bytes instead (parker), or,
+// where clients are not parked, hands it on to a new goroutine, so that an
+// idle client holds a small stack. Serving grows a goroutine's stack to 4 KiB
+// or more, and the runtime halves a stack at a collection only while less
+// than a quarter of it is in use, which the wait in the network poller (1.3
+// KiB with the guard the runtime counts) never is; a new goroutine waits in
+// the runtime's starting stack, 2 KiB while most goroutines are idle clients.
+// A variable for tests.
 var shedAfter = 5 * time.Second
 
 // run serves the client until its connection closes, or until it has been
-// idle for shedAfter: then a new goroutine runs on.
+// idle for shedAfter: then it parks the client (parker), whose next bytes
+// start run in a new goroutine, or, where it cannot, runs on in one at once.
 func (c *client) run() {
 	pl := c.pool
 	shed := false
@@ -350,7 +353,9 @@ func (c *client) run() {
 		case endShed:
 			shed = true
 			pl.sheds.Add(1)
-			go c.run()
+			if !idleClients.park(c) {
+				go c.run()
+			}
 			return
 		}
 	}
@@ -367,7 +372,7 @@ const (
 	// endFinish: close it once the client has read every reply (finish).
 	endFinish
 	// endShed: every request read is answered, and the client has been
-	// idle for shedAfter: go on in a new goroutine.
+	// idle for shedAfter: park it, or go on in a new goroutine.
 	endShed
 )
 

@@ -44,7 +44,7 @@ type pool struct {
 	conns    sync.Map // net.Conn -> struct{}, the open client connections
 	nconns   atomic.Int64
 	lanes    atomic.Uint32 // the last client.lane given
-	sheds    atomic.Uint64 // the goroutines of idle clients replaced (shedAfter), for tests
+	sheds    atomic.Uint64 // idle clients parked or handed to a new goroutine (shedAfter), for tests
 	done     chan struct{} // closed when the accept loop has returned
 }
 
@@ -112,6 +112,7 @@ func (pl *pool) drain() {
 			k.(net.Conn).SetReadDeadline(time.Now())
 			return true
 		})
+		idleClients.wakePool(pl) // each parked after it set stopping wakes itself
 	})
 }
 
