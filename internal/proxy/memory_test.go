@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +135,79 @@ func TestParkedClients(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return pl.nconns.Load() <= open-n/2 }) {
 		t.Errorf("%d parked clients closed their end: the proxy has %d connections, %d before", n/2, pl.nconns.Load(), open)
+	}
+}
+
+// TestParkedClientsChurn has clients that pause around shedAfter between
+// requests, so that they park and wake over and over, while reloads change
+// the idle timeout; every reply is right, and a shutdown then ends every
+// client, parked or not.
+func TestParkedClientsChurn(t *testing.T) {
+	d := shedAfter
+	t.Cleanup(func() { shedAfter = d })
+	shedAfter = 5 * time.Millisecond
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("", s))
+	pl := p.pools["alpha"]
+	const clients = 40
+	stop := make(chan struct{})
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := dial(t, p.Addr("alpha").String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				time.Sleep(time.Duration((i+n)%4) * 4 * time.Millisecond)
+				v := strconv.Itoa(i*100000 + n)
+				set := fmt.Sprintf("set c%d 0 0 %d\r\n%s\r\n", i, len(v), v)
+				if got, err := c.do(set); err != nil || got != "STORED\r\n" {
+					errs <- fmt.Errorf("client %d, request %d: set = %q, %v", i, n, got, err)
+					return
+				}
+				want := fmt.Sprintf("VALUE c%d 0 %d\r\n%s\r\nEND\r\n", i, len(v), v)
+				if got, err := c.do(fmt.Sprintf("get c%d\r\n", i)); err != nil || got != want {
+					errs <- fmt.Errorf("client %d, request %d: get = %q, %v; want %q", i, n, got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		extra := ""
+		if i%2 == 0 {
+			extra = "client_idle_timeout: 60000"
+		}
+		if err := p.Reload(parseConfig(t, poolYAML(extra, s))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("%d clients parked in all", pl.sheds.Load())
+	if pl.sheds.Load() < clients {
+		t.Errorf("%d clients parked in all; want at least %d", pl.sheds.Load(), clients)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if n := pl.nconns.Load(); n != 0 {
+		t.Errorf("after the shutdown, the pool has %d clients; want 0", n)
 	}
 }
 
