@@ -16,7 +16,9 @@ import (
 // nutcracker, an event loop, holds 0.3 KiB a client.
 //
 // The socket stays in the runtime's network poller too; the new goroutine's
-// first read finds the bytes that woke it.
+// first read finds the bytes that woke it. A wake costs two epoll_ctl calls
+// and the parker's wait, a few microseconds, at most once per shedAfter of
+// idleness.
 type parker struct {
 	once sync.Once
 	epfd int // -1 if the set could not be made: clients are not parked
