@@ -104,10 +104,15 @@ func (pk *parker) wake(id uint64) {
 
 // wakePool wakes the clients of pl parked: pl drains.
 func (pk *parker) wakePool(pl *pool) {
+	pk.wakeWhere(func(c *client) bool { return c.pool == pl })
+}
+
+// wakeWhere wakes the parked clients that match.
+func (pk *parker) wakeWhere(match func(*client) bool) {
 	pk.mu.Lock()
 	var ids []uint64
 	for id, p := range pk.parked {
-		if p.c.pool == pl {
+		if match(p.c) {
 			ids = append(ids, id)
 		}
 	}
@@ -150,14 +155,8 @@ func (pk *parker) loop() {
 			// goroutines again, and park no more.
 			pk.mu.Lock()
 			pk.failed = true
-			ids := make([]uint64, 0, len(pk.parked))
-			for id := range pk.parked {
-				ids = append(ids, id)
-			}
 			pk.mu.Unlock()
-			for _, id := range ids {
-				pk.wake(id)
-			}
+			pk.wakeWhere(func(*client) bool { return true })
 			return
 		}
 		for _, ev := range events[:n] {
