@@ -27,44 +27,16 @@ func TestOutOfFilesNotServersFault(t *testing.T) {
 		func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	c := dial(t, p.Addr("alpha").String()) // no server connection yet: it is dialed for the first get
 
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	low := lim
-	low.Cur = min(lim.Cur, 1024)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	var fill []*os.File
-	release := func() {
-		for _, f := range fill {
-			f.Close()
-		}
-		fill = nil
-	}
-	defer release()
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			if !errors.Is(err, syscall.EMFILE) {
-				t.Fatal(err)
-			}
-			break
-		}
-		fill = append(fill, f)
-	}
+	files := fillFiles(t)
 
 	if got, want := c.mustDo("get k\r\n"), "SERVER_ERROR Too many open files\r\n"; got != want {
 		t.Errorf("get out of file descriptors = %q; want %q", got, want)
 	}
 	// A client the proxy cannot accept: one descriptor for its side.
-	fill[len(fill)-1].Close()
-	fill = fill[:len(fill)-1]
+	files.free(1)
 	waiting := dial(t, p.Addr("alpha").String())
 	time.Sleep(50 * time.Millisecond) // a few accepts that fail
-	release()
+	files.release()
 
 	if p.ejected("alpha", server.Addr) {
 		t.Errorf("server %s ejected for the proxy's lack of file descriptors", server.Addr)
@@ -148,5 +120,73 @@ func TestClientLimitOpenFiles(t *testing.T) {
 	waitFor(2*time.Second, func() bool { return p.clientLimit() == 2 })
 	if got := p.clientLimit(); got != 2 {
 		t.Errorf("clientLimit() after beta's server takes 2 connections = %d; want 2", got)
+	}
+}
+
+// openFiles holds the file descriptors that run the process out of them, under
+// a limit lowered to at most 1024.
+type openFiles struct {
+	files []*os.File
+	lim   syscall.Rlimit // the limit before
+}
+
+// fillFiles lowers the process's open files limit to at most 1024 and opens
+// /dev/null until no descriptor is left; the test's end releases them.
+func fillFiles(t *testing.T) *openFiles {
+	t.Helper()
+	o := &openFiles{}
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &o.lim); err != nil {
+		t.Fatal(err)
+	}
+	low := o.lim
+	low.Cur = min(o.lim.Cur, 1024)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.release)
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			if !errors.Is(err, syscall.EMFILE) {
+				t.Fatal(err)
+			}
+			return o
+		}
+		o.files = append(o.files, f)
+	}
+}
+
+// free closes n of the descriptors.
+func (o *openFiles) free(n int) {
+	for _, f := range o.files[len(o.files)-n:] {
+		f.Close()
+	}
+	o.files = o.files[:len(o.files)-n]
+}
+
+// release closes every descriptor and restores the limit.
+func (o *openFiles) release() {
+	o.free(len(o.files))
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &o.lim)
+}
+
+// TestParkerStartRetries checks that a parker that could not make its epoll
+// set, out of file descriptors, makes it at a later park: one failure does
+// not leave idle clients in goroutines for the life of the process.
+func TestParkerStartRetries(t *testing.T) {
+	var pk parker
+	files := fillFiles(t)
+	pk.mu.Lock()
+	ok := pk.start()
+	pk.mu.Unlock()
+	if ok {
+		t.Fatal("the parker made its set with no file descriptor left")
+	}
+	files.release()
+	pk.mu.Lock()
+	ok = pk.start()
+	pk.mu.Unlock()
+	if !ok || !pk.started {
+		t.Fatal("the parker did not make its set once descriptors were free")
 	}
 }

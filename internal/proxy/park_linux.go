@@ -20,13 +20,12 @@ import (
 // and the parker's wait, a few microseconds, at most once per shedAfter of
 // idleness.
 type parker struct {
-	once sync.Once
-	epfd int // -1 if the set could not be made: clients are not parked
-
-	mu     sync.Mutex
-	next   uint64
-	parked map[uint64]*parkedClient
-	failed bool // the wait failed: no more clients are parked
+	mu      sync.Mutex
+	started bool // the set is made and watched (epfd)
+	epfd    int
+	next    uint64
+	parked  map[uint64]*parkedClient
+	failed  bool // the wait failed: no more clients are parked
 }
 
 // parkedClient is one client that waits in the parker's set.
@@ -46,12 +45,8 @@ func (pk *parker) park(c *client) bool {
 	if !ok {
 		return false
 	}
-	pk.once.Do(pk.start)
-	if pk.epfd < 0 {
-		return false
-	}
 	pk.mu.Lock()
-	if pk.failed {
+	if pk.failed || !pk.started && !pk.start() {
 		pk.mu.Unlock()
 		return false
 	}
@@ -129,16 +124,17 @@ func (pk *parker) parkedCount() int {
 	return len(pk.parked)
 }
 
-// start makes the epoll set and the goroutine that waits on it.
-func (pk *parker) start() {
-	pk.parked = make(map[uint64]*parkedClient)
+// start makes the epoll set and the goroutine that waits on it, and reports
+// whether it could; mu is held. One that could not (out of file descriptors,
+// say) is tried again at the next park.
+func (pk *parker) start() bool {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
-		pk.epfd = -1
-		return
+		return false
 	}
-	pk.epfd = fd
+	pk.epfd, pk.parked, pk.started = fd, make(map[uint64]*parkedClient), true
 	go pk.loop()
+	return true
 }
 
 // loop waits for the parked sockets' events and wakes their clients. It waits
