@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -150,36 +149,24 @@ func TestParkedClientsChurn(t *testing.T) {
 	p := startProxy(t, poolYAML("", s))
 	pl := p.pools["alpha"]
 	const clients = 40
-	stop := make(chan struct{})
-	errs := make(chan error, clients)
-	var wg sync.WaitGroup
-	for i := range clients {
+	l := runLoad(t, clients, func() func(w, i int) (string, bool, error) {
 		c := dial(t, p.Addr("alpha").String())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					errs <- nil
-					return
-				default:
-				}
-				time.Sleep(time.Duration((i+n)%4) * 4 * time.Millisecond)
-				v := strconv.Itoa(i*100000 + n)
-				set := fmt.Sprintf("set c%d 0 0 %d\r\n%s\r\n", i, len(v), v)
-				if got, err := c.do(set); err != nil || got != "STORED\r\n" {
-					errs <- fmt.Errorf("client %d, request %d: set = %q, %v", i, n, got, err)
-					return
-				}
-				want := fmt.Sprintf("VALUE c%d 0 %d\r\n%s\r\nEND\r\n", i, len(v), v)
-				if got, err := c.do(fmt.Sprintf("get c%d\r\n", i)); err != nil || got != want {
-					errs <- fmt.Errorf("client %d, request %d: get = %q, %v; want %q", i, n, got, err, want)
-					return
-				}
+		return func(w, i int) (string, bool, error) {
+			time.Sleep(time.Duration((w+i)%4) * 4 * time.Millisecond)
+			v := strconv.Itoa(w*100000 + i)
+			got, err := c.do(fmt.Sprintf("set c%d 0 0 %d\r\n%s\r\n", w, len(v), v))
+			if err != nil || got != "STORED\r\n" {
+				t.Errorf("client %d, request %d: set = %q, %v", w, i, got, err)
+				return "", false, err
 			}
-		}()
-	}
+			want := fmt.Sprintf("VALUE c%d 0 %d\r\n%s\r\nEND\r\n", w, len(v), v)
+			if got, err = c.do(fmt.Sprintf("get c%d\r\n", w)); err != nil || got != want {
+				t.Errorf("client %d, request %d: get = %q, %v; want %q", w, i, got, err, want)
+				return "", false, err
+			}
+			return "", true, nil
+		}
+	})
 	for i := range 10 {
 		extra := ""
 		if i%2 == 0 {
@@ -190,13 +177,7 @@ func TestParkedClientsChurn(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
-	for range clients {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
+	l.finish()
 	t.Logf("%d clients parked in all", pl.sheds.Load())
 	if pl.sheds.Load() < clients {
 		t.Errorf("%d clients parked in all; want at least %d", pl.sheds.Load(), clients)
