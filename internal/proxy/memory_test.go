@@ -96,8 +96,9 @@ func TestParkedClients(t *testing.T) {
 	d := shedAfter
 	t.Cleanup(func() { shedAfter = d })
 	shedAfter = 20 * time.Millisecond
-	p := startProxy(t, poolYAML("", memcachedtest.Start(t)))
+	p := startProxy(t, poolYAML("", memcachedtest.Start(t)), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
 	pl := p.pools["alpha"]
+	idle := func() float64 { return metricValues(t, p, "chash_proxy_client_connections_idle", "pool")["alpha"] }
 	const n = 300
 	before := runtime.NumGoroutine()
 	conns := make([]*conn, n)
@@ -117,6 +118,9 @@ func TestParkedClients(t *testing.T) {
 	if got := idleClients.parkedCount(); got < n {
 		t.Errorf("%d clients parked; want at least %d", got, n)
 	}
+	if got := idle(); got != n {
+		t.Errorf("with %d clients parked, /metrics says %v idle; want %d", n, got, n)
+	}
 	for i, c := range conns[:n/2] {
 		want := fmt.Sprintf("VALUE k%d 0 1\r\n%d\r\nEND\r\n", i, i%10)
 		if got := c.mustDo(fmt.Sprintf("get k%d\r\n", i)); got != want {
@@ -134,6 +138,11 @@ func TestParkedClients(t *testing.T) {
 	}
 	if !waitFor(5*time.Second, func() bool { return pl.nconns.Load() <= open-n/2 }) {
 		t.Errorf("%d parked clients closed their end: the proxy has %d connections, %d before", n/2, pl.nconns.Load(), open)
+	}
+	// The half served park again, idle for shedAfter; the half closed are
+	// gone.
+	if !waitFor(5*time.Second, func() bool { return idle() == n/2 }) {
+		t.Errorf("after half the parked clients closed and half were served, /metrics says %v idle; want %d", idle(), n/2)
 	}
 }
 
@@ -189,6 +198,9 @@ func TestParkedClientsChurn(t *testing.T) {
 	}
 	if n := pl.nconns.Load(); n != 0 {
 		t.Errorf("after the shutdown, the pool has %d clients; want 0", n)
+	}
+	if n := pl.parked.Load(); n != 0 {
+		t.Errorf("after the shutdown, the pool counts %d clients parked; want 0", n)
 	}
 }
 

@@ -200,6 +200,7 @@ type collector metrics
 
 var (
 	descClientConns = prometheus.NewDesc("chash_proxy_client_connections", "Open client connections.", []string{"pool"}, nil)
+	descClientIdle  = prometheus.NewDesc("chash_proxy_client_connections_idle", "Open client connections idle for 5 s or more, waiting without a goroutine of their own (Linux; 0 elsewhere).", []string{"pool"}, nil)
 	descClientTotal = prometheus.NewDesc("chash_proxy_client_connections_total", "Client connections accepted.", []string{"pool"}, nil)
 	descClientErr   = prometheus.NewDesc("chash_proxy_client_errors_total", "Client connections refused or ended by an error.", []string{"pool"}, nil)
 	descForwardErr  = prometheus.NewDesc("chash_proxy_forward_errors_total", "Requests answered with an error because no server could serve them.", []string{"pool"}, nil)
@@ -256,7 +257,7 @@ func buildInfo() prometheus.Collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descClientConns, descClientTotal, descClientErr, descForwardErr, descFragments,
+	for _, d := range []*prometheus.Desc{descClientConns, descClientIdle, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvEOF, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
 		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
 		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained, descRefused,
@@ -278,6 +279,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 		}
 		gauge(descClientConns, float64(pl.nconns.Load()), pl.name)
+		gauge(descClientIdle, float64(pl.parked.Load()), pl.name)
 		count(descClientTotal, pl.stats.clientTotal.Load(), pl.name)
 		count(descClientErr, pl.stats.clientErr.Load(), pl.name)
 		count(descForwardErr, pl.stats.forwardErr.Load(), pl.name)

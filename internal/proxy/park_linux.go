@@ -67,6 +67,7 @@ func (pk *parker) park(c *client) bool {
 		p.timer = time.AfterFunc(time.Until(c.idleAt), func() { pk.wake(id) })
 	}
 	pk.parked[id] = p
+	c.pool.parked.Add(1)
 	pk.mu.Unlock()
 	// Checked after parking: drain sets stopping before it wakes the
 	// parked clients of its pool.
@@ -82,6 +83,9 @@ func (pk *parker) wake(id uint64) {
 	pk.mu.Lock()
 	p := pk.parked[id]
 	delete(pk.parked, id)
+	if p != nil {
+		p.c.pool.parked.Add(-1)
+	}
 	pk.mu.Unlock()
 	if p == nil {
 		return // woken already

@@ -43,6 +43,7 @@ type pool struct {
 	clients  sync.WaitGroup
 	conns    sync.Map // net.Conn -> struct{}, the open client connections
 	nconns   atomic.Int64
+	parked   atomic.Int64  // clients parked (parker), of nconns
 	lanes    atomic.Uint32 // the last client.lane given
 	sheds    atomic.Uint64 // idle clients parked or handed to a new goroutine (shedAfter), for tests
 	done     chan struct{} // closed when the accept loop has returned
