@@ -95,6 +95,82 @@ func (c *conn) get(key string) (string, error) {
 	}
 }
 
+// TestFrozenAfterReplyTimesOutOnce: a server that answers a request, then
+// stops answering (SIGSTOP), fails the next request on the connection a
+// timeout after it was sent, as nutcracker does; chash waited a second timeout
+// when the connection had replies read just before. The best of three tries
+// is taken, so that a try slowed by the machine does not fail the test; the
+// second timeout was in every try.
+func TestFrozenAfterReplyTimesOutOnce(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	type freezer interface {
+		Freeze()
+		Thaw()
+	}
+	for _, codec := range []struct {
+		name      string
+		start     func(t *testing.T) (freezer, string)
+		ok, req   string // a request answered before the freeze, the request timed
+		okp, errp string // their replies' prefixes
+	}{
+		{"memcached", func(t *testing.T) (freezer, string) {
+			s := memcachedtest.Start(t)
+			return s, poolYAML("timeout: 500", s)
+		}, "get a\r\n", "get b\r\n", "END", "SERVER_ERROR Connection timed out"},
+		{"redis", func(t *testing.T) (freezer, string) {
+			s := redistest.Start(t)
+			return s, redisPoolYAML("timeout: 500", s)
+		}, redistest.Request("GET", "a"), redistest.Request("GET", "b"), "$-1", "-ERR Connection timed out"},
+	} {
+		t.Run(codec.name, func(t *testing.T) {
+			srv, yaml := codec.start(t)
+			addrs := map[string]string{
+				"chash":      startProxy(t, yaml).Addr("alpha").String(),
+				"nutcracker": startNutcracker(t, yaml),
+			}
+			for who, addr := range addrs {
+				best := time.Hour
+				for try := 0; try < 3 && best > timeout*3/2; try++ {
+					c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					br := bufio.NewReader(c)
+					exchange := func(req string) string {
+						c.SetDeadline(time.Now().Add(5 * time.Second))
+						if _, err := io.WriteString(c, req); err != nil {
+							t.Fatalf("%s: %v", who, err)
+						}
+						line, err := br.ReadString('\n')
+						if err != nil {
+							t.Fatalf("%s: %q: %v", who, req, err)
+						}
+						return strings.TrimSuffix(line, "\r\n")
+					}
+					if got := exchange(codec.ok); got != codec.okp {
+						t.Fatalf("%s: %q before the freeze: %q; want %q", who, codec.ok, got, codec.okp)
+					}
+					srv.Freeze()
+					start := time.Now()
+					got := exchange(codec.req)
+					took := time.Since(start)
+					srv.Thaw()
+					c.Close()
+					if got != codec.errp {
+						t.Fatalf("%s: %q to the frozen server: %q; want %q", who, codec.req, got, codec.errp)
+					}
+					t.Logf("%s, try %d: timed out after %v", who, try+1, took.Round(time.Millisecond))
+					best = min(best, took)
+				}
+				if best > timeout*3/2 {
+					t.Errorf("%s: the request to the server frozen after a reply timed out after %v at best; want about the timeout, %v",
+						who, best.Round(time.Millisecond), timeout)
+				}
+			}
+		})
+	}
+}
+
 // TestFailedConnectionAnswersAll pipelines three requests to a server that
 // stops answering (SIGSTOP), then to one killed with the requests unread:
 // every request gets the connection's failure, through chash as through

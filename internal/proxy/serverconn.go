@@ -108,11 +108,12 @@ type session struct {
 	srv      *server // whose pool's timeout pop and progress extend by
 
 	// The reader's, for readWithin: its function, made once, and the
-	// oldest call and the error of serveReplies.
+	// oldest call and the error of serveReplies; the reader of the replies.
 	withinFn func() bool
 	queuedFn func(int) reply
 	wnext    *call
 	werr     error
+	cr       *countingReader
 
 	wmu     sync.Mutex // guards the fields below; taken after serverConn.mu
 	room    sync.Cond  // signaled when the buffer is taken or the session dies
@@ -626,7 +627,7 @@ func (c *serverConn) dial(deadline time.Time) (*session, error) {
 	}
 	ss.room.L = &ss.wmu
 	ss.srv = c.srv
-	cr.ss = ss
+	cr.ss, ss.cr = ss, cr
 	c.srv.wg.Add(2)
 	go c.read(ss)
 	go c.writeLoop(ss)
@@ -755,6 +756,13 @@ func (c *serverConn) serveReplies(ss *session, wr withinReader) bool {
 			ss.wnext = next
 		}
 		if wr.drained() {
+			// The wait begins with the replies read: a deadline it
+			// meets is the server's silence since, which the read
+			// after it must not take for bytes just read (mid) and
+			// wait a timeout more.
+			if ss.cr != nil {
+				ss.cr.mid = false
+			}
 			return true
 		}
 	}
