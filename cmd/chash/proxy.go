@@ -580,7 +580,7 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		env = &Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: daemon}
 	}
 	if len(args) > 0 {
-		return c.UsageError(env.Stderr, "unexpected arguments %q", args)
+		return c.UsageError(env.Stderr, "unexpected arguments %q: the proxy takes flags only (a log level is -v N, N from 0 to 11)", args)
 	}
 	switch {
 	case f.version:

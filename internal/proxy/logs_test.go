@@ -311,6 +311,8 @@ func TestLogsFailingServer(t *testing.T) {
 	}
 	if got := jsonLogs(t, &logs, "requests refused"); len(got) != 1 || got[0]["class"] != "client_connections" {
 		t.Errorf("refusals logged: %v; want one of class client_connections", got)
+	} else if line, ok := got[0]["line"]; ok {
+		t.Errorf("a client refused before it sent logged with line %q; want none", line)
 	}
 }
 

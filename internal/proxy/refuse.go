@@ -146,8 +146,11 @@ func logRefusals(log *slog.Logger, pool, class string, n uint64, every time.Dura
 	}
 	// The class as the metric's label and the data port's stats name
 	// it (unknown_command, line_too_long), which the docs list.
-	log.Log(context.Background(), level, "requests refused", "pool", pool, "class", strings.TrimPrefix(refusalStat(class), "refused_"), "count", n,
-		"every", every, "client", addr, "line", string(line))
+	attrs := []any{"pool", pool, "class", strings.TrimPrefix(refusalStat(class), "refused_"), "count", n, "every", every, "client", addr}
+	if len(line) > 0 { // a class refused before a line is read has none
+		attrs = append(attrs, "line", string(line))
+	}
+	log.Log(context.Background(), level, "requests refused", attrs...)
 }
 
 // counts returns the number of refusals of each class, sorted by class.

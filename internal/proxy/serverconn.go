@@ -830,10 +830,24 @@ func dialError(err error) error {
 		return errors.New("Connection refused")
 	case errors.Is(err, syscall.ECONNRESET):
 		return errors.New("Connection reset by peer")
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return errors.New("No route to host")
+	case errors.Is(err, syscall.ENETUNREACH):
+		return errors.New("Network is unreachable")
+	case errors.Is(err, syscall.EPIPE):
+		return errors.New("Broken pipe")
 	case outOfFiles(err):
 		return errors.New("Too many open files")
 	case errors.Is(err, context.Canceled):
 		return errShutdown
+	}
+	// A server named by its host name is looked up at each dial: the
+	// lookup's failure in getaddrinfo's words.
+	if de := (*net.DNSError)(nil); errors.As(err, &de) {
+		if de.IsNotFound {
+			return errors.New("Name or service not known")
+		}
+		return errors.New("Temporary failure in name resolution")
 	}
 	if errors.Is(err, errRefused) {
 		return err

@@ -108,7 +108,11 @@ func DescribeStats(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-24s%q\n", f.name, f.desc)
 	}
 	b.WriteString("\nA description that ends in (chash) is chash proxy's own counter; the others\n" +
-		"are nutcracker 0.5.0's, in its order (its fragments are always 0).\n")
+		"are nutcracker 0.5.0's, in its order (its fragments are always 0). chash\n" +
+		"writes servers the requests it encodes, so request_bytes counts those; it\n" +
+		"sends a memcached request with noreply without it and answers the client\n" +
+		"nothing, so the server's reply is in responses and response_bytes, where\n" +
+		"nutcracker forwards noreply and the server sends nothing.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
