@@ -113,6 +113,8 @@ type analyzeOutput struct {
 	Config       string `json:"config"`
 	Pool         string `json:"pool"`
 	Distribution string `json:"distribution"`
+	// Drained are the servers of the pool's drain: list, which own no keys.
+	Drained []string `json:"drained,omitempty"`
 	*analyze.Balance
 	Sample *analyze.Balance `json:"sample,omitempty"`
 	Keys   *analyze.Balance `json:"keys,omitempty"`
@@ -148,7 +150,7 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 			return cmd.UsageError(env.Stderr, "--ring-plot: distribution %s has no ring to draw", p.Distribution)
 		}
 	}
-	out := analyzeOutput{Config: f.config, Pool: p.Name, Distribution: p.Distribution}
+	out := analyzeOutput{Config: f.config, Pool: p.Name, Distribution: p.Distribution, Drained: drainedOf(p, p.Servers)}
 	sample := func() iter.Seq[[]byte] {
 		return progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling")
 	}
@@ -257,7 +259,7 @@ func (f *analyzeFlags) write(w io.Writer, out *analyzeOutput) error {
 		return cw.Error()
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %s\n", out.Pool, out.Config, out.Distribution, serversText(len(out.Nodes)))
+	fmt.Fprintf(bw, "pool %q of %s: distribution %s, %s%s\n", out.Pool, out.Config, out.Distribution, serversText(len(out.Nodes)), drainedText(out.Drained))
 	fmt.Fprintf(bw, "shares: %s\n", methodText(out.Balance))
 	if out.Sample != nil {
 		fmt.Fprintf(bw, "sampled: %d generated keys routed, for comparison\n", out.Sample.Total)

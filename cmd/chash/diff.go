@@ -129,6 +129,8 @@ type side struct {
 	Config       string `json:"config"`
 	Pool         string `json:"pool"`
 	Distribution string `json:"distribution"`
+	// Drained are the servers of the pool's drain: list, which own no keys.
+	Drained []string `json:"drained,omitempty"`
 	// Change describes --add and --remove, for text output.
 	change string
 	pool   *analyze.Pool
@@ -225,8 +227,10 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 		}
 	}
 	out := diffOutput{
-		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, pool: old},
+		Old: side{Config: args[0], Pool: oldPool.Name, Distribution: oldPool.Distribution, pool: old,
+			Drained: drainedOf(oldPool, oldPool.Servers)},
 		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, pool: new,
+			Drained: drainedOf(newPool, newServers),
 			change: changeText(adds, f.remove)},
 	}
 	d, err := analyze.DiffPools(old, new, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling"))
@@ -360,7 +364,7 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	}
 	bw := bufio.NewWriter(w)
 	describe := func(label string, s side) {
-		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %s", label, s.Pool, s.Config, s.Distribution, serversText(len(s.pool.Servers)))
+		fmt.Fprintf(bw, "%s pool %q of %s: distribution %s, %s%s", label, s.Pool, s.Config, s.Distribution, serversText(len(s.pool.Servers)), drainedText(s.Drained))
 		if s.change != "" {
 			fmt.Fprintf(bw, " (%s)", s.change)
 		}

@@ -1218,7 +1218,8 @@
 // etcd or in a file (servers_from:) is routed over the servers listed there
 // now, read once; the proxies that follow the list route alike as long as it
 // does not change, and their GET /ring shows the fingerprint of that list.
-// Keys pass through the pool's hash_tag before they are hashed, as in
+// The servers a pool drains (drain:) own no keys, as in the proxy: route,
+// analyze and diff place keys over the others. Keys pass through the pool's hash_tag before they are hashed, as in
 // twemproxy. A pool whose distribution is random cannot be routed offline:
 // twemproxy sends each request to a server chosen at random.
 //

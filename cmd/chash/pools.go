@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
@@ -53,9 +55,53 @@ func readServers(ctx context.Context, cmd *Command, env *Env, p *config.Pool) in
 	return 0
 }
 
-// measure builds the router of p over servers, for analysis; on failure it
-// reports the error and returns the exit status, 2.
+// owners returns the servers that own keys, as the proxy routes them: those
+// the pool's drain: list does not name, which stay connected but own none.
+// With none left it reports the error and returns the exit status, 2.
+func owners(cmd *Command, env *Env, p *config.Pool, servers []config.Server) ([]config.Server, int) {
+	if len(p.Drain) == 0 {
+		return servers, 0
+	}
+	out := make([]config.Server, 0, len(servers))
+	for _, s := range servers {
+		if !slices.Contains(p.Drain, s.Name()) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && len(servers) > 0 {
+		cmd.Errorf(env.Stderr, "%v", p.ErrorAt("drain", fmt.Errorf("drain names every server of %s; at least one must own the keys", p.ServersFrom)))
+		return nil, 2
+	}
+	return out, 0
+}
+
+// drainedOf returns the names of the servers that p's drain: list names.
+func drainedOf(p *config.Pool, servers []config.Server) []string {
+	var out []string
+	for _, s := range servers {
+		if slices.Contains(p.Drain, s.Name()) {
+			out = append(out, s.Name())
+		}
+	}
+	return out
+}
+
+// drainedText is " (drained, owning no keys: A, B)", or "" for none.
+func drainedText(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (drained, owning no keys: %s)", strings.Join(names, ", "))
+}
+
+// measure builds the router of p over servers, less the drained (owners),
+// for analysis; on failure it reports the error and returns the exit
+// status, 2.
 func measure(cmd *Command, env *Env, p *config.Pool, servers []config.Server) (*analyze.Pool, int) {
+	servers, code := owners(cmd, env, p, servers)
+	if code != 0 {
+		return nil, code
+	}
 	ap, err := analyze.NewPool(p, servers)
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)

@@ -36,7 +36,8 @@ may be left out when the file has only one. A pool whose servers live in
 etcd or in a file (servers_from:) is routed over the servers listed there
 now, read once; the proxies that follow the list route alike as long as it
 does not change, and their GET /ring shows the fingerprint of that list.
-Keys pass through the pool's hash_tag before they are hashed, as in
+The servers a pool drains (drain:) own no keys, as in the proxy: route,
+analyze and diff place keys over the others. Keys pass through the pool's hash_tag before they are hashed, as in
 twemproxy. A pool whose distribution is random cannot be routed offline:
 twemproxy sends each request to a server chosen at random.
 
@@ -81,13 +82,17 @@ func (f *routeFlags) run(ctx context.Context, cmd *Command, env *Env, args []str
 	if code := readServers(ctx, cmd, env, pool); code != 0 {
 		return code
 	}
+	servers, code := owners(cmd, env, pool, pool.Servers)
+	if code != 0 {
+		return code
+	}
 	e, err := dist.EntryOf(pool)
 	if err == nil && e.Random {
 		err = pool.ErrorAt("distribution", dist.ErrRandom)
 	}
 	var r dist.Router
 	if err == nil {
-		r, err = dist.Build(pool, pool.Servers)
+		r, err = dist.Build(pool, servers)
 	}
 	if err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
@@ -108,7 +113,7 @@ func (f *routeFlags) run(ctx context.Context, cmd *Command, env *Env, args []str
 		}
 		w.Write(key)
 		w.WriteByte('\t')
-		w.WriteString(pool.Servers[i].Name())
+		w.WriteString(servers[i].Name())
 		return w.WriteByte('\n')
 	}
 	if len(args) > 0 {

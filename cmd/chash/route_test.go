@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -250,5 +251,103 @@ func TestRouteBounded(t *testing.T) {
 		if name == "one hot key" && len(load) != 3 {
 			t.Errorf("%s: spread over %d servers; want 3", name, len(load))
 		}
+	}
+}
+
+// TestDrainedOwnNoKeys: the servers of a pool's drain: list own no keys in
+// route, analyze and diff, as in the proxy, which routes over the others;
+// these commands routed to them as if the list were not there.
+func TestDrainedOwnNoKeys(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, drain string, servers ...string) string {
+		var b strings.Builder
+		b.WriteString("c:\n  listen: 127.0.0.1:22121\n  distribution: ketama\n" + drain + "  servers:\n")
+		for _, s := range servers {
+			b.WriteString("   - " + s + "\n")
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	s1, s2, s3 := "10.0.0.1:11211:1 mc1", "10.0.0.2:11211:1 mc2", "10.0.0.3:11211:1 mc3"
+	all := write("all.yml", "", s1, s2, s3)
+	drained := write("drained.yml", "  drain: [mc2]\n", s1, s2, s3)
+	without := write("without.yml", "", s1, s3)
+
+	var keys strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&keys, "key:%d\n", i)
+	}
+	route := func(config string) string {
+		out, stderr, code := runChash(t, strings.NewReader(keys.String()), "route", "--config", config)
+		if code != 0 {
+			t.Fatalf("route --config %s: exit %d: %s", config, code, stderr)
+		}
+		return out
+	}
+	if got, want := route(drained), route(without); got != want {
+		t.Errorf("route over a pool draining mc2 differs from route over the pool without it")
+	}
+	if strings.Contains(route(drained), "\tmc2\n") {
+		t.Errorf("route sends keys to mc2, drained")
+	}
+
+	stdout, stderr, code := runChash(t, nil, "analyze", "--config", drained, "--format", "json")
+	if code != 0 {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	var a struct {
+		Drained []string `json:"drained"`
+		Nodes   []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &a); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Drained, []string{"mc2"}) || len(a.Nodes) != 2 || slices.ContainsFunc(a.Nodes, func(n struct{ Name string }) bool { return n.Name == "mc2" }) {
+		t.Errorf("analyze of a pool draining mc2: drained %q, servers %v; want drained [mc2] and mc1, mc3", a.Drained, a.Nodes)
+	}
+	stdout, _, _ = runChash(t, nil, "analyze", "--config", drained)
+	if !strings.Contains(stdout, "2 servers (drained, owning no keys: mc2)") {
+		t.Errorf("analyze's text does not say mc2 is drained:\n%s", stdout)
+	}
+
+	// Draining mc2 moves its whole share, and only its keys.
+	stdout, stderr, code = runChash(t, nil, "analyze", "--config", all, "--format", "json")
+	if code != 0 {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	var before analyzeJSON
+	if err := json.Unmarshal([]byte(stdout), &before); err != nil {
+		t.Fatal(err)
+	}
+	var share float64
+	for _, n := range before.Nodes {
+		if n.Name == "mc2" {
+			share = n.Share
+		}
+	}
+	stdout, stderr, code = runChash(t, nil, "diff", "--format", "json", all, drained)
+	if code != 0 {
+		t.Fatalf("diff: exit %d: %s", code, stderr)
+	}
+	var d diffJSON
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if share == 0 || d.Moved != share {
+		t.Errorf("diff of draining mc2 moves %v of the keys; want mc2's share, %v", d.Moved, share)
+	}
+	for _, f := range d.Flows {
+		if f.From != "mc2" {
+			t.Errorf("diff of draining mc2 has a flow %+v", f)
+		}
+	}
+
+	every := write("every.yml", "  drain: [mc1, mc3]\n", s1, s3)
+	_, stderr, code = runChash(t, nil, "route", "--config", every, "k")
+	if code != 2 || !strings.Contains(stderr, "drain names every server") {
+		t.Errorf("route over a pool whose servers are all drained: exit %d, %q; want 2 and an error naming drain", code, stderr)
 	}
 }
