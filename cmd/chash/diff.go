@@ -231,7 +231,7 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 			Drained: drainedOf(oldPool, oldPool.Servers)},
 		New: side{Config: newFile, Pool: newPool.Name, Distribution: newPool.Distribution, pool: new,
 			Drained: drainedOf(newPool, newServers),
-			change: changeText(adds, f.remove)},
+			change:  changeText(adds, f.remove)},
 	}
 	d, err := analyze.DiffPools(old, new, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "sampling"))
 	if err != nil {
