@@ -62,6 +62,9 @@ type window struct {
 	// older are the windows that were open when this one opened, the
 	// newest first; at most maxWindows-1.
 	older []*window
+	// reads, hits and copies are the pool's counts when it opened, so that
+	// its close logs its own.
+	reads, hits, copies uint64
 }
 
 // maxWindows bounds a chain of windows.
@@ -191,7 +194,8 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 		// look the same), which the fingerprint tells.
 		if !slices.Equal(cur.live, st.live) || cur.fingerprint != st.fingerprint || readmitted != nil && st.replicas > 1 {
 			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
-				until: now.Add(length), older: cur.warm.chained(now)}
+				until: now.Add(length), older: cur.warm.chained(now),
+				reads: pl.stats.warmReads.Load(), hits: pl.stats.warmHits.Load(), copies: pl.stats.warmCopies.Load()}
 			if slices.Equal(cur.live, st.live) {
 				w.skip = readmitted
 			}
@@ -218,8 +222,9 @@ func (pl *pool) closeWindow(w *window) {
 	st.warm = w.open(time.Now()) // an older window still open, if any
 	st.planned = st.replicas > 1 || st.full != nil || st.warm != nil
 	pl.state.Store(&st)
-	pl.proxy.log.Info("warm-up window closed", "pool", pl.name,
-		"reads", pl.stats.warmReads.Load(), "hits", pl.stats.warmHits.Load(), "copies", pl.stats.warmCopies.Load())
+	// Its own counts: those while it was open, with any window open with it.
+	pl.proxy.log.Info("warm-up window closed", "pool", pl.name, "reads", pl.stats.warmReads.Load()-w.reads,
+		"hits", pl.stats.warmHits.Load()-w.hits, "copies", pl.stats.warmCopies.Load()-w.copies)
 	pl.drainsDone(w, &st)
 }
 

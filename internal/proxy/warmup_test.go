@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // TestWarmupJoin is issue 14's proof: three memcached servers hold 5000 keys
@@ -103,7 +105,7 @@ func TestWarmupJoin(t *testing.T) {
 // warmPool starts two memcached servers and a proxy over the first, and
 // returns the proxy, the servers and n keys of prefix that a reload over both
 // moves to the second server, and n that stay on the first.
-func warmPool(t *testing.T, opts string, prefix string, n int) (p *Proxy, servers []*memcachedtest.Server, moved, stayed []string) {
+func warmPool(t *testing.T, opts string, prefix string, n int, set ...func(*Proxy)) (p *Proxy, servers []*memcachedtest.Server, moved, stayed []string) {
 	servers = []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	owner := ownerFunc(t, poolYAML(opts, servers...))
 	for i := 0; len(moved) < n || len(stayed) < n; i++ {
@@ -116,7 +118,7 @@ func warmPool(t *testing.T, opts string, prefix string, n int) (p *Proxy, server
 			stayed = append(stayed, k)
 		}
 	}
-	p = startProxy(t, poolYAML(opts, servers[0]))
+	p = startProxy(t, poolYAML(opts, servers[0]), set...)
 	return p, servers, moved, stayed
 }
 
@@ -267,10 +269,12 @@ func TestWarmupWrites(t *testing.T) {
 
 // TestWarmupWindowCloses checks that a window closes after warmup: misses
 // are then misses, with no read of the previous server, and no request is
-// planned.
+// planned; its close is logged with its own reads, hits and copies, and a
+// later window's with its own, not the pool's since it started.
 func TestWarmupWindowCloses(t *testing.T) {
 	const opts = "timeout: 1000\nwarmup: 300"
-	p, servers, moved, _ := warmPool(t, opts, "close:", 2)
+	var logs testprog.Buffer
+	p, servers, moved, _ := warmPool(t, opts, "close:", 2, func(p *Proxy) { p.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, moved)
 	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
@@ -295,6 +299,19 @@ func TestWarmupWindowCloses(t *testing.T) {
 	}
 	if got := pl.stats.warmReads.Load(); got != before {
 		t.Errorf("after the window: %d warm-up reads", got-before)
+	}
+	// A second window, back to the first server, in which nothing is read.
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers[0]))); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(3*time.Second, func() bool { return len(jsonLogs(t, &logs, "warm-up window closed")) == 2 }) {
+		t.Fatalf("the second window did not close: %d closes logged", len(jsonLogs(t, &logs, "warm-up window closed")))
+	}
+	for i, want := range []float64{1, 0} {
+		rec := jsonLogs(t, &logs, "warm-up window closed")[i]
+		if rec["reads"] != want || rec["hits"] != want || rec["copies"] != want {
+			t.Errorf("window %d's close logged reads %v, hits %v, copies %v; want %v of each", i+1, rec["reads"], rec["hits"], rec["copies"], want)
+		}
 	}
 }
 
