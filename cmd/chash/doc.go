@@ -544,12 +544,14 @@
 //	holding one server line as in servers: ("host:port:weight [name]"; the
 //	key's own name does not matter, the list is in the keys' order); or
 //	"file:PATH", a file of server lines, one a line, '#' starting a comment
-//	(a relative PATH is from the working directory, as for the TLS files).
-//	chash proxy reads the list at start, then follows it: each change is
-//	applied as a reload applies new servers, an invalid list is refused and
-//	the last good one keeps serving, and an unreachable etcd leaves the last
-//	list serving while the proxy retries. chash route, analyze and diff read
-//	the list once. chash register keeps a server's key alive under a lease.
+//	(a relative PATH is from the working directory, as for the TLS files;
+//	replace the file by renaming a new one over it, so that no reader sees
+//	it half written). chash proxy reads the list at start, then follows it:
+//	each change is applied as a reload applies new servers, an invalid list
+//	is refused and the last good one keeps serving, and an unreachable etcd
+//	leaves the last list serving while the proxy retries. chash route,
+//	analyze and diff read the list once. chash register keeps a server's key
+//	alive under a lease.
 //	Default: none: the servers are listed under servers.
 //	Example:
 //		servers_from: etcd://10.0.0.1:2379,10.0.0.2:2379/chash/cache/

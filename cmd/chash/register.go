@@ -101,6 +101,10 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 	if f.ttl <= 0 {
 		return cmd.UsageError(env.Stderr, "--ttl %v: want at least 1s", f.ttl)
 	}
+	if f.ttl%time.Second != 0 && f.ttl > time.Second {
+		// etcd's leases count whole seconds: say so rather than round.
+		return cmd.UsageError(env.Stderr, "--ttl %v: want whole seconds (etcd's leases count in seconds)", f.ttl)
+	}
 	if f.check == "" {
 		for _, name := range []string{"check-every", "check-fails"} {
 			if flagSet(&cmd.Flag, name) {

@@ -25,6 +25,7 @@ func TestRegisterUsage(t *testing.T) {
 		{append(ok, "extra"), `chash register: unexpected arguments ["extra"]`},
 		{append(ok, "--ttl", "0s"), "chash register: --ttl 0s: want at least 1s"},
 		{append(ok, "--ttl", "500ms"), "chash register: TTL 500ms is under etcd's unit of 1s"},
+		{append(ok, "--ttl", "1500ms"), "chash register: --ttl 1.5s: want whole seconds (etcd's leases count in seconds)"},
 		{append(ok, "--wait", "0s"), "chash register: --wait 0s: want a positive duration"},
 		{append(ok[:2:2], "h", "--prefix", "/p/", "--server", "h:1:1"), `chash register: endpoint "h": want HOST:PORT`},
 		{append(ok[:2:2], "a:1,b", "--prefix", "/p/", "--server", "h:1:1"), `endpoint "b": want HOST:PORT`},
