@@ -179,7 +179,8 @@ server, sent in parallel and merged in the order of the keys (the keys of a
 server that fails read as misses, where nutcracker fails the whole get). The proxy
 answers stats itself (its own STAT lines for the pool: connections, commands,
 hits and misses, bytes), sends flush_all to every server of the pool (OK once
-all said OK), and answers verbosity OK without passing it on.
+all said OK; a server ejected then is emptied before it serves again), and
+answers verbosity OK without passing it on.
 
 Every request is read, checked and written anew for its server, never
 passed on as the client sent it (a get, gets, gat or gats line of any length

@@ -796,7 +796,9 @@ func later(deadline, began time.Time) time.Time {
 }
 
 // dispatchAll sends a request to every server of the pool, in parallel; an
-// ejected server's call fails at once, as it could not be done.
+// ejected server's call fails at once, as it could not be done, and the
+// server owes the flush (memcached's flush_all, the only request sent to
+// all).
 func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 	req := r.req
 	r.split = true
@@ -806,6 +808,9 @@ func (c *client) dispatchAll(r *clientReq, st *state, deadline time.Time) {
 		cl.cmd, cl.deadline, cl.start = req.command(), later(deadline, began), r.start
 		cl.out = req.appendRequest(cl.out, nil, 0, cl.reply)
 		if srv.ejected.Load() {
+			// Its items, out of sight while it is out, must not come
+			// back with it: it is emptied before it serves again.
+			srv.oweFlush()
 			cl.srv = srv
 			cl.complete(errEjected)
 			continue

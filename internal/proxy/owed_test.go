@@ -82,6 +82,53 @@ func TestEjectionOwes(t *testing.T) {
 	}
 }
 
+// TestEjectedOwesFlush: a flush_all while a server is ejected fails for it,
+// as it could not be done, and the server owes it: readmitted, it has
+// forgotten the items it held, which came back before.
+func TestEjectedOwesFlush(t *testing.T) {
+	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300"
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML(opts, servers...)
+	owner := ownerFunc(t, yaml)
+	victim := servers[0]
+	var keys []string // keys of each server
+	for i := 0; len(keys) < 4; i++ {
+		k := fmt.Sprint("flush:", i)
+		if (owner(k) == victim.Addr) == (len(keys)%2 == 0) {
+			keys = append(keys, k)
+		}
+	}
+	p := startProxy(t, yaml)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+
+	victim.Freeze()
+	if got := c.mustDo("get " + keys[0] + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+		t.Fatalf("get from the frozen server: %q; want a timeout", got)
+	}
+	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
+		t.Fatal("the frozen server was not ejected")
+	}
+	if got := c.mustDo("flush_all\r\n"); got != "SERVER_ERROR "+victim.Addr+": server ejected\r\n" {
+		t.Errorf("flush_all while a server is ejected: %q; want its error", got)
+	}
+	victim.Thaw()
+	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
+		t.Fatal("the thawed server was not readmitted")
+	}
+	for _, k := range keys {
+		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
+			t.Errorf("after the flush_all and the readmission: get %s = %q; want a miss", k, got)
+		}
+	}
+	if got := dial(t, victim.Addr).mustDo("mg " + keys[0] + " v\r\n"); got != "EN\r\n" {
+		t.Errorf("the readmitted server's %s: %q; want none", keys[0], got)
+	}
+	if got := p.pools["alpha"].state.Load().servers[victim.Addr].owed.flushes.Load(); got != 1 {
+		t.Errorf("the readmitted server was emptied %d times; want 1", got)
+	}
+}
+
 // TestOwedReconnect checks that a server that owes deletes replays them on a
 // new connection before it serves a read, and that a write failing on a
 // connection makes the server's other connections reconnect first.
