@@ -759,7 +759,9 @@
 // (KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHALL, MULTI/EXEC, WATCH, blocking pops,
 // SUBSCRIBE and Pub/Sub, XREAD, SCRIPT, FUNCTION, CLIENT's other subcommands, CONFIG, INFO,
 // CLUSTER, ...) with "-ERR command 'keys' is not supported by the proxy", the
-// connection staying open. Unknown commands and wrong numbers of arguments get
+// connection staying open. After a refused MULTI, no command runs until the
+// EXEC (answered EXECABORT) or DISCARD (OK) that ends the transaction: a
+// client that pipelines one gets no command of it run outside it. Unknown commands and wrong numbers of arguments get
 // Redis 7.0's own errors without a round trip, and malformed RESP Redis's own
 // "-ERR Protocol error: ..." before the connection closes, as Redis closes it.
 // With redis_auth, clients must AUTH (or HELLO 2 AUTH default PASSWORD) with

@@ -152,6 +152,9 @@ type redisClient struct {
 	authed bool         // the client sent the pool's password
 	id     int64        // the id HELLO and CLIENT ID report, 0 until one did
 	name   []byte       // set by CLIENT SETNAME or HELLO's SETNAME
+	// multi is set from a MULTI the proxy refused to the EXEC or DISCARD
+	// that ends it: the commands between are not run (inMulti).
+	multi bool
 }
 
 func (c *redisClient) buffered() int {
@@ -205,6 +208,9 @@ func (c *redisClient) read(r request) (action, error) {
 	args := req.q.Args
 	cmd, err := resp.Check(args)
 	req.cmd = cmd
+	if c.multi {
+		return c.inMulti(req), nil
+	}
 	if err != nil {
 		var e *resp.Error
 		if !errors.As(err, &e) {
@@ -223,6 +229,7 @@ func (c *redisClient) read(r request) (action, error) {
 			if c.locked() && !cmd.NoAuth {
 				class, msg = refusedNoAuth, resp.ReplyNoAuth
 			}
+			c.multi = class == refusedUnsupported && cmd.Name == "multi"
 		}
 		req.refuse(class, msg)
 		return local, nil
@@ -250,6 +257,40 @@ func (c *redisClient) read(r request) (action, error) {
 		return local, nil
 	}
 	return forward, nil
+}
+
+// Replies to the requests of a MULTI the proxy refused (inMulti).
+const (
+	replyNotRun    = "ERR not run: the proxy refused this connection's MULTI; EXEC or DISCARD ends the transaction"
+	replyExecAbort = "EXECABORT Transaction discarded because of previous errors."
+)
+
+// inMulti answers a request sent after a MULTI the proxy refused, up to the
+// EXEC or DISCARD that ends the transaction. None is run: a client that
+// pipelines a transaction (go-redis's TxPipeline sends MULTI, its commands
+// and EXEC in one write) must not have its commands run one by one, without
+// the transaction's atomicity, and be told that EXEC failed; DISCARD must
+// leave nothing done. As Redis with a transaction that failed to queue, EXEC
+// answers EXECABORT and DISCARD OK.
+func (c *redisClient) inMulti(req *redisRequest) action {
+	name := ""
+	if req.cmd != nil {
+		name = req.cmd.Name
+	}
+	switch {
+	case name == "exec":
+		c.multi = false
+		req.refuse(refusedUnsupported, replyExecAbort)
+	case name == "discard" && len(req.q.Args) == 1:
+		c.multi = false
+		req.local = resp.AppendSimple(req.local, "OK")
+	case name == "quit":
+		req.local = resp.AppendSimple(req.local, "OK")
+		return closeAfter
+	default:
+		req.refuse(refusedUnsupported, replyNotRun)
+	}
+	return local
 }
 
 // answer answers a command the proxy serves itself (resp.RouteLocal).

@@ -116,11 +116,15 @@ func TestGoRedis(t *testing.T) {
 	// go-redis then drops the connection of the transaction: its log says
 	// it had unread data, the replies to INCR and EXEC after MULTI's.
 	_, err = rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Incr(ctx, "counter")
+		pipe.Incr(ctx, "tx:counter")
 		return nil
 	})
 	if err == nil || !strings.Contains(err.Error(), "'multi' is not supported") {
 		t.Errorf("TxPipelined: %v; want the proxy's refusal of MULTI", err)
+	}
+	// and none of the transaction's commands ran.
+	if n, err := rdb.Exists(ctx, "tx:counter").Result(); err != nil || n != 0 {
+		t.Errorf("after the refused transaction, EXISTS tx:counter = %d, %v; want 0: INCR ran outside it", n, err)
 	}
 	v, err = rdb.Get(ctx, "a").Result()
 	check("Get after refusals", v, err, "1")

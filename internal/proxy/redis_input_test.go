@@ -85,6 +85,47 @@ func TestRedisPipeline(t *testing.T) {
 	}
 }
 
+// TestRedisRefusedMulti: after a MULTI the proxy refuses, the commands up to
+// EXEC or DISCARD are not run (they ran one by one, outside the transaction
+// the client meant, and DISCARD undid nothing); EXEC answers EXECABORT and
+// DISCARD OK, as Redis with a transaction that failed to queue, and the
+// connection reads on as before.
+func TestRedisRefusedMulti(t *testing.T) {
+	servers := startRedisServers(t, 2)
+	p := startProxy(t, redisPoolYAML("", servers...))
+	pc := redistest.Dial(t, p.Addr("alpha").String())
+	const (
+		refused = "-ERR command 'multi' is not supported by the proxy\r\n"
+		notRun  = "-" + replyNotRun + "\r\n"
+	)
+	for _, tt := range []struct {
+		name string
+		reqs [][]string
+		want []string
+	}{
+		{"exec", [][]string{{"SET", "tx", "before"}, {"MULTI"}, {"SET", "tx", "applied"}, {"INCR", "n"}, {"PING"}, {"MULTI"}, {"EXEC"}, {"GET", "tx"}, {"EXISTS", "n"}},
+			[]string{"+OK\r\n", refused, notRun, notRun, notRun, notRun, "-" + replyExecAbort + "\r\n", "$6\r\nbefore\r\n", ":0\r\n"}},
+		{"discard", [][]string{{"MULTI"}, {"SET", "tx", "applied"}, {"DISCARD", "x"}, {"DISCARD"}, {"GET", "tx"}, {"DISCARD"}, {"EXEC"}},
+			[]string{refused, notRun, notRun, "+OK\r\n", "$6\r\nbefore\r\n",
+				"-ERR command 'discard' is not supported by the proxy\r\n", "-ERR command 'exec' is not supported by the proxy\r\n"}},
+		{"quit", [][]string{{"MULTI"}, {"SET", "tx", "applied"}, {"QUIT"}}, []string{refused, notRun, "+OK\r\n"}},
+	} {
+		var req strings.Builder
+		for _, r := range tt.reqs {
+			req.WriteString(redistest.Request(r...))
+		}
+		pc.Send(req.String()) // in one write, as a client pipelines a transaction
+		for i, want := range tt.want {
+			if got := pc.Read(); got != want {
+				t.Fatalf("%s: reply %d, to %q = %q; want %q", tt.name, i, tt.reqs[i], got, want)
+			}
+		}
+	}
+	if got := redistest.Dial(t, p.Addr("alpha").String()).Do("GET", "tx"); got != "$6\r\nbefore\r\n" {
+		t.Errorf("after the transactions: GET tx = %q; want the value set before them", got)
+	}
+}
+
 // TestRedisBadInput sends malformed RESP to chash proxy and to a
 // redis-server: the proxy answers as Redis does, byte for byte (the replies
 // to the requests before, then Redis's error), and closes the connection;

@@ -74,11 +74,13 @@ func TestRedisCLI(t *testing.T) {
 	if got != want {
 		t.Errorf("redis-cli through the proxy:\n%s\nredis-server:\n%s", got, want)
 	}
-	got, _ = runClient(t, "redis-cli", "KEYS *\nSELECT 1\nMULTI\nGET greeting\n", redisCLIArgs(addr, "sesame")...)
+	got, _ = runClient(t, "redis-cli", "KEYS *\nSELECT 1\nMULTI\nSET greeting bye\nDISCARD\nGET greeting\n", redisCLIArgs(addr, "sesame")...)
 	// redis-cli prints an empty line after an error when not on a terminal.
 	if want := "ERR command 'keys' is not supported by the proxy\n\n" +
 		"ERR database 1 is not served by the proxy (only 0)\n\n" +
 		"ERR command 'multi' is not supported by the proxy\n\n" +
+		replyNotRun + "\n\n" +
+		"OK\n" +
 		"hello world!\n"; got != want {
 		t.Errorf("redis-cli, commands the proxy refuses:\n%q\nwant\n%q", got, want)
 	}
