@@ -210,7 +210,9 @@ PFMERGE, LMOVE, EVAL, EVALSHA, FCALL, ...) goes to their server if they all
 have one, which a common hash tag ensures, and is refused otherwise ("-ERR
 keys of 'rename' are on different servers"); MGET, MSET, DEL, UNLINK,
 EXISTS and TOUCH are split by server and merged in the order of their keys
-(not atomically, as with nutcracker). The proxy answers PING, ECHO, QUIT,
+(not atomically, as with nutcracker); a server that fails fails the whole
+command with its error, as with nutcracker (a nil would say the key is not
+there). The proxy answers PING, ECHO, QUIT,
 AUTH, SELECT 0, HELLO (protocol 2; HELLO 3 is refused with NOPROTO, and
 clients fall back to RESP2) and CLIENT SETNAME, GETNAME, ID and SETINFO (of
 the client's connection to the proxy) itself, and refuses what cannot be sharded

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -84,5 +85,37 @@ func TestShutdownCutsFrozenServer(t *testing.T) {
 				<-done
 			}
 		})
+	}
+}
+
+// TestRedisSplitFailsWhole: an MGET whose keys are on two servers, one of
+// them down, fails whole with the server's error, through chash as through
+// nutcracker, rather than answering nil for the keys it could not read,
+// which would say that they are not there.
+func TestRedisSplitFailsWhole(t *testing.T) {
+	servers := startRedisServers(t, 2)
+	yaml := redisPoolYAML("auto_eject_hosts: false\ntimeout: 1000", servers...)
+	owner := redisOwner(t, yaml)
+	var on1, on2 string
+	for i := 0; on1 == "" || on2 == ""; i++ {
+		k := fmt.Sprint("split:", i)
+		if owner(k) == "s1" {
+			on1 = k
+		} else {
+			on2 = k
+		}
+	}
+	addrs := map[string]string{"chash": startProxy(t, yaml).Addr("alpha").String(), "nutcracker": startNutcracker(t, yaml)}
+	for who, addr := range addrs {
+		if got := redistest.Dial(t, addr).Do("SET", on1, "v1"); got != "+OK\r\n" {
+			t.Fatalf("%s: SET %s = %q", who, on1, got)
+		}
+	}
+	servers[1].Stop()
+	for who, addr := range addrs {
+		got := redistest.Dial(t, addr).Do("MGET", on1, on2)
+		if !strings.HasPrefix(got, "-ERR Connection refused") && !strings.HasPrefix(got, "-ERR Connection reset") {
+			t.Errorf("%s: MGET of a key of a live server and one of a stopped one = %q; want the stopped server's error", who, got)
+		}
 	}
 }
