@@ -41,14 +41,15 @@ type client struct {
 	src     clientSource
 	cc      clientCodec
 	pending []*clientReq
-	pbytes  int   // bytes held by the pending requests
-	pkeys   int   // keys the pending requests name
-	werr    error // why a write failed: nothing more is written
-	broken  bool  // the connection failed or is closing: read no more
-	idle    bool  // a read deadline for the idle timeout is set
-	wdl     bool  // a write deadline for a slow reader is set (write)
-	barrier bool  // a request must be answered before the next is read
-	ended   bool  // the connection's end is counted (client_eof, client_err)
+	pbytes  int       // bytes held by the pending requests
+	pkeys   int       // keys the pending requests name
+	werr    error     // why a write failed: nothing more is written
+	broken  bool      // the connection failed or is closing: read no more
+	idle    bool      // a read deadline for the idle timeout is set
+	wdl     bool      // a write deadline for a slow reader is set (write)
+	watch   *tlsWatch // watches TLS writes (write), made at the first
+	barrier bool      // a request must be answered before the next is read
+	ended   bool      // the connection's end is counted (client_eof, client_err)
 	// sheds says that the goroutine ends (shedAfter) when the client has been
 	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
 	// read deadline set is shedAfter's, active that a request was read
@@ -640,16 +641,28 @@ func (c *client) write(b []byte) {
 	w, ok := c.rw.(nowWriter)
 	if !ok {
 		// TLS: a write that timed out cannot go on, so the deadline is
-		// set only for a write that begins past the budget.
+		// set only for a write that begins past the budget; one that
+		// begins within it is cut if the proxy is past it when the write
+		// has waited slowReader (tlsWatch).
+		over := c.pool.proxy.mem.over()
 		switch {
-		case c.pool.proxy.mem.over():
+		case over:
 			c.conn.SetWriteDeadline(time.Now().Add(slowReader))
 			c.wdl = true
 		case c.wdl:
 			c.conn.SetWriteDeadline(time.Time{})
 			c.wdl = false
 		}
+		if !over {
+			if c.watch == nil {
+				c.watch = newTLSWatch(c)
+			}
+			c.watch.begin()
+		}
 		n, err := c.rw.Write(b)
+		if !over && c.watch.end() {
+			c.wdl = true // its deadline is set
+		}
 		c.wrote(n, err)
 		return
 	}
@@ -671,6 +684,56 @@ func (c *client) write(b []byte) {
 		break
 	}
 	c.conn.SetWriteDeadline(time.Time{}) // writeNow would fail at once
+}
+
+// tlsWatch watches a client's TLS write that began within the memory
+// budget: every slowReader while it waits, it looks at the budget, and past
+// it cuts the write (a deadline of now), as a plain socket's write is cut
+// (client.write). Unwatched, a client that stopped reading would hold its
+// replies' memory for as long as it stayed connected, and every client of
+// the proxy would wait for it.
+type tlsWatch struct {
+	c       *client
+	t       *time.Timer
+	mu      sync.Mutex
+	writing bool // a write is watched
+	cut     bool // its deadline was set
+}
+
+func newTLSWatch(c *client) *tlsWatch {
+	w := &tlsWatch{c: c}
+	w.t = time.AfterFunc(time.Hour, w.check)
+	w.t.Stop()
+	return w
+}
+
+func (w *tlsWatch) begin() {
+	w.mu.Lock()
+	w.writing, w.cut = true, false
+	w.mu.Unlock()
+	w.t.Reset(slowReader)
+}
+
+// end stops watching and reports whether the write's deadline was set.
+func (w *tlsWatch) end() bool {
+	w.t.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writing = false
+	return w.cut
+}
+
+func (w *tlsWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case !w.writing || w.cut:
+	case w.c.pool.proxy.mem.over():
+		w.c.conn.SetWriteDeadline(time.Now())
+		w.cut = true
+	default:
+		w.t.Reset(slowReader) // within the budget, a client may read slowly
+	}
 }
 
 // wrote counts n bytes written to the client, and the error of the write.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -368,46 +369,71 @@ func TestMemoryBudget(t *testing.T) {
 // TestSlowReaderClosed: past the memory budget, a client that does not read
 // its replies holds the bytes the others wait for; after slowReader without
 // taking a write, it is closed, and the client that waited is answered. The
-// closing is counted as a refusal of class slow_reader.
+// closing is counted as a refusal of class slow_reader. So over TLS too,
+// where a write that began within the budget waited for ever, and with it
+// every client of the proxy.
 func TestSlowReaderClosed(t *testing.T) {
 	const gets, size = 40, 512 << 10
 	value := strings.Repeat("v", size)
-	p := startProxy(t, poolYAML("timeout: 20000", memcachedtest.Start(t)), func(p *Proxy) { p.MaxMemory = 8 << 20 })
-	addr := p.Addr("alpha").String()
-	if got := dial(t, addr).mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
-		t.Fatalf("set big: %q", got)
-	}
-	greedy := dial(t, addr)
-	if _, err := io.WriteString(greedy.c, strings.Repeat("get big\r\n", gets)); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 16<<20 }) {
-		t.Fatalf("the proxy holds %d bytes; want the replies it cannot write", p.mem.held.Load())
-	}
-	other := dial(t, addr)
-	start := time.Now()
-	other.c.SetReadDeadline(time.Now().Add(3 * slowReader))
-	if got := other.mustDo("get small\r\n"); got != "END\r\n" {
-		t.Errorf("the client that waited: %q; want END", got)
-	}
-	waited := time.Since(start)
-	if waited < slowReader/2 {
-		t.Errorf("the other client was answered after %v, before the slow reader's %v could pass", waited, slowReader)
-	}
-	// The slow reader's connection is closed (the loader's and the other
-	// client's stay), and ends for it after what it had received.
-	if !waitFor(5*time.Second, func() bool { return p.pools["alpha"].nconns.Load() == 2 }) {
-		t.Errorf("%d clients connected; want 2, the slow reader closed", p.pools["alpha"].nconns.Load())
-	}
-	greedy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.Copy(io.Discard, greedy.br); isTimeout(err) {
-		t.Error("the slow reader's connection does not end")
-	}
-	if s := statLines(t, other.mustDo("stats\r\n")); s["refused_slow_reader"] != "1" {
-		t.Errorf("stats: refused_slow_reader %q; want 1", s["refused_slow_reader"])
-	}
-	if !waitFor(5*time.Second, func() bool { return p.mem.held.Load() == 0 }) {
-		t.Errorf("after the slow reader was closed, the proxy holds %d bytes; want 0", p.mem.held.Load())
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	for _, overTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "tls"}[overTLS], func(t *testing.T) {
+			p := startProxy(t, poolYAML("timeout: 20000", memcachedtest.Start(t)), func(p *Proxy) {
+				p.MaxMemory = 8 << 20
+				if overTLS {
+					p.TLSCertFile, p.TLSKeyFile = certFile, keyFile
+				}
+			})
+			addr := p.Addr("alpha").String()
+			dialAny := func() *conn {
+				if overTLS {
+					c, _ := dialTLS(t, addr)
+					return c
+				}
+				return dial(t, addr)
+			}
+			if got := dialAny().mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
+				t.Fatalf("set big: %q", got)
+			}
+			// Connected before the proxy goes past its budget, when it reads
+			// no new client (and so completes no TLS handshake).
+			other := dialAny()
+			greedy := dialAny()
+			if _, err := io.WriteString(greedy.c, strings.Repeat("get big\r\n", gets)); err != nil {
+				t.Fatal(err)
+			}
+			if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 16<<20 }) {
+				t.Fatalf("the proxy holds %d bytes; want the replies it cannot write", p.mem.held.Load())
+			}
+			start := time.Now()
+			other.c.SetDeadline(time.Now().Add(4 * slowReader))
+			io.WriteString(other.c, "get small\r\n")
+			if got, err := other.br.ReadString('\n'); got != "END\r\n" {
+				t.Fatalf("the client that waited: %q, %v after %v; want END", got, err, time.Since(start).Round(time.Millisecond))
+			}
+			waited := time.Since(start)
+			if waited < slowReader/2 {
+				t.Errorf("the other client was answered after %v, before the slow reader's %v could pass", waited, slowReader)
+			}
+			// The slow reader's connection is closed (the loader's and the
+			// other client's stay), and ends for it after what it had
+			// received.
+			if !waitFor(5*time.Second, func() bool { return p.pools["alpha"].nconns.Load() == 2 }) {
+				t.Errorf("%d clients connected; want 2, the slow reader closed", p.pools["alpha"].nconns.Load())
+			}
+			greedy.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.Copy(io.Discard, greedy.br); isTimeout(err) {
+				t.Error("the slow reader's connection does not end")
+			}
+			if s := statLines(t, other.mustDo("stats\r\n")); s["refused_slow_reader"] != "1" {
+				t.Errorf("stats: refused_slow_reader %q; want 1", s["refused_slow_reader"])
+			}
+			if !waitFor(5*time.Second, func() bool { return p.mem.held.Load() == 0 }) {
+				t.Errorf("after the slow reader was closed, the proxy holds %d bytes; want 0", p.mem.held.Load())
+			}
+		})
 	}
 }
 
