@@ -655,6 +655,14 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		c.Errorf(env.Stderr, "%v", err)
 		return 2
 	}
+	if f.tlsCert != "" {
+		// Checked here, --test-conf too, to fail as a bad flag does; the
+		// proxy reads the files again at each reload, as a pool's own
+		// (tls_cert_file).
+		if _, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey); err != nil {
+			return c.UsageError(env.Stderr, "--tls-cert %s --tls-key %s: %v", f.tlsCert, f.tlsKey, err)
+		}
+	}
 	if f.testConf {
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
@@ -701,12 +709,6 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		p.StatsAddr = net.JoinHostPort(f.statsAddr, strconv.Itoa(f.statsPort))
 	}
 	if f.tlsCert != "" {
-		// Checked here to fail as a bad flag does; the proxy reads the files
-		// again at each reload, as a pool's own (tls_cert_file).
-		if _, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey); err != nil {
-			c.Errorf(env.Stderr, "%v", err)
-			return 2
-		}
 		p.TLSCertFile, p.TLSKeyFile = f.tlsCert, f.tlsKey
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)

@@ -51,6 +51,8 @@ func TestProxyTestConf(t *testing.T) {
 		{[]string{"--test-conf"}, 2, "", "--test-conf needs --config"},
 		{[]string{"--config", good, "extra"}, 2, "", "unexpected arguments"},
 		{[]string{"--config", good, "--tls-cert", "x"}, 2, "", "go together"},
+		{[]string{"--config", good, "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--test-conf"}, 2, "",
+			"--tls-cert /nonexistent/c.pem --tls-key /nonexistent/k.pem: open /nonexistent/c.pem: no such file"},
 		{[]string{"--config", good, "--max-memory", "0"}, 2, "", "--max-memory 0: want a positive number of bytes"},
 		{[]string{"--config", good, "--max-bulk", "0"}, 2, "", "--max-bulk 0: want positive numbers of bytes"},
 		{[]string{"--config", good, "--idle-timeout", "-1s"}, 2, "", "--idle-timeout -1s: want 0 (idle clients stay) or a positive duration"},
