@@ -3,6 +3,8 @@ package proxy
 import (
 	"slices"
 	"time"
+
+	"github.com/chash-dev/chash/internal/dist"
 )
 
 // Replicas, and requests planned over several servers.
@@ -269,6 +271,9 @@ func (c *client) dispatchPlan(r *clientReq, st *state, deadline time.Time) bool 
 	if acc >= accessWrite && n != 1 {
 		acc = accessNone // no write names several keys; none is planned
 	}
+	if acc >= accessWrite && st.drainFull != nil {
+		c.oweDrained(r, st)
+	}
 	if st.replicas == 1 {
 		if acc >= accessWrite && st.full != nil {
 			c.oweEjected(r, st)
@@ -311,6 +316,36 @@ func (c *client) oweEjected(r *clientReq, st *state) {
 	}
 	if s := st.fullList[i]; s.ejected.Load() {
 		s.owe(key, false)
+	}
+}
+
+// oweDrained records a write of r's key as owed by the drained servers that
+// would hold it undrained: it goes to others meanwhile, and they must forget
+// it before they own it again. The deletes are replayed in the background
+// while they are drained, which costs a drain's warm-up a copy at most.
+func (c *client) oweDrained(r *clientReq, st *state) {
+	if r.req.nkeys() != 1 {
+		return
+	}
+	key, hashed := unitKey(st, r.req, 0)
+	var buf [8]int
+	idx := buf[:0]
+	if rr, ok := st.drainFull.(dist.ReplicaRouter); ok && st.replicas > 1 {
+		var err error
+		if idx, err = rr.AppendN(idx, hashed, st.replicas); err != nil {
+			return
+		}
+	} else {
+		i, err := st.drainFull.Lookup(hashed)
+		if err != nil {
+			return
+		}
+		idx = append(idx, i)
+	}
+	for _, i := range idx {
+		if s := st.drainList[i]; st.drained[s.name] {
+			s.owe(key, false)
+		}
 	}
 }
 

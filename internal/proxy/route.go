@@ -45,6 +45,13 @@ type state struct {
 	// server is ejected, or ejected servers keep their keys.
 	full     dist.Router
 	fullList []*server
+	// drainFull routes over every server, the drained included, to its
+	// index in drainList, when some are drained in a pool whose servers
+	// can forget (memcached's): a write of a key that a drained server
+	// owns there is owed by it, so that it holds no old value of it when it
+	// owns keys again (Undrain, a reload without it in drain:).
+	drainFull dist.Router
+	drainList []*server
 	// warm is the warm-up window open since the last ring change, or nil
 	// (warmup.go).
 	warm *window
@@ -144,7 +151,17 @@ func newState(cfg *config.Pool, servers []*server, ejectErrors bool, drained map
 	} else {
 		st.fullList = nil
 	}
-	st.planned = st.replicas > 1 || st.full != nil
+	if len(all) < len(servers) && !cfg.Redis && !e.Random { // some are drained
+		confs := make([]config.Server, len(servers))
+		for i, s := range servers {
+			confs[i] = st.conf(s)
+		}
+		if st.drainFull, err = dist.Build(cfg, confs); err != nil {
+			return nil, err
+		}
+		st.drainList = servers
+	}
+	st.planned = st.replicas > 1 || st.full != nil || st.drainFull != nil
 	return st, nil
 }
 

@@ -206,7 +206,20 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 		}
 	}
 	st.planned = st.planned || st.warm != nil
+	pl.undrained(cur, st)
 	pl.state.Store(st)
+}
+
+// undrained makes each server drained under cur but not under st, that owns
+// keys again, reconnect before it serves if it owes deletes of the keys
+// written while it was drained (oweDrained), so that they are done first.
+// pl.mu is held.
+func (pl *pool) undrained(cur, st *state) {
+	for n := range cur.drained {
+		if s := st.servers[n]; s != nil && !st.drained[n] && cur.servers[n] == s && s.owes() {
+			s.owed.gen.Add(1)
+		}
+	}
 }
 
 // closeWindow closes the warm-up window w if it is still open, swapping in a
@@ -220,7 +233,7 @@ func (pl *pool) closeWindow(w *window) {
 	}
 	st := *cur
 	st.warm = w.open(time.Now()) // an older window still open, if any
-	st.planned = st.replicas > 1 || st.full != nil || st.warm != nil
+	st.planned = st.replicas > 1 || st.full != nil || st.drainFull != nil || st.warm != nil
 	pl.state.Store(&st)
 	// Its own counts: those while it was open, with any window open with it.
 	pl.proxy.log.Info("warm-up window closed", "pool", pl.name, "reads", pl.stats.warmReads.Load()-w.reads,
