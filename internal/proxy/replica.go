@@ -272,11 +272,11 @@ func (c *client) dispatchPlan(r *clientReq, st *state, deadline time.Time) bool 
 		acc = accessNone // no write names several keys; none is planned
 	}
 	if acc >= accessWrite && st.drainFull != nil {
-		c.oweDrained(r, st)
+		c.oweOut(r, st, st.drainFull, st.drainList, isDrained)
 	}
 	if st.replicas == 1 {
 		if acc >= accessWrite && st.full != nil {
-			c.oweEjected(r, st)
+			c.oweOut(r, st, st.full, st.fullList, isEjected)
 		}
 		if st.warm == nil || acc == accessNone {
 			return false
@@ -302,52 +302,44 @@ func (c *client) dispatchPlan(r *clientReq, st *state, deadline time.Time) bool 
 	return true
 }
 
-// oweEjected records a write of r's key, in a pool without replicas, as owed
-// by the key's server if it is ejected: its keys went to other servers, and
-// it must forget this one before it serves again.
-func (c *client) oweEjected(r *clientReq, st *state) {
-	if r.req.nkeys() != 1 {
-		return
-	}
-	key, hashed := unitKey(st, r.req, 0)
-	i, err := st.full.Lookup(hashed)
-	if err != nil {
-		return
-	}
-	if s := st.fullList[i]; s.ejected.Load() {
-		s.owe(key, false)
-	}
-}
-
-// oweDrained records a write of r's key as owed by the drained servers that
-// would hold it undrained: it goes to others meanwhile, and they must forget
-// it before they own it again. The deletes are replayed in the background
-// while they are drained, which costs a drain's warm-up a copy at most.
-func (c *client) oweDrained(r *clientReq, st *state) {
+// oweOut records a write of r's key as owed by the servers out of the ring
+// (out) that would hold it in router, a ring over list with them: their keys
+// go to others meanwhile, and they must forget this one before they own it
+// again. So for the ejected servers of a pool without replicas (st.full:
+// they come back with readmission) and the drained servers of any pool
+// (st.drainFull: they come back with Undrain); the deletes owed by a drained
+// server are replayed in the background while it is drained, which costs a
+// drain's warm-up a copy at most.
+func (c *client) oweOut(r *clientReq, st *state, router dist.Router, list []*server, out func(*state, *server) bool) {
 	if r.req.nkeys() != 1 {
 		return
 	}
 	key, hashed := unitKey(st, r.req, 0)
 	var buf [8]int
 	idx := buf[:0]
-	if rr, ok := st.drainFull.(dist.ReplicaRouter); ok && st.replicas > 1 {
+	if rr, ok := router.(dist.ReplicaRouter); ok && st.replicas > 1 {
 		var err error
 		if idx, err = rr.AppendN(idx, hashed, st.replicas); err != nil {
 			return
 		}
 	} else {
-		i, err := st.drainFull.Lookup(hashed)
+		i, err := router.Lookup(hashed)
 		if err != nil {
 			return
 		}
 		idx = append(idx, i)
 	}
 	for _, i := range idx {
-		if s := st.drainList[i]; st.drained[s.name] {
+		if s := list[i]; out(st, s) {
 			s.owe(key, false)
 		}
 	}
 }
+
+// isEjected and isDrained are oweOut's tests.
+func isEjected(_ *state, s *server) bool { return s.ejected.Load() }
+
+func isDrained(st *state, s *server) bool { return st.drained[s.name] }
 
 // planRead lists the candidates of each unit of a read: its replicas that
 // are live and owe nothing, in order, then the live ones that owe deletes;

@@ -212,7 +212,7 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 
 // undrained makes each server drained under cur but not under st, that owns
 // keys again, reconnect before it serves if it owes deletes of the keys
-// written while it was drained (oweDrained), so that they are done first.
+// written while it was drained (oweOut), so that they are done first.
 // pl.mu is held.
 func (pl *pool) undrained(cur, st *state) {
 	for n := range cur.drained {
