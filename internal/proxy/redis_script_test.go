@@ -266,7 +266,11 @@ var redisScript = []redisCase{
 	// Commands the proxy refuses; the connection reads on.
 	{req: "KEYS *", proxy: unsupported("keys"), nc: ncCloses},
 	{req: "SCAN 0", proxy: unsupported("scan"), nc: ncCloses},
+	// After a refused MULTI, nothing runs until EXEC or DISCARD; nutcracker
+	// closed the connection at MULTI, and runs the SET on a new one.
 	{req: "MULTI", proxy: unsupported("multi"), nc: ncCloses},
+	{req: "SET str:tx x", proxy: "-" + replyNotRun + "\r\n", nc: ncOther},
+	{req: "EXEC", proxy: "-" + replyExecAbort + "\r\n", nc: ncCloses},
 	{req: "EXEC", proxy: unsupported("exec"), nc: ncCloses},
 	{req: "DISCARD", proxy: unsupported("discard"), nc: ncCloses},
 	{req: "WATCH str:a", proxy: unsupported("watch"), nc: ncCloses},
