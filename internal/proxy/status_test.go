@@ -194,7 +194,9 @@ beta:
 			t.Errorf("the status page has no row of server %s", html.UnescapeString(name))
 		}
 	}
-	for _, want := range []string{"pool alpha", "pool beta", "cache-a", "m1", "m2", "&lt;b&gt;x&lt;/b&gt;", `<meta http-equiv="refresh"`, "<svg"} {
+	// alpha has the client that sent the get, beta none.
+	for _, want := range []string{"pool alpha", "pool beta", "cache-a", "m1", "m2", "&lt;b&gt;x&lt;/b&gt;", `<meta http-equiv="refresh"`, "<svg",
+		"<span>1 client</span>", "<span>0 clients</span>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the status page has no %q", want)
 		}
