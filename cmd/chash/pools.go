@@ -62,12 +62,7 @@ func owners(cmd *Command, env *Env, p *config.Pool, servers []config.Server) ([]
 	if len(p.Drain) == 0 {
 		return servers, 0
 	}
-	out := make([]config.Server, 0, len(servers))
-	for _, s := range servers {
-		if !slices.Contains(p.Drain, s.Name()) {
-			out = append(out, s)
-		}
-	}
+	out, _ := splitDrained(p, servers)
 	if len(out) == 0 && len(servers) > 0 {
 		cmd.Errorf(env.Stderr, "%v", p.ErrorAt("drain", fmt.Errorf("drain names every server of %s; at least one must own the keys", p.ServersFrom)))
 		return nil, 2
@@ -77,13 +72,21 @@ func owners(cmd *Command, env *Env, p *config.Pool, servers []config.Server) ([]
 
 // drainedOf returns the names of the servers that p's drain: list names.
 func drainedOf(p *config.Pool, servers []config.Server) []string {
-	var out []string
+	_, drained := splitDrained(p, servers)
+	return drained
+}
+
+// splitDrained returns the servers that p's drain: list does not name, and
+// the names of those it names.
+func splitDrained(p *config.Pool, servers []config.Server) (own []config.Server, drained []string) {
 	for _, s := range servers {
 		if slices.Contains(p.Drain, s.Name()) {
-			out = append(out, s.Name())
+			drained = append(drained, s.Name())
+		} else {
+			own = append(own, s)
 		}
 	}
-	return out
+	return own, drained
 }
 
 // drainedText is " (drained, owning no keys: A, B)", or "" for none.

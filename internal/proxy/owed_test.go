@@ -14,13 +14,40 @@ import (
 	"github.com/chash-dev/chash/internal/memcachedtest"
 )
 
+// ejectFast ejects a server of pool alpha at its first failure, a timeout
+// of 300 ms, and probes it every 300 ms.
+const ejectFast = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300"
+
+// freezeEjected freezes victim, a server of p's pool alpha (ejectFast), and
+// returns once a get of key, one of victim's keys, failed on c and the
+// server is ejected.
+func freezeEjected(t *testing.T, p *Proxy, c *conn, victim *memcachedtest.Server, key string) {
+	t.Helper()
+	victim.Freeze()
+	if got := c.mustDo("get " + key + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
+		t.Fatalf("get from the frozen server: %q; want a timeout", got)
+	}
+	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
+		t.Fatal("the frozen server was not ejected")
+	}
+}
+
+// thawReadmitted thaws victim and returns once p readmitted it.
+func thawReadmitted(t *testing.T, p *Proxy, victim *memcachedtest.Server) {
+	t.Helper()
+	victim.Thaw()
+	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
+		t.Fatal("the thawed server was not readmitted")
+	}
+}
+
 // TestEjectionOwes checks twemproxy #604 in a pool without replicas: while a
 // frozen server is ejected its keys go to another server, and what is
 // written or deleted there meanwhile is owed by it; readmitted, it has
 // forgotten those keys, and warm-up reads them from where they were written.
 // So neither a stale value nor a deleted key comes back.
 func TestEjectionOwes(t *testing.T) {
-	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300\nwarmup: 60000"
+	const opts = ejectFast + "\nwarmup: 60000"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML(opts, servers...)
 	owner := ownerFunc(t, yaml)
@@ -36,13 +63,7 @@ func TestEjectionOwes(t *testing.T) {
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys)
 
-	victim.Freeze()
-	if got := c.mustDo("get " + kept + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
-		t.Fatalf("get from the frozen server: %q; want a timeout", got)
-	}
-	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
-		t.Fatal("the frozen server was not ejected")
-	}
+	freezeEjected(t, p, c, victim, kept)
 	// Its keys now go to the other server.
 	for _, tt := range []struct{ req, want string }{
 		{"set " + updated + " 0 0 3\r\nnew\r\n", "STORED\r\n"},
@@ -58,10 +79,7 @@ func TestEjectionOwes(t *testing.T) {
 		t.Errorf("the ejected server owes %d deletes; want 2 (%s, %s)", n, updated, deleted)
 	}
 
-	victim.Thaw()
-	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
-		t.Fatal("the thawed server was not readmitted")
-	}
+	thawReadmitted(t, p, victim)
 	for _, tt := range []struct{ key, want string }{
 		{updated, "VALUE " + updated + " 0 3\r\nnew\r\nEND\r\n"}, // warmed from the other server
 		{deleted, "END\r\n"},
@@ -86,9 +104,8 @@ func TestEjectionOwes(t *testing.T) {
 // as it could not be done, and the server owes it: readmitted, it has
 // forgotten the items it held, which came back before.
 func TestEjectedOwesFlush(t *testing.T) {
-	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
-	yaml := poolYAML(opts, servers...)
+	yaml := poolYAML(ejectFast, servers...)
 	owner := ownerFunc(t, yaml)
 	victim := servers[0]
 	var keys []string // keys of each server
@@ -102,20 +119,11 @@ func TestEjectedOwesFlush(t *testing.T) {
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys)
 
-	victim.Freeze()
-	if got := c.mustDo("get " + keys[0] + "\r\n"); !strings.HasPrefix(got, "SERVER_ERROR") {
-		t.Fatalf("get from the frozen server: %q; want a timeout", got)
-	}
-	if !waitFor(2*time.Second, func() bool { return p.ejected("alpha", victim.Addr) }) {
-		t.Fatal("the frozen server was not ejected")
-	}
+	freezeEjected(t, p, c, victim, keys[0])
 	if got := c.mustDo("flush_all\r\n"); got != "SERVER_ERROR "+victim.Addr+": server ejected\r\n" {
 		t.Errorf("flush_all while a server is ejected: %q; want its error", got)
 	}
-	victim.Thaw()
-	if !waitFor(5*time.Second, func() bool { return !p.ejected("alpha", victim.Addr) }) {
-		t.Fatal("the thawed server was not readmitted")
-	}
+	thawReadmitted(t, p, victim)
 	for _, k := range keys {
 		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
 			t.Errorf("after the flush_all and the readmission: get %s = %q; want a miss", k, got)
