@@ -23,6 +23,19 @@ const similarGroups = 1000
 // form.
 const defaultSample = 1_000_000
 
+// maxSample bounds --sample: a billion keys take minutes to route, or more,
+// and a share's standard error is below 0.002% of the keys there already, so
+// a larger sample would run for hours to measure nothing more.
+const maxSample = 1_000_000_000
+
+// checkSample refuses a --sample out of range.
+func checkSample(cmd *Command, env *Env, n int) int {
+	if n < 1 || n > maxSample {
+		return cmd.UsageError(env.Stderr, "--sample %d: want 1 to %d", n, maxSample)
+	}
+	return 0
+}
+
 type analyzeFlags struct {
 	config   string
 	pool     string
@@ -52,9 +65,9 @@ hash to: twemproxy's crc32 returns 0..32767 (java_hashcode_spread and
 java_fnv1_32 return 31 bits), so each of its keys goes to the first point at
 or after its hash, and arcs past 32767 own no keys. Maglev with a hash: of the
 pool is measured by routing keys. A load-aware distribution (bounded) places
---sample generated keys (1000000 by default) in turn, each counting as load, as
-chash route places the keys it reads; the others are measured by routing that
-many keys and counting. The output says which. Given --sample for an exact
+--sample generated keys (1000000 by default, at most 1000000000) in turn,
+each counting as load, as chash route places the keys it reads; the others
+are measured by routing that many keys and counting. The output says which. Given --sample for an exact
 distribution, analyze also routes that many sample keys and prints the sampled
 shares next to the exact ones, as a cross-check. A pool whose distribution is
 random has no shares to measure: each request goes to a server at random. A
@@ -133,8 +146,8 @@ func (f *analyzeFlags) run(ctx context.Context, cmd *Command, env *Env, args []s
 	if code := checkOutput(cmd, env, f.format, f.plot, f.ringPlot); code != 0 {
 		return code
 	}
-	if f.sample < 1 {
-		return cmd.UsageError(env.Stderr, "--sample %d: want at least 1", f.sample)
+	if code := checkSample(cmd, env, f.sample); code != 0 {
+		return code
 	}
 	p, code := loadPool(ctx, cmd, env, f.config, f.pool)
 	if code != 0 {

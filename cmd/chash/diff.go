@@ -70,7 +70,7 @@ changes is counted whole, as far as keys can hash into it (a hash of fewer
 than 32 bits, such as crc32's 0..32767, reaches only part of the ring; see
 chash help analyze). Two lookup tables of the same size (maglev) are
 compared entry by entry. A load-aware distribution (bounded) places --sample
-generated keys (1000000 by default) in turn on both, each counting as load;
+generated keys (1000000 by default, at most 1000000000) in turn on both, each counting as load;
 anything else is measured by routing that many keys through both. Neither
 lists ranges.
 
@@ -167,8 +167,8 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 	if code := checkOutput(cmd, env, f.format, f.plot, f.ringPlot); code != 0 {
 		return code
 	}
-	if f.sample < 1 {
-		return cmd.UsageError(env.Stderr, "--sample %d: want at least 1", f.sample)
+	if code := checkSample(cmd, env, f.sample); code != 0 {
+		return code
 	}
 	if f.ranges < 0 {
 		return cmd.UsageError(env.Stderr, "--ranges %d: want 0 or more", f.ranges)

@@ -54,9 +54,9 @@
 // java_fnv1_32 return 31 bits), so each of its keys goes to the first point at
 // or after its hash, and arcs past 32767 own no keys. Maglev with a hash: of the
 // pool is measured by routing keys. A load-aware distribution (bounded) places
-// --sample generated keys (1000000 by default) in turn, each counting as load, as
-// chash route places the keys it reads; the others are measured by routing that
-// many keys and counting. The output says which. Given --sample for an exact
+// --sample generated keys (1000000 by default, at most 1000000000) in turn,
+// each counting as load, as chash route places the keys it reads; the others
+// are measured by routing that many keys and counting. The output says which. Given --sample for an exact
 // distribution, analyze also routes that many sample keys and prints the sampled
 // shares next to the exact ones, as a cross-check. A pool whose distribution is
 // random has no shares to measure: each request goes to a server at random. A
@@ -637,7 +637,7 @@
 // than 32 bits, such as crc32's 0..32767, reaches only part of the ring; see
 // chash help analyze). Two lookup tables of the same size (maglev) are
 // compared entry by entry. A load-aware distribution (bounded) places --sample
-// generated keys (1000000 by default) in turn on both, each counting as load;
+// generated keys (1000000 by default, at most 1000000000) in turn on both, each counting as load;
 // anything else is measured by routing that many keys through both. Neither
 // lists ranges.
 //
