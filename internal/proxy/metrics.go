@@ -285,18 +285,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		count(descForwardErr, pl.stats.forwardErr.Load(), pl.name)
 		count(descFragments, pl.stats.fragments.Load(), pl.name)
 		count(descEjects, pl.stats.ejects.Load(), pl.name)
-		count(descWindows, pl.stats.windows.Load(), pl.name)
-		open := 0.0
-		if st.warm != nil {
-			open = 1
+		// A Redis pool has no warm-up, replicas or owed deletes (README):
+		// series that could only read 0 are left out.
+		mc := !st.cfg.Redis
+		if mc {
+			count(descWindows, pl.stats.windows.Load(), pl.name)
+			open := 0.0
+			if st.warm != nil {
+				open = 1
+			}
+			gauge(descWarmOpen, open, pl.name)
+			count(descWarmReads, pl.stats.warmReads.Load(), pl.name)
+			count(descWarmHits, pl.stats.warmHits.Load(), pl.name)
+			count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
+			count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
+			count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
+			count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		}
-		gauge(descWarmOpen, open, pl.name)
-		count(descWarmReads, pl.stats.warmReads.Load(), pl.name)
-		count(descWarmHits, pl.stats.warmHits.Load(), pl.name)
-		count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
-		count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
-		count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
-		count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		count(descClientIn, pl.stats.bytesIn.Load(), pl.name)
 		count(descClientOut, pl.stats.bytesOut.Load(), pl.name)
 		classes, totals := pl.refused.counts()
@@ -305,10 +310,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		shares := m.ringShares(st)
 		for _, s := range st.list {
-			gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
-			count(descOwedTotal, s.owed.total.Load(), pl.name, s.name)
-			count(descReplayed, s.owed.replayed.Load(), pl.name, s.name)
-			count(descFlushes, s.owed.flushes.Load(), pl.name, s.name)
+			if mc {
+				gauge(descOwed, float64(s.owed.n.Load()), pl.name, s.name)
+				count(descOwedTotal, s.owed.total.Load(), pl.name, s.name)
+				count(descReplayed, s.owed.replayed.Load(), pl.name, s.name)
+				count(descFlushes, s.owed.flushes.Load(), pl.name, s.name)
+			}
 			dr := 0.0
 			if st.drained[s.name] {
 				dr = 1

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/redistest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -275,6 +277,34 @@ func TestRedisHitsMatchRedis(t *testing.T) {
 		st := adminServerStats(t, p, "alpha", name)
 		if st["get_hits"] != wantHits[name] || st["get_misses"] != wantMisses[name] {
 			t.Errorf("/stats: server %s get_hits %v, get_misses %v; want %v, %v", name, st["get_hits"], st["get_misses"], wantHits[name], wantMisses[name])
+		}
+	}
+}
+
+// TestRedisPoolNoMemcachedSeries scrapes a proxy of a memcached pool and a
+// Redis pool: the series of what only memcached pools have (warm-up,
+// replicas' failovers, owed deletes) name the memcached pool alone, and
+// the series both have name both.
+func TestRedisPoolNoMemcachedSeries(t *testing.T) {
+	rs := startRedisServers(t, 1)
+	ms := memcachedtest.Start(t)
+	p := startProxy(t, poolsYAML(map[string]string{
+		"mc":  poolYAML("", ms),
+		"red": redisPoolYAML("", rs...),
+	}), func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	for _, name := range []string{
+		"chash_proxy_warmup_windows_total", "chash_proxy_warmup_window_open", "chash_proxy_warmup_reads_total",
+		"chash_proxy_warmup_copies_undone_total", "chash_proxy_replica_failovers_total",
+		"chash_proxy_owed_deletes", "chash_proxy_owed_deletes_total", "chash_proxy_owed_flushes_total",
+		"chash_proxy_client_connections", "chash_proxy_server_ejected",
+	} {
+		pools := slices.Sorted(maps.Keys(metricValues(t, p, name, "pool")))
+		want := []string{"mc"}
+		if name == "chash_proxy_client_connections" || name == "chash_proxy_server_ejected" {
+			want = []string{"mc", "red"}
+		}
+		if !slices.Equal(pools, want) {
+			t.Errorf("%s: pools %q; want %q", name, pools, want)
 		}
 	}
 }
