@@ -408,7 +408,8 @@ process listens on this address too"), the new process of a restart too.
 replies read from servers and not yet written, over all clients (1 GiB by
 default): past it, clients are not read until replies are written, so a
 client that sends faster than its replies are read cannot make the proxy
-hold ever more. Replies to requests already
+hold ever more; a reply's bytes count until it is written, so a client that
+reads slowly holds only what it has not taken. Replies to requests already
 sent may take it past the bound (at most 256 requests and 4,096 keys per
 client are in flight: with values of 1 MB, a client that pipelines gets of
 them may bring 4 GB), and so may the one request each client is reading,

@@ -575,6 +575,9 @@ func (c *client) shedWait(err error) end {
 }
 
 // flush waits for the replies of the pending requests and writes them in order.
+// The memory of replies written is given back as they are written, not once
+// all are: a client that reads slowly keeps the others waiting for memory
+// only for the replies it has not taken yet.
 func (c *client) flush() {
 	if len(c.pending) == 0 {
 		return
@@ -590,20 +593,27 @@ func (c *client) flush() {
 			<-cl.done
 			held += cl.held
 		}
+		wrote := false
 		if c.werr == nil {
 			if head, value, tail, ok := c.bigReply(*out, r); ok {
 				// The value is written as it is, not copied into out.
 				*out = append(head[:0], c.writeValue(head, value, tail)...)
+				wrote = true
 			} else {
 				*out = c.respond(*out, r)
 			}
 			if len(*out) >= flushAt {
 				c.write(*out)
 				*out = (*out)[:0]
+				wrote = true
 			}
 		}
 		c.pool.observeRequest(r)
 		c.pool.reqs.Put(r)
+		if wrote && held != 0 {
+			c.pool.proxy.mem.release(held)
+			held = 0
+		}
 	}
 	clear(c.pending)
 	c.pending = c.pending[:0]

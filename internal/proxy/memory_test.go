@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,5 +467,57 @@ func TestPendingKeysBound(t *testing.T) {
 	}
 	if got := c.mustDo("get k1\r\n"); got != "VALUE k1 0 1000\r\n"+value+"\r\nEND\r\n" {
 		t.Errorf("another client meanwhile: %.40q", got)
+	}
+}
+
+// TestSlowReaderGivesBack: a client pipelines 40 gets of a 512 KiB value and
+// reads its replies slowly (4 MiB a second), so that the proxy, with a budget
+// of 8 MiB, goes past it. Another client waits for memory only until the
+// replies not yet written fit the budget: it is answered while the slow
+// client has read less than 70% of its 20 MiB. Had the memory of a batch of
+// replies been given back only once all were written, it would wait until
+// the last were in the socket's buffers (a few MiB).
+func TestSlowReaderGivesBack(t *testing.T) {
+	const gets, size = 40, 512 << 10
+	value := strings.Repeat("v", size)
+	p := startProxy(t, poolYAML("timeout: 20000", memcachedtest.Start(t)), func(p *Proxy) { p.MaxMemory = 8 << 20 })
+	addr := p.Addr("alpha").String()
+	if got := dial(t, addr).mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
+		t.Fatalf("set big: %q", got)
+	}
+	other := dial(t, addr)
+	slow := dial(t, addr)
+	slow.c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	if _, err := io.WriteString(slow.c, strings.Repeat("get big\r\n", gets)); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 12<<20 }) {
+		t.Fatalf("the proxy holds %d bytes; want the replies it cannot write yet", p.mem.held.Load())
+	}
+	var read atomic.Int64
+	go func() {
+		buf := make([]byte, 64<<10)
+		tick := time.NewTicker(16 * time.Millisecond) // 64 KiB each: 4 MiB a second
+		defer tick.Stop()
+		slow.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for range tick.C {
+			n, err := io.ReadFull(slow.br, buf)
+			read.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	other.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	io.WriteString(other.c, "get small\r\n")
+	got, err := other.br.ReadString('\n')
+	done := read.Load()
+	total := int64(gets * (size + len("VALUE big 0 524288\r\n\r\nEND\r\n")))
+	t.Logf("the other client was answered %q when the slow one had read %d of %d bytes (%.0f%%)", got, done, total, 100*float64(done)/float64(total))
+	if got != "END\r\n" {
+		t.Fatalf("the other client: %q, %v; want END", got, err)
+	}
+	if done >= total*7/10 {
+		t.Errorf("the other client was answered when the slow one had read %d of %d bytes; want under 70%%", done, total)
 	}
 }
