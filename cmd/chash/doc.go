@@ -952,9 +952,11 @@
 // client that sends faster than its replies are read cannot make the proxy
 // hold ever more; a reply's bytes count until it is written, so a client that
 // reads slowly holds only what it has not taken. Replies to requests already
-// sent may take it past the bound (at most 256 requests and 4,096 keys per
-// client are in flight: with values of 1 MB, a client that pipelines gets of
-// them may bring 4 GB), and so may the one request each client is reading,
+// sent may take it past the bound: at most 256 requests and 4,096 keys per
+// client are in flight, and where the pool has seen values of 64 KiB or more
+// in the last 10 s, no more keys than bring a sixteenth of --max-memory at
+// the largest such size (one request at least: with values of 1 MB and the
+// default bound, 64 keys). So may the one request each client is reading,
 // counted once read whole (up to --max-value or --max-bulk). While past it, a
 // client that takes more than 5 s to take a write of its replies (64 KiB, or
 // one larger reply) is closed, as Redis closes one past its output buffer

@@ -396,7 +396,7 @@ func (c *client) serveRead() end {
 		more := c.buffered()
 		mem := pl.proxy.mem
 		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || c.pkeys >= maxPendingKeys ||
-			mem.over() || c.barrier {
+			mem.over() || c.barrier || c.largeInFlight(mem) {
 			// Nothing more has arrived, or this client or the proxy holds
 			// much: answer what was read before reading more.
 			c.flush()
@@ -444,10 +444,13 @@ func (c *client) serveRead() end {
 			c.noteRefusal(r)
 		}
 		c.pending = append(c.pending, r)
-		n := r.req.size()
+		n, keys := r.req.size(), r.req.nkeys()
 		c.pbytes += n
-		c.pkeys += r.req.nkeys()
+		c.pkeys += keys
 		mem.add(int64(n))
+		if n >= largeValue {
+			pl.large.record(n / max(keys, 1))
+		}
 		switch act {
 		case closeAfter:
 			// A quit ends the connection as the client's EOF does, a
@@ -463,6 +466,18 @@ func (c *client) serveRead() end {
 			c.barrier = true
 		}
 	}
+}
+
+// largeInFlight reports whether the replies of the client's requests in
+// flight, at the size of its pool's large values (largeValues) a key, may
+// bring a largeShare of the memory budget: then they are answered before
+// more of its requests are read.
+func (c *client) largeInFlight(mem *memory) bool {
+	if len(c.pending) == 0 {
+		return false
+	}
+	size := c.pool.large.size()
+	return size > 0 && int64(max(c.pkeys, 1))*size >= mem.max/largeShare
 }
 
 // buffered reports whether the client's bytes read hold more than the

@@ -21,8 +21,9 @@ const DefaultMaxMemory = 1 << 30
 // bytes, then waits until the proxy holds max or less. Servers are always
 // read, so the bytes held come down. So the proxy holds at most max, plus the
 // replies to requests already sent when it went over (at most maxPipeline
-// requests naming maxPendingKeys keys per client), plus one request being
-// read by each client (bounded by the codec's limits).
+// requests naming maxPendingKeys keys per client; where values are large,
+// about max/largeShare, or one request), plus one request being read by
+// each client (bounded by the codec's limits).
 type memory struct {
 	max  int64
 	held atomic.Int64
@@ -90,6 +91,68 @@ func (m *memory) wait(done <-chan struct{}) bool {
 			return false
 		}
 	}
+}
+
+// Where a pool has lately seen large values, a client's requests in flight
+// are bounded by the bytes their replies may bring: the pool remembers the
+// largest value of largeValue bytes or more that its replies or writes
+// carried in the last largeKeep seconds (largeValues), and a client whose
+// keys in flight would bring a largeShare of the memory budget at that size
+// each has its replies written before more of its requests are read (one
+// request is always let through, whatever its keys). Without it, a client
+// pipelining gets of 1 MB values brought up to 4 GB (maxPendingKeys of
+// them), whatever the budget. Smaller values are not remembered: 4,096 of
+// them bring less than 256 MiB.
+const (
+	largeValue = 64 << 10
+	largeKeep  = 10
+	largeShare = 16
+)
+
+// largeValues is what a pool remembers of its large values: the size of the
+// largest and the second it was seen (Unix time, its low 32 bits), in one
+// word, so that a request's look costs one load, and nothing while the pool
+// has seen none lately.
+type largeValues struct{ v atomic.Uint64 }
+
+// record notes a value of n bytes: it becomes the one remembered if it is
+// at least as large, or if the one remembered is largeKeep seconds old.
+func (b *largeValues) record(n int) {
+	if n >= largeValue {
+		b.recordAt(n, uint32(time.Now().Unix()))
+	}
+}
+
+func (b *largeValues) recordAt(n int, now uint32) {
+	size := uint64(min(n, 1<<32-1))
+	for {
+		old := b.v.Load()
+		was, at := old>>32, uint32(old)
+		if (size < was && now-at < largeKeep) || (size == was && now == at) {
+			return
+		}
+		if b.v.CompareAndSwap(old, size<<32|uint64(now)) {
+			return
+		}
+	}
+}
+
+// size returns the size of the value remembered, or 0 if there is none
+// younger than largeKeep seconds.
+func (b *largeValues) size() int64 {
+	if b.v.Load() == 0 {
+		return 0
+	}
+	return b.sizeAt(uint32(time.Now().Unix()))
+}
+
+func (b *largeValues) sizeAt(now uint32) int64 {
+	v := b.v.Load()
+	if v != 0 && now-uint32(v) >= largeKeep {
+		b.v.CompareAndSwap(v, 0) // forgotten: the next looks cost nothing
+		return 0
+	}
+	return int64(v >> 32)
 }
 
 // How the proxy gives memory back to the system after a burst: Go returns

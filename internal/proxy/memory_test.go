@@ -273,47 +273,71 @@ func TestShedIdleClient(t *testing.T) {
 	}
 }
 
-// TestMemoryBudget has a client pipeline 40 gets of a 512 KiB value and not
+// The tests of the budget take the proxy past it with multi-gets of many
+// values under largeValue, each reply 512 KiB: a pool does not remember
+// such values (largeValues), so nothing bounds a client's replies in flight
+// below maxPendingKeys.
+const spreadKeys, spreadSize = 16, 32 << 10
+
+// spread returns, for memcached or Redis, the request that stores the
+// spreadKeys values, its reply, a multi-get of them and the multi-get's reply.
+func spread(redis bool) (set, stored, get, reply string) {
+	value := strings.Repeat("v", spreadSize)
+	keys := make([]string, spreadKeys)
+	var sets, vals strings.Builder
+	mset := []string{"MSET"}
+	for i := range keys {
+		keys[i] = fmt.Sprint("s", i)
+		fmt.Fprintf(&sets, "set %s 0 0 %d noreply\r\n%s\r\n", keys[i], spreadSize, value)
+		fmt.Fprintf(&vals, "VALUE %s 0 %d\r\n%s\r\n", keys[i], spreadSize, value)
+		mset = append(mset, keys[i], value)
+	}
+	if redis {
+		var mget strings.Builder
+		fmt.Fprintf(&mget, "*%d\r\n", spreadKeys)
+		for range keys {
+			fmt.Fprintf(&mget, "$%d\r\n%s\r\n", spreadSize, value)
+		}
+		return redistest.Request(mset...), "+OK\r\n", "MGET " + strings.Join(keys, " ") + "\r\n", mget.String()
+	}
+	return sets.String() + "version\r\n", "VERSION ", "get " + strings.Join(keys, " ") + "\r\n", vals.String() + "END\r\n"
+}
+
+// TestMemoryBudget has a client pipeline 40 gets of 512 KiB (spread) and not
 // read the replies, so that the proxy holds 20 MiB it cannot write. With a
 // budget of 8 MiB, another client is not read until the first reads its
 // replies; with the default budget, it is served at once. Either way the proxy
 // holds nothing once every reply is written. So for memcached and Redis pools.
 func TestMemoryBudget(t *testing.T) {
-	const gets, size = 40, 512 << 10
-	value := strings.Repeat("v", size)
+	const gets = 40
 	for _, proto := range []struct {
-		name                      string
-		yaml                      func() string
-		set, get, getSmall, small string
-		big                       string // the reply to get
+		name                  string
+		yaml                  func() string
+		set, stored, get, big string
+		getSmall, small       string
 	}{
 		{
 			name:     "memcached",
 			yaml:     func() string { return poolYAML("timeout: 20000", memcachedtest.Start(t)) },
-			set:      fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value),
-			get:      "get big\r\n",
 			getSmall: "get small\r\n",
 			small:    "END\r\n",
-			big:      fmt.Sprintf("VALUE big 0 %d\r\n%s\r\nEND\r\n", size, value),
 		},
 		{
 			name:     "redis",
 			yaml:     func() string { return redisPoolYAML("timeout: 20000", redistest.Start(t)) },
-			set:      redistest.Request("SET", "big", value),
-			get:      "GET big\r\n",
 			getSmall: "GET small\r\n",
 			small:    "$-1\r\n",
-			big:      fmt.Sprintf("$%d\r\n%s\r\n", size, value),
 		},
 	} {
+		proto.set, proto.stored, proto.get, proto.big = spread(proto.name == "redis")
 		yaml := proto.yaml()
 		for _, budget := range []int64{8 << 20, 0} {
 			p := startProxy(t, yaml, func(p *Proxy) { p.MaxMemory = budget })
 			addr := p.Addr("alpha").String()
 			loader := dial(t, addr)
 			io.WriteString(loader.c, proto.set)
-			if _, err := loader.br.ReadString('\n'); err != nil {
-				t.Fatal(err)
+			if line, err := loader.br.ReadString('\n'); !strings.HasPrefix(line, proto.stored) {
+				t.Fatalf("%s: storing the values: %q, %v", proto.name, line, err)
 			}
 			greedy := dial(t, addr)
 			if _, err := io.WriteString(greedy.c, strings.Repeat(proto.get, gets)); err != nil {
@@ -368,14 +392,14 @@ func TestMemoryBudget(t *testing.T) {
 }
 
 // TestSlowReaderClosed: past the memory budget, a client that does not read
-// its replies holds the bytes the others wait for; after slowReader without
+// its replies (40 gets of 512 KiB, spread) holds the bytes the others wait for; after slowReader without
 // taking a write, it is closed, and the client that waited is answered. The
 // closing is counted as a refusal of class slow_reader. So over TLS too,
 // where a write that began within the budget waited for ever, and with it
 // every client of the proxy.
 func TestSlowReaderClosed(t *testing.T) {
-	const gets, size = 40, 512 << 10
-	value := strings.Repeat("v", size)
+	const gets = 40
+	set, _, get, _ := spread(false)
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	writeCert(t, certFile, keyFile)
@@ -395,14 +419,14 @@ func TestSlowReaderClosed(t *testing.T) {
 				}
 				return dial(t, addr)
 			}
-			if got := dialAny().mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
-				t.Fatalf("set big: %q", got)
+			if got := dialAny().mustDo(set); !strings.HasPrefix(got, "VERSION ") {
+				t.Fatalf("storing the values: %q", got)
 			}
 			// Connected before the proxy goes past its budget, when it reads
 			// no new client (and so completes no TLS handshake).
 			other := dialAny()
 			greedy := dialAny()
-			if _, err := io.WriteString(greedy.c, strings.Repeat("get big\r\n", gets)); err != nil {
+			if _, err := io.WriteString(greedy.c, strings.Repeat(get, gets)); err != nil {
 				t.Fatal(err)
 			}
 			if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 16<<20 }) {
@@ -470,7 +494,7 @@ func TestPendingKeysBound(t *testing.T) {
 	}
 }
 
-// TestSlowReaderGivesBack: a client pipelines 40 gets of a 512 KiB value and
+// TestSlowReaderGivesBack: a client pipelines 40 gets of 512 KiB (spread) and
 // reads its replies slowly (4 MiB a second), so that the proxy, with a budget
 // of 8 MiB, goes past it. Another client waits for memory only until the
 // replies not yet written fit the budget: it is answered while the slow
@@ -478,17 +502,17 @@ func TestPendingKeysBound(t *testing.T) {
 // replies been given back only once all were written, it would wait until
 // the last were in the socket's buffers (a few MiB).
 func TestSlowReaderGivesBack(t *testing.T) {
-	const gets, size = 40, 512 << 10
-	value := strings.Repeat("v", size)
+	const gets = 40
+	set, _, get, reply := spread(false)
 	p := startProxy(t, poolYAML("timeout: 20000", memcachedtest.Start(t)), func(p *Proxy) { p.MaxMemory = 8 << 20 })
 	addr := p.Addr("alpha").String()
-	if got := dial(t, addr).mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
-		t.Fatalf("set big: %q", got)
+	if got := dial(t, addr).mustDo(set); !strings.HasPrefix(got, "VERSION ") {
+		t.Fatalf("storing the values: %q", got)
 	}
 	other := dial(t, addr)
 	slow := dial(t, addr)
 	slow.c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	if _, err := io.WriteString(slow.c, strings.Repeat("get big\r\n", gets)); err != nil {
+	if _, err := io.WriteString(slow.c, strings.Repeat(get, gets)); err != nil {
 		t.Fatal(err)
 	}
 	if !waitFor(10*time.Second, func() bool { return p.mem.held.Load() > 12<<20 }) {
@@ -512,12 +536,80 @@ func TestSlowReaderGivesBack(t *testing.T) {
 	io.WriteString(other.c, "get small\r\n")
 	got, err := other.br.ReadString('\n')
 	done := read.Load()
-	total := int64(gets * (size + len("VALUE big 0 524288\r\n\r\nEND\r\n")))
+	total := int64(gets * len(reply))
 	t.Logf("the other client was answered %q when the slow one had read %d of %d bytes (%.0f%%)", got, done, total, 100*float64(done)/float64(total))
 	if got != "END\r\n" {
 		t.Fatalf("the other client: %q, %v; want END", got, err)
 	}
 	if done >= total*7/10 {
 		t.Errorf("the other client was answered when the slow one had read %d of %d bytes; want under 70%%", done, total)
+	}
+}
+
+// TestLargeValuesBound: two clients pipeline 40 gets of four 512 KiB values
+// (80 MiB of replies each) and do not read, under a budget of 8 MiB. The
+// pool has seen the value (a set through the proxy; for Redis, a GET of a
+// value set on the server directly), so each client has one get in flight,
+// and the proxy holds at most 16 MiB (4 MiB here); without the bound it sent
+// all 40 of each and held 156 MiB after 3 s. The replies all come once the clients read,
+// and the proxy then holds nothing.
+func TestLargeValuesBound(t *testing.T) {
+	const gets, size = 40, 512 << 10
+	value := strings.Repeat("v", size)
+	for _, redis := range []bool{false, true} {
+		name := map[bool]string{false: "memcached", true: "redis"}[redis]
+		t.Run(name, func(t *testing.T) {
+			var yaml, get, reply string
+			var learn func(c *conn)
+			if redis {
+				s := redistest.Start(t)
+				if got := s.Do("SET", "big", value); got != "+OK\r\n" {
+					t.Fatalf("SET big on the server: %q", got)
+				}
+				yaml, get = redisPoolYAML("timeout: 20000", s), "MGET big big big big\r\n"
+				reply = "*4\r\n" + strings.Repeat(fmt.Sprintf("$%d\r\n%s\r\n", size, value), 4)
+				learn = func(c *conn) {
+					io.WriteString(c.c, "GET big\r\n")
+					got := make([]byte, len(value)+len("$524288\r\n\r\n"))
+					if _, err := io.ReadFull(c.br, got); err != nil || !strings.HasPrefix(string(got), "$524288\r\nvvv") {
+						t.Fatalf("GET big: %.20q, %v", got, err)
+					}
+				}
+			} else {
+				yaml, get = poolYAML("timeout: 20000", memcachedtest.Start(t)), "get big big big big\r\n"
+				reply = strings.Repeat(fmt.Sprintf("VALUE big 0 %d\r\n%s\r\n", size, value), 4) + "END\r\n"
+				learn = func(c *conn) {
+					if got := c.mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
+						t.Fatalf("set big: %q", got)
+					}
+				}
+			}
+			p := startProxy(t, yaml, func(p *Proxy) { p.MaxMemory = 8 << 20 })
+			addr := p.Addr("alpha").String()
+			learn(dial(t, addr))
+			greedy := []*conn{dial(t, addr), dial(t, addr)}
+			for _, g := range greedy {
+				if _, err := io.WriteString(g.c, strings.Repeat(get, gets)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(3*time.Second, func() bool { return p.mem.peak.Load() > 16<<20 })
+			t.Logf("%s: the proxy held at most %d KiB", name, p.mem.peak.Load()>>10)
+			if peak := p.mem.peak.Load(); peak > 16<<20 {
+				t.Errorf("%s: the proxy held %d KiB for two clients that pipeline gets of four 512 KiB values, under a budget of 8 MiB; want at most 16 MiB", name, peak>>10)
+			}
+			for i, g := range greedy {
+				g.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+				got := make([]byte, len(reply))
+				for j := range gets {
+					if _, err := io.ReadFull(g.br, got); err != nil || string(got) != reply {
+						t.Fatalf("%s: client %d, reply %d: %.40q, %v", name, i, j, got, err)
+					}
+				}
+			}
+			if !waitFor(5*time.Second, func() bool { return p.mem.held.Load() == 0 }) {
+				t.Errorf("%s: %d bytes held once every reply is written; want 0", name, p.mem.held.Load())
+			}
+		})
 	}
 }

@@ -95,3 +95,39 @@ func TestWideHead(t *testing.T) {
 		s.drop()
 	}
 }
+
+// TestLargeValues: a pool remembers the largest value of largeValue bytes or
+// more for largeKeep seconds, a smaller one only once that is older, and
+// nothing under largeValue.
+func TestLargeValues(t *testing.T) {
+	var b largeValues
+	const t0 = 1000
+	steps := []struct {
+		record int    // 0: none
+		at     uint32 // seconds after t0
+		want   int64
+	}{
+		{0, 0, 0},
+		{largeValue - 1, 0, 0}, // too small to remember
+		{100 << 10, 1, 100 << 10},
+		{1 << 20, 2, 1 << 20},
+		{200 << 10, 5, 1 << 20},         // smaller, while the larger is young
+		{0, 2 + largeKeep - 1, 1 << 20}, // still young
+		{200 << 10, 2 + largeKeep, 200 << 10},
+		{0, 2 + 2*largeKeep, 0}, // forgotten
+		{0, 2 + 2*largeKeep, 0},
+		{5 << 30, 3 * largeKeep, 1<<32 - 1}, // more than a word's half holds
+	}
+	for i, s := range steps {
+		if s.record >= largeValue {
+			b.recordAt(s.record, t0+s.at)
+		}
+		if got := b.sizeAt(t0 + s.at); got != s.want {
+			t.Errorf("step %d (record %d at +%ds): size %d; want %d", i, s.record, s.at, got, s.want)
+		}
+	}
+	// Recorded at second 1030 of 1970: long forgotten now.
+	if got := b.size(); got != 0 {
+		t.Errorf("size now = %d; want 0, the value long forgotten", got)
+	}
+}

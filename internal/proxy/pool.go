@@ -27,6 +27,7 @@ type pool struct {
 	cmds    []*counter  // by command
 	lat     []*observer // by command
 	moves   moveLog     // the moved key space, measured off the path of changes
+	large   largeValues // the large values lately seen (memory.go)
 
 	copier warmCopier // of warm-up copies (warmup.go)
 	// drains are the servers drained through the admin endpoint, by name;

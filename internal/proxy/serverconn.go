@@ -696,9 +696,13 @@ func (c *serverConn) answered(ss *session, cl *call) *call {
 	cl.held = int64(n)
 	c.srv.pool.proxy.mem.add(cl.held)
 	c.srv.stats.responses.Add(1)
-	if hits, misses := cl.reply.lookups(); hits+misses > 0 {
+	hits, misses := cl.reply.lookups()
+	if hits+misses > 0 {
 		c.srv.stats.hits.Add(uint64(hits))
 		c.srv.stats.misses.Add(uint64(misses))
+	}
+	if n >= largeValue {
+		c.srv.pool.large.record(n / max(hits, 1))
 	}
 	c.srv.latency.observe(time.Since(cl.start))
 	cl.complete(nil)
