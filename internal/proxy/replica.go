@@ -673,26 +673,44 @@ const (
 // has any (a warm-up window is open), and sends the write: at once, but for
 // a delete, which waits for them (stepWrite's stage 0).
 func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
-	if len(p.stale) > 0 {
-		// The previous servers' copies go: first, for a delete, so that a
-		// warm-up copy racing with it sees it and takes itself back.
-		p.staleCalls[0] = r.ncalls
-		began := time.Now()
-		for _, s := range p.stale {
-			if s.ejected.Load() {
-				s.owe(key, false)
-				continue
-			}
-			cl := c.planCall(r, later(deadline, began), s)
-			sendBuilt(cl)(c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply))
-		}
-		p.staleCalls[1] = r.ncalls
-		if p.acc == accessDelete {
-			p.barrier = true
-			return
-		}
+	if len(p.stale) == 0 {
+		c.sendWrite(r, p, deadline, key)
+		return
 	}
-	c.sendWrite(r, p, deadline, key)
+	// The previous servers' copies go: first, for a delete, so that a
+	// warm-up copy racing with it sees it and takes itself back. Any other
+	// write is sent before them: a previous server that hangs, or that is
+	// dialled again and first replays the deletes it owes, must not make
+	// the write late (it failed, its time gone, and was owed by the key's
+	// new server).
+	p.staleCalls[0] = r.ncalls
+	began := time.Now()
+	var built [4]*call
+	stale := built[:0]
+	for _, s := range p.stale {
+		if s.ejected.Load() {
+			s.owe(key, false)
+			continue
+		}
+		cl := c.planCall(r, later(deadline, began), s)
+		out, err := c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
+		if cl.out = out; err != nil {
+			cl.complete(err)
+			continue
+		}
+		stale = append(stale, cl)
+	}
+	p.staleCalls[1] = r.ncalls
+	del := p.acc == accessDelete
+	if !del {
+		c.sendWrite(r, p, deadline, key)
+	}
+	for _, cl := range stale {
+		cl.srv.send(cl)
+	}
+	if del {
+		p.barrier = true
+	}
 }
 
 // decider returns the target that decides a conditional write, and counts

@@ -548,3 +548,51 @@ func TestWarmupCopiesUndone(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmupPreviousHangs: a server hangs, and is taken out of the pool (as
+// chash register --check takes it out of an etcd list). In the warm-up
+// window, writes of the keys it had are stored on their new server, though
+// the deletes of its copies time out (it owes them); they failed before, the
+// write's time spent on the hanging server before it was sent, and the new
+// server owed them too. Deletes answer as the new server does. Once the
+// server answers again, no read brings its old values back.
+func TestWarmupPreviousHangs(t *testing.T) {
+	const opts = "timeout: 400\nwarmup: 60000"
+	p, servers, moved, _ := warmPool(t, opts, "hang:", 6)
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, moved) // on servers[1]
+	servers[1].Freeze()
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers[0]))); err != nil {
+		t.Fatal(err)
+	}
+	sets, deletes := moved[:3], moved[3:]
+	for _, k := range sets {
+		if got := c.mustDo("set " + k + " 0 0 3\r\nnew\r\n"); got != "STORED\r\n" {
+			t.Errorf("set %s while its previous server hangs = %q; want STORED", k, got)
+		}
+	}
+	for _, k := range deletes {
+		if got := c.mustDo("delete " + k + "\r\n"); got != "NOT_FOUND\r\n" {
+			t.Errorf("delete %s while its previous server hangs = %q; want NOT_FOUND, the new server's answer", k, got)
+		}
+	}
+	servers[1].Thaw()
+	nw := dial(t, servers[0].Addr)
+	for _, k := range sets {
+		want := "VALUE " + k + " 0 3\r\nnew\r\nEND\r\n"
+		if got := nw.mustDo("get " + k + "\r\n"); got != want {
+			t.Errorf("the new server has %q; want %q", got, want)
+		}
+		if got := c.mustDo("get " + k + "\r\n"); got != want {
+			t.Errorf("get %s = %q; want %q", k, got, want)
+		}
+	}
+	for _, k := range deletes {
+		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
+			t.Errorf("get %s, deleted while its previous server hung = %q; want a miss", k, got)
+		}
+	}
+}
