@@ -1143,7 +1143,7 @@
 //
 // Usage:
 //
-//	chash register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N]]
+//	chash register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N] [--keep-values]]
 //
 // Register puts a server's line under an etcd key and keeps it there, for
 // the proxies whose pools read their servers from that prefix
@@ -1183,7 +1183,12 @@
 // answer counts: the server answers). It registers once the server answers,
 // removes the key when --check-fails checks in a row (3 by default) get no
 // answer, and registers again at the first answer after that, each change in
-// one log line. A register that outlives its server without --check keeps the
+// one log line. A memcached server is emptied (flush_all) before it is
+// registered again: while it was out, its keys were written and deleted on
+// other servers, and its old values would be read again (with the pool's
+// warmup, its keys are then warmed from where they were written). Give
+// --keep-values to register it as it is. A Redis server is not emptied: flush
+// it yourself if it serves as a cache. A register that outlives its server without --check keeps the
 // server in every proxy's ring, where its keys fail (with auto_eject_hosts,
 // until each proxy ejects it on its own).
 //
@@ -1197,6 +1202,8 @@
 //		with --check, remove the key after N checks in a row without an answer (default 3)
 //	--etcd HOST:PORT[,HOST:PORT...]
 //		the etcd members' client addresses, HOST:PORT[,HOST:PORT...] (required)
+//	--keep-values
+//		with --check memcached, register a server that answers again without emptying it first
 //	--log-json
 //		log in JSON
 //	--prefix PREFIX

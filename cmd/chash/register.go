@@ -24,12 +24,13 @@ type registerFlags struct {
 	check      string
 	checkEvery time.Duration
 	checkFails int
+	keepValues bool
 }
 
 func newRegister() *Command {
 	f := new(registerFlags)
 	c := &Command{
-		UsageLine: "register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N]]",
+		UsageLine: "register --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX --server LINE [--ttl D] [--wait D] [--check PROTOCOL [--check-every D] [--check-fails N] [--keep-values]]",
 		Short:     "keep a server in the lists of the proxies that watch an etcd prefix",
 		Long: `Register puts a server's line under an etcd key and keeps it there, for
 the proxies whose pools read their servers from that prefix
@@ -69,7 +70,12 @@ also bounds each check): memcached's version, or Redis's PING (a NOAUTH
 answer counts: the server answers). It registers once the server answers,
 removes the key when --check-fails checks in a row (3 by default) get no
 answer, and registers again at the first answer after that, each change in
-one log line. A register that outlives its server without --check keeps the
+one log line. A memcached server is emptied (flush_all) before it is
+registered again: while it was out, its keys were written and deleted on
+other servers, and its old values would be read again (with the pool's
+warmup, its keys are then warmed from where they were written). Give
+--keep-values to register it as it is. A Redis server is not emptied: flush
+it yourself if it serves as a cache. A register that outlives its server without --check keeps the
 server in every proxy's ring, where its keys fail (with auto_eject_hosts,
 until each proxy ejects it on its own).`,
 	}
@@ -82,6 +88,7 @@ until each proxy ejects it on its own).`,
 	c.Flag.StringVar(&f.check, "check", "", "ask the server whether it answers, in `PROTOCOL` memcached or redis, and keep the key only while it does")
 	c.Flag.DurationVar(&f.checkEvery, "check-every", time.Second, "with --check, check every `D`; a check waits at most D")
 	c.Flag.IntVar(&f.checkFails, "check-fails", 3, "with --check, remove the key after `N` checks in a row without an answer")
+	c.Flag.BoolVar(&f.keepValues, "keep-values", false, "with --check memcached, register a server that answers again without emptying it first")
 	c.Run = f.run
 	return c
 }
@@ -106,13 +113,15 @@ func (f *registerFlags) run(ctx context.Context, cmd *Command, env *Env, args []
 		return cmd.UsageError(env.Stderr, "--ttl %v: want whole seconds (etcd's leases count in seconds)", f.ttl)
 	}
 	if f.check == "" {
-		for _, name := range []string{"check-every", "check-fails"} {
+		for _, name := range []string{"check-every", "check-fails", "keep-values"} {
 			if flagSet(&cmd.Flag, name) {
 				return cmd.UsageError(env.Stderr, "--%s needs --check", name)
 			}
 		}
 	} else if !slices.Contains(membership.Protocols, f.check) {
 		return cmd.UsageError(env.Stderr, "--check %q: want %s", f.check, strings.Join(membership.Protocols, " or "))
+	} else if f.check != "memcached" && flagSet(&cmd.Flag, "keep-values") {
+		return cmd.UsageError(env.Stderr, "--keep-values needs --check memcached (a Redis server is never emptied)")
 	}
 	if f.checkEvery <= 0 {
 		return cmd.UsageError(env.Stderr, "--check-every %v: want a positive duration", f.checkEvery)
@@ -206,17 +215,28 @@ func (f *registerFlags) runChecked(ctx context.Context, cmd *Command, env *Env, 
 			}
 			first = false
 		case err == nil && r == nil:
+			fails = 0
+			emptied := false
+			if f.check == "memcached" && !f.keepValues {
+				if err := membership.FlushServer(ctx, reg.Server, f.checkEvery); err != nil {
+					if ctx.Err() == nil {
+						log.Warn("register: the server answers again, but emptying it failed; trying again at the next check", "err", err)
+					}
+					break
+				}
+				emptied = true
+			}
 			wctx, cancel := context.WithTimeout(ctx, f.wait)
 			r, err = membership.Register(wctx, reg)
 			cancel()
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Warn("register: the server answers again, but etcd does not; trying again at the next check", "err", err)
-				}
-			} else {
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Warn("register: the server answers again, but etcd does not; trying again at the next check", "err", err, "emptied", emptied)
+			case err == nil && emptied:
+				log.Info("register: the server answers again; emptied (flush_all) and registered")
+			case err == nil:
 				log.Info("register: the server answers again; registered")
 			}
-			fails = 0
 		case err == nil:
 			fails = 0
 		case r == nil:

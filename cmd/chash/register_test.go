@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +36,8 @@ func TestRegisterUsage(t *testing.T) {
 		{append(ok[:6:6], "h:1"), `chash register: server "h:1": want "host:port:weight [name]"`},
 		{append(ok, "--check-every", "2s"), "chash register: --check-every needs --check"},
 		{append(ok, "--check-fails", "2"), "chash register: --check-fails needs --check"},
+		{append(ok, "--keep-values"), "chash register: --keep-values needs --check"},
+		{append(ok, "--check", "redis", "--keep-values"), "chash register: --keep-values needs --check memcached"},
 		{append(ok, "--check", "http"), `chash register: --check "http": want memcached or redis`},
 		{append(ok, "--check", "redis", "--check-every", "0s"), "chash register: --check-every 0s: want a positive duration"},
 		{append(ok, "--check", "redis", "--check-fails", "0"), "chash register: --check-fails 0: want at least 1"},
@@ -186,7 +191,8 @@ func TestRegisterUnreachable(t *testing.T) {
 // TestRegisterCheck: with --check, register keeps a memcached server's key
 // only while it answers: it waits for the server to start before it
 // registers, removes the key when the server freezes (SIGSTOP) and puts it
-// back when it thaws, a log line each, and removes it at SIGTERM.
+// back when it thaws, emptied first (its values may be stale), a log line
+// each, and removes it at SIGTERM.
 func TestRegisterCheck(t *testing.T) {
 	bin := buildChash(t)
 	e := etcdtest.Start(t)
@@ -221,12 +227,30 @@ func TestRegisterCheck(t *testing.T) {
 	}
 	mc.Restart()
 	step("memcached started", true, "registered")
+	mcDo := func(req string) string {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", mc.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, req)
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return line
+	}
+	if got := mcDo("set old 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set old: %q", got)
+	}
 	mc.Freeze()
 	frozen := time.Now()
 	step("memcached frozen", false, "the server does not answer; removing its key until it does")
 	t.Logf("key removed %v after the freeze", time.Since(frozen).Round(10*time.Millisecond))
 	mc.Thaw()
-	step("memcached thawed", true, "the server answers again; registered")
+	step("memcached thawed", true, "the server answers again; emptied (flush_all) and registered")
+	if got := mcDo("get old\r\n"); got != "END\r\n" {
+		t.Errorf("the server registered again still holds a value set before it was taken out: %q", got)
+	}
 	sendSignal(t, p, syscall.SIGTERM)
 	if err := p.Wait(5 * time.Second); err != nil {
 		t.Fatalf("after SIGTERM chash register: %v\n%s", err, p.Output())

@@ -23,10 +23,6 @@ var Protocols = []string{"memcached", "redis"}
 // connection, a server that accepts and says nothing (frozen), or one that
 // answers otherwise (a Redis still loading its data: LOADING).
 func CheckServer(ctx context.Context, line, protocol string, timeout time.Duration) error {
-	s, err := parseLine(strings.TrimSpace(line))
-	if err != nil {
-		return fmt.Errorf("membership: check: %w", err)
-	}
 	var req, want string
 	switch protocol {
 	case "memcached":
@@ -35,6 +31,23 @@ func CheckServer(ctx context.Context, line, protocol string, timeout time.Durati
 		req, want = "PING\r\n", "+PONG"
 	default:
 		return fmt.Errorf("membership: check: protocol %q is unknown (known: %s)", protocol, strings.Join(Protocols, ", "))
+	}
+	return askServer(ctx, line, protocol, req, want, timeout)
+}
+
+// FlushServer empties the memcached server of a server line with flush_all,
+// within timeout: a server that comes back after it was taken out of the
+// proxies' lists may hold values written over or deleted meanwhile.
+func FlushServer(ctx context.Context, line string, timeout time.Duration) error {
+	return askServer(ctx, line, "memcached", "flush_all\r\n", "OK", timeout)
+}
+
+// askServer sends req to the server of line and wants a reply line that
+// begins with want (for redis, NOAUTH too).
+func askServer(ctx context.Context, line, protocol, req, want string, timeout time.Duration) error {
+	s, err := parseLine(strings.TrimSpace(line))
+	if err != nil {
+		return fmt.Errorf("membership: check: %w", err)
 	}
 	network, addr := "tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
 	if s.Port == 0 {

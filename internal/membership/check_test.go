@@ -76,3 +76,40 @@ func TestCheckServer(t *testing.T) {
 		t.Errorf("check of a frozen server, its context cancelled at 50ms: %v after %v", err, time.Since(start))
 	}
 }
+
+// TestFlushServer: FlushServer empties a memcached server, and fails on one
+// that does not answer.
+func TestFlushServer(t *testing.T) {
+	mc := memcachedtest.Start(t)
+	c, err := net.Dial("tcp", mc.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	do := func(req string) string {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(buf[:n])
+	}
+	if got := do("set k 0 0 1\r\nv\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set: %q", got)
+	}
+	if err := FlushServer(context.Background(), mc.Addr+":1", time.Second); err != nil {
+		t.Errorf("FlushServer: %v", err)
+	}
+	if got := do("get k\r\n"); got != "END\r\n" {
+		t.Errorf("get k after FlushServer: %q; want END", got)
+	}
+	mc.Freeze()
+	defer mc.Thaw()
+	if err := FlushServer(context.Background(), mc.Addr+":1", 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "no answer to flush_all") {
+		t.Errorf("FlushServer of a frozen server: %v; want no answer to flush_all", err)
+	}
+}
