@@ -51,7 +51,9 @@ watching the prefix drop the server. If the lease is lost while register runs
 someone revoked it), register puts the key again under a new lease as soon
 as etcd answers. A key deleted by hand while register runs is put back at
 once. A second register of the same server (the same key) takes the key
-over; the first logs it. When the second stops, it hands the key back under
+over; the first logs it, and the second warns if its line names another
+address (a server moved, or one name given to two servers by mistake: the
+proxies send the name's keys to the new address). When the second stops, it hands the key back under
 the first's lease in one step, so that the proxies never see the server
 leave; were the first gone meanwhile, the key goes, and if the second dies,
 the first puts the key back when its lease lapses.

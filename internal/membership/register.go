@@ -227,6 +227,12 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if t := r.taken; t != nil && r.status.Registrations == 0 && !sameAddress(t.value, r.value) {
+		// Meant (a server moved) or a name given twice by mistake: either
+		// way, every proxy now sends the server's keys to another address.
+		r.log.Warn("register: took the key over from a registration of the name at another address; the proxies now send its keys here",
+			"was", t.value, "now", r.value)
+	}
 	if r.status.Registrations > 0 {
 		r.log.Info("register: registered again", "lease", fmt.Sprintf("%x", int64(lease.ID)))
 	} else {
@@ -432,4 +438,11 @@ func (r *Registrar) Close() error {
 		r.cli.Close()
 	})
 	return err
+}
+
+// sameAddress reports whether two server lines name one address.
+func sameAddress(a, b string) bool {
+	sa, errA := parseLine(strings.TrimSpace(a))
+	sb, errB := parseLine(strings.TrimSpace(b))
+	return errA == nil && errB == nil && sa.Host == sb.Host && sa.Port == sb.Port
 }

@@ -268,9 +268,14 @@ func TestRegisterGuardsKey(t *testing.T) {
 		t.Errorf("the key put back under lease %x; want the registrar's, %x", id, r.Status().Lease)
 	}
 
-	other := register(t, e, "10.0.0.9:11211:1 a", 5*time.Second, new(testprog.Buffer))
+	otherLogs := new(testprog.Buffer)
+	other := register(t, e, "10.0.0.9:11211:1 a", 5*time.Second, otherLogs)
 	w.expect("a/1", 0) // a's line, now at another address
 	waitFor(t, "the takeover logged", func() bool { return strings.Contains(logs.String(), "took the key over") })
+	// The registration that took it over warns: a's keys go elsewhere.
+	if want := `took the key over from a registration of the name at another address; the proxies now send its keys here" key=/chash/cache/a was="10.0.0.1:11211:1 a" now="10.0.0.9:11211:1 a"`; !strings.Contains(otherLogs.String(), want) {
+		t.Errorf("the second registration's log lacks %q:\n%s", want, otherLogs)
+	}
 	if v, _ := lease(t, e, r.Key()); v != "10.0.0.9:11211:1 a" {
 		t.Errorf("after the second registration the key holds %q; want its line", v)
 	}
