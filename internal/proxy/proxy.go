@@ -631,8 +631,10 @@ func (p *Proxy) Addr(pool string) net.Addr {
 // for the next client to connect, so a renewed certificate needs no restart.
 // For each pool, Reload logs the fraction of the key space that moved, per
 // pair of servers, measured in the background once the new state serves
-// (changes of a pool less than a second apart are measured together, from
-// the state before the first to the state after the last).
+// (at most once a second: a change within a second of the last measurement
+// is measured with those that follow it in that second, from the state before
+// the first to the state after the last, so two changes 4 ms apart give two
+// lines, the second a second later).
 func (p *Proxy) Reload(f *config.File) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
