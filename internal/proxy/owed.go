@@ -174,9 +174,17 @@ type leftSet struct {
 const maxLeftAddrs = 4096
 
 // keep adds the deletes s owes to those kept for its address. Past max keys
-// in all, the largest sets are kept as flushes.
-func (l *leftOwed) keep(s *server, max int) {
+// in all, the largest sets are kept as flushes. A memcached server that left
+// the pool's list (left) owes a flush: writes of its keys go to other
+// servers while it is out, and none is owed, so a server of its address
+// that joins again is emptied before it serves (twemproxy #604 for servers
+// removed and added again).
+func (l *leftOwed) keep(s *server, max int, left bool) {
 	keys, flush := s.owed.snapshot()
+	if _, ok := s.pool.codec.(forgetter); !ok {
+		left = false // a Redis server keeps what it holds (README)
+	}
+	flush = flush || left
 	if !flush && len(keys) == 0 {
 		return
 	}
@@ -257,8 +265,13 @@ func (l *leftOwed) take(s *server) {
 	o.n.Store(n)
 	o.mu.Unlock()
 	o.total.Add(uint64(len(set.keys)))
-	s.pool.proxy.log.Info("server joins owing the deletes it owed when it left", "pool", s.pool.name, "server", s.name,
-		"keys", len(set.keys), "flush", set.flush)
+	if set.flush {
+		s.pool.proxy.log.Info("server joins again after it left; emptied (flush_all) before it serves, as values written elsewhere meanwhile would come back",
+			"pool", s.pool.name, "server", s.name)
+	} else {
+		s.pool.proxy.log.Info("server joins owing the deletes it owed when it left", "pool", s.pool.name, "server", s.name,
+			"keys", len(set.keys))
+	}
 	if !s.ejected.Load() {
 		s.startReplay()
 	}

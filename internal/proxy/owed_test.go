@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/memcachedtest"
+	"github.com/chash-dev/chash/internal/testprog"
 )
 
 // ejectFast ejects a server of pool alpha at its first failure, a timeout
@@ -311,13 +313,13 @@ func TestLeftOwedBound(t *testing.T) {
 		return slices.Sorted(maps.Keys(s.owed.keys)), s.owed.flushSeq != 0
 	}
 	var l leftOwed
-	l.keep(owing(1, "a", "b"), 3)
-	l.keep(owing(1, "b", "c"), 3) // the same address again
-	l.keep(owing(2), 3)           // owes nothing: not kept
+	l.keep(owing(1, "a", "b"), 3, false)
+	l.keep(owing(1, "b", "c"), 3, false) // the same address again
+	l.keep(owing(2), 3, false)           // owes nothing: not kept
 	if l.keys != 3 || len(l.sets) != 1 {
 		t.Fatalf("kept %d keys at %d addresses; want 3 at 1", l.keys, len(l.sets))
 	}
-	l.keep(owing(3, "d"), 3) // past the bound: the largest set becomes a flush
+	l.keep(owing(3, "d"), 3, false) // past the bound: the largest set becomes a flush
 	if l.keys != 1 || !l.sets["127.0.0.1:1"].flush {
 		t.Errorf("past the bound: %d keys, 127.0.0.1:1 a flush %v; want 1 and true", l.keys, l.sets["127.0.0.1:1"].flush)
 	}
@@ -338,6 +340,13 @@ func TestLeftOwedBound(t *testing.T) {
 	l.take(back) // nothing kept for it
 	if back.owes() {
 		t.Error("127.0.0.1:2 owes deletes it never owed")
+	}
+	// A server that left the list owes a flush, though it owed nothing.
+	l.keep(owing(4), 3, true)
+	back = owing(4)
+	l.take(back)
+	if keys, flush := owed(back); len(keys) != 0 || !flush {
+		t.Errorf("127.0.0.1:4, back after it left, owes %q, flush %v; want a flush", keys, flush)
 	}
 }
 
@@ -382,12 +391,62 @@ func TestOwedPoolRestart(t *testing.T) {
 	defer mc.close()
 	mc.ejected.Store(true)
 	mc.owe([]byte("k"), false)
-	l.keep(mc, 10)
+	l.keep(mc, 10, false)
 	rp := startProxy(t, poolOf("redis: true", []string{"127.0.0.1:1:1"}))
 	rs := newServer(rp.pools["alpha"], config.Server{Host: "127.0.0.1", Port: 1, Weight: 1}, 1)
 	defer rs.close()
 	l.take(rs)
 	if rs.owes() || l.keys != 1 {
 		t.Errorf("a Redis pool's server took the deletes kept for its address (owes %v, %d kept)", rs.owes(), l.keys)
+	}
+}
+
+// TestRemovedServerRejoinsEmptied: a server taken out of the list by a
+// reload misses the writes of its keys, which go to the other server, and
+// owes none of them: added again, it is emptied before it serves, so that
+// its old values do not come back (a review read the old value). A reload
+// that only gives it more connections, keeping its address in the list,
+// empties nothing.
+func TestRemovedServerRejoinsEmptied(t *testing.T) {
+	const opts = "timeout: 1000"
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML(opts, servers...)
+	owner := ownerFunc(t, yaml)
+	var keys []string // of servers[1]: updated, deleted, kept
+	for i := 0; len(keys) < 3; i++ {
+		if k := fmt.Sprint("rejoin:", i); owner(k) == servers[1].Addr {
+			keys = append(keys, k)
+		}
+	}
+	updated, deleted, kept := keys[0], keys[1], keys[2]
+	logs := new(testprog.Buffer)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+	reload := func(y string) {
+		t.Helper()
+		f := parseConfig(t, y)
+		f.Pools[0].Listen = p.Addr("alpha").String()
+		if err := p.Reload(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys[:2])
+	reload(poolYAML(opts, servers[0]))
+	c.mustDo("set " + updated + " 0 0 3\r\nnew\r\n") // on servers[0]
+	c.mustDo("delete " + deleted + "\r\n")
+	reload(yaml)
+	for _, k := range []string{updated, deleted} {
+		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
+			t.Errorf("back: get %s = %q; want a miss, not the value it held before it left", k, got)
+		}
+	}
+	if !logged(logs, "server joins again after it left; emptied (flush_all) before it serves") {
+		t.Errorf("the emptying is not logged:\n%s", logs)
+	}
+	// More connections for it: the same memcached, kept in the list.
+	c.mustDo("set " + kept + " 0 0 4\r\nkept\r\n")
+	reload(poolYAML(opts+"\nserver_connections: 2", servers...))
+	if got, want := c.mustDo("get "+kept+"\r\n"), "VALUE "+kept+" 0 4\r\nkept\r\nEND\r\n"; got != want {
+		t.Errorf("after a reload that gives it more connections, get %s = %q; want %q", kept, got, want)
 	}
 }

@@ -718,7 +718,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 	for name, pl := range p.pools {
 		if restarted[name] || !keep[name] {
 			for _, s := range pl.state.Load().list {
-				p.left.keep(s, p.maxOwedKeys())
+				p.left.keep(s, p.maxOwedKeys(), !restarted[name]) // a pool removed: its servers left
 			}
 		}
 	}

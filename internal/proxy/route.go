@@ -263,10 +263,15 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		return err
 	}
 	// What the servers that leave owe is kept for a server of their
-	// address that joins again (leftOwed), this one's new servers included.
+	// address that joins again (leftOwed), this one's new servers included;
+	// one whose address leaves the list owes a flush.
+	addrs := make(map[string]bool, len(servers))
+	for _, s := range servers {
+		addrs[s.addr] = true
+	}
 	for _, s := range cur.list {
 		if !reused[s] {
-			pl.proxy.left.keep(s, pl.proxy.maxOwedKeys())
+			pl.proxy.left.keep(s, pl.proxy.maxOwedKeys(), !addrs[s.addr])
 		}
 	}
 	for _, s := range added {
@@ -333,7 +338,7 @@ func (pl *pool) handOwed(s *server, list []*server) {
 			return
 		}
 	}
-	pl.proxy.left.keep(s, pl.proxy.maxOwedKeys())
+	pl.proxy.left.keep(s, pl.proxy.maxOwedKeys(), false)
 }
 
 // logMoves logs the fraction of the key space each server gained or lost from
