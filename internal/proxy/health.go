@@ -116,8 +116,8 @@ func (s *server) probeLoop() {
 		// as twemproxy's 0 does at the next request; probes stay
 		// minRetry apart, not to spin on a server that refuses at once.
 		retry := max(st.cfg.ServerRetryTimeout, minRetry)
-		if !sleep(s.ctx, retry) {
-			return
+		if !sleep(s.ctx, retry) || !s.ejected.Load() {
+			return // readmitted meanwhile (readmit)
 		}
 		err := s.probe(st.timeout())
 		if err == nil {
@@ -130,6 +130,19 @@ func (s *server) probeLoop() {
 		// Logged when the server's state changes, not at each probe.
 		s.markDown(err)
 	}
+}
+
+// readmit puts an ejected server back without a probe (a reload turned
+// ejection off): its connections reconnect, replaying what it owes, before
+// it serves again. The pool's state is rebuilt by the caller.
+func (s *server) readmit(why string) {
+	s.failures.Store(0)
+	s.ejected.Store(false)
+	if s.owes() {
+		s.owed.gen.Add(1)
+		s.startReplay()
+	}
+	s.pool.proxy.log.Warn("server readmitted", "pool", s.pool.name, "server", s.name, "why", why)
 }
 
 // markDown records that the server could not be reached, and logs it if it

@@ -450,3 +450,49 @@ func TestRemovedServerRejoinsEmptied(t *testing.T) {
 		t.Errorf("after a reload that gives it more connections, get %s = %q; want %q", kept, got, want)
 	}
 }
+
+// TestAutoEjectTurnedOff: a reload that turns auto_eject_hosts off puts a
+// server ejected meanwhile back in the ring at once: its keys go to it again,
+// as routing (chash route) says, not to the server they moved to (a review
+// wrote a key there and lost it at the server's readmission). What it owes
+// is replayed before it serves.
+func TestAutoEjectTurnedOff(t *testing.T) {
+	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 60000"
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := poolYAML(opts, servers...)
+	owner := ownerFunc(t, yaml)
+	victim := servers[1]
+	var keys []string // of the victim: read, written while it was ejected
+	for i := 0; len(keys) < 2; i++ {
+		if k := fmt.Sprint("off:", i); owner(k) == victim.Addr {
+			keys = append(keys, k)
+		}
+	}
+	read, written := keys[0], keys[1]
+	p := startProxy(t, yaml)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	victim.Freeze()
+	c.mustDo("get " + read + "\r\n") // times out: ejected
+	victim.Thaw()
+	if !p.ejected("alpha", victim.Addr) {
+		t.Fatal("the frozen server was not ejected")
+	}
+	c.mustDo("set " + written + " 0 0 3\r\nnew\r\n") // elsewhere; the victim owes it
+	f := parseConfig(t, poolYAML("timeout: 300\nauto_eject_hosts: false", servers...))
+	f.Pools[0].Listen = p.Addr("alpha").String()
+	if err := p.Reload(f); err != nil {
+		t.Fatal(err)
+	}
+	if p.ejected("alpha", victim.Addr) {
+		t.Error("after auto_eject_hosts was turned off, the server is still ejected")
+	}
+	if got, want := c.mustDo("get "+read+"\r\n"), fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\nEND\r\n", read, len(valueOf(read)), valueOf(read)); got != want {
+		t.Errorf("get %s = %q; want %q, from the server the ring names", read, got, want)
+	}
+	// The victim holds its old value of written, owed as a delete when
+	// the write went elsewhere: replayed first, a miss.
+	if got := c.mustDo("get " + written + "\r\n"); got != "END\r\n" {
+		t.Errorf("get %s, written while the server was ejected = %q; want a miss (its old value deleted)", written, got)
+	}
+}

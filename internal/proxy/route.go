@@ -254,6 +254,15 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		added = append(added, ns)
 	}
 	pl.forgetDrains(cfg)
+	if !cfg.AutoEjectHosts {
+		// Ejection turned off: an ejected server is back in the ring, as
+		// it would be had it never been ejected (its keys did not move).
+		for _, s := range servers {
+			if reused[s] && s.ejected.Load() {
+				s.readmit("auto_eject_hosts is off")
+			}
+		}
+	}
 	st, err := newState(cfg, servers, pl.proxy.ejectErrors(cfg), pl.drainedLocked(cfg), cur)
 	if err != nil {
 		pl.mu.Unlock()
