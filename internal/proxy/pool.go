@@ -118,20 +118,22 @@ func (pl *pool) drain() {
 	})
 }
 
-// stop closes the pool's listener, clients and servers, and drops the
-// metrics of the servers named in forget. The servers close before the
-// clients are waited for: a client waits for the replies of its requests in
-// flight, which a server that does not answer (frozen, with no timeout)
-// never sends, and closing it fails them.
+// stop closes the pool's listener, servers and clients, and drops the
+// metrics of the servers named in forget. The servers close first: a client
+// waits for the replies of its requests in flight, which a server that does
+// not answer (frozen, with no timeout) never sends, and closing it fails
+// them. Only then can the clients' connections close: a client served
+// within a raw read of its socket (rawIO) waits there, and a socket's Close
+// waits for the read to end.
 func (pl *pool) stop(forget []string) {
 	pl.drain()
+	for _, s := range pl.state.Load().list {
+		s.close()
+	}
 	pl.conns.Range(func(k, _ any) bool {
 		k.(net.Conn).Close()
 		return true
 	})
-	for _, s := range pl.state.Load().list {
-		s.close()
-	}
 	pl.clients.Wait()
 	if !pl.handedOn.Load() {
 		pl.refused.close(pl.proxy.log, pl.name)
