@@ -163,6 +163,13 @@ func (m *metrics) forgetServer(pool, server string) {
 	m.server.DeletePartialMatch(prometheus.Labels{"pool": pool, "server": server})
 }
 
+// forgetPool drops the per-command series of a pool that went. Its clients,
+// the only ones to count and observe in them, have ended.
+func (m *metrics) forgetPool(pool string) {
+	m.requests.DeletePartialMatch(prometheus.Labels{"pool": pool})
+	m.latency.DeletePartialMatch(prometheus.Labels{"pool": pool})
+}
+
 // observeRequest records a finished client request: the latency of those
 // sent to a server (quit, mn and bad input are answered at once).
 func (pl *pool) observeRequest(r *clientReq) {

@@ -3,9 +3,12 @@ package proxy
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -190,4 +193,37 @@ func value(m *dto.Metric) float64 {
 		return float64(m.Histogram.GetSampleCount())
 	}
 	return 0
+}
+
+// TestRemovedPoolMetrics: a reload that removes a pool drops its
+// per-command series with it (a review found 34 left), and keeps those of
+// the pool that stays, counting on.
+func TestRemovedPoolMetrics(t *testing.T) {
+	s := memcachedtest.Start(t)
+	both := poolsYAML(map[string]string{"keep": poolYAML("", s), "gone": poolYAML("", s)})
+	p := startProxy(t, both, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	for _, pool := range []string{"keep", "gone"} {
+		dial(t, p.Addr(pool).String()).mustDo("get k\r\n")
+	}
+	pools := func(name string) []string {
+		return slices.Sorted(maps.Keys(metricValues(t, p, name, "pool")))
+	}
+	if got := pools("chash_proxy_requests_total"); !slices.Equal(got, []string{"gone", "keep"}) {
+		t.Fatalf("before the reload, requests counted for pools %q", got)
+	}
+	f := parseConfig(t, poolYAML("", s))
+	f.Pools[0].Name, f.Pools[0].Listen = "keep", p.Addr("keep").String()
+	if err := p.Reload(f); err != nil {
+		t.Fatal(err)
+	}
+	dial(t, p.Addr("keep").String()).mustDo("get k\r\n")
+	for _, name := range []string{"chash_proxy_requests_total", "chash_proxy_request_duration_seconds"} {
+		if !waitFor(5*time.Second, func() bool { return slices.Equal(pools(name), []string{"keep"}) }) {
+			t.Errorf("%s: pools %q after the reload that removed gone; want [keep]", name, pools(name))
+		}
+	}
+	// get and mn for each of the two requests: 4.
+	if got := metricValues(t, p, "chash_proxy_requests_total", "pool")["keep"]; got != 4 {
+		t.Errorf("pool keep counts %v requests; want 4, counted on across the reload", got)
+	}
 }

@@ -137,6 +137,9 @@ func (pl *pool) stop(forget []string) {
 	pl.clients.Wait()
 	if !pl.handedOn.Load() {
 		pl.refused.close(pl.proxy.log, pl.name)
+		// A pool that goes (not one restarted as another, which counts
+		// on in them) takes its per-command series with it.
+		pl.proxy.metrics.forgetPool(pl.name)
 	}
 	for _, name := range forget {
 		pl.proxy.metrics.forgetServer(pl.name, name)
