@@ -91,6 +91,16 @@ func (p *Proxy) listeners(skip func(pool string) bool) map[string]net.Addr {
 	return m
 }
 
+// listensAt reports whether a pool of the proxy listens at addr.
+func (p *Proxy) listensAt(addr net.Addr) bool {
+	for _, pl := range p.pools {
+		if pl.raw != nil && pl.raw.Addr().String() == addr.String() {
+			return true
+		}
+	}
+	return false
+}
+
 // errOverlap is the error of a listener on addr whose address overlaps one
 // that other has too.
 func errOverlap(addr net.Addr, other string) error {

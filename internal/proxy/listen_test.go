@@ -10,6 +10,8 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -322,5 +324,75 @@ func TestSharedAddressLogged(t *testing.T) {
 				t.Errorf("line %v; want listener pool \"alpha\", addr %s", rec, tc.addr)
 			}
 		}
+	}
+}
+
+// TestRestartInPlaceRefusesNone: a reload that restarts a pool where it
+// listens (here TLS turned on and off) opens its new listener beside the
+// old one before that closes, so that clients connecting meanwhile are not
+// refused (a review counted 74 refusals a restart in a tight loop), and it
+// logs no other process on the address: the two listeners are its own.
+func TestRestartInPlaceRefusesNone(t *testing.T) {
+	s := memcachedtest.Start(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeCert(t, certFile, keyFile)
+	var logs testprog.Buffer
+	addr := testprog.FreeAddr(t)
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) {
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		p.Listen = map[string]string{"alpha": addr} // the same at each restart
+	})
+	stop := make(chan struct{})
+	var dials, refused, resets atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				dials.Add(1)
+				if err != nil {
+					// A reset is a handshake that ended in the instant the
+					// old listener closed, as in a restart of the process
+					// (tcp_migrate_req; see chash help proxy); a refusal
+					// is a moment with no listener.
+					if errors.Is(err, syscall.ECONNREFUSED) {
+						refused.Add(1)
+					} else {
+						resets.Add(1)
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				c.Close()
+				time.Sleep(time.Millisecond) // not to overflow the accept queue
+			}
+		}()
+	}
+	for i := range 12 {
+		extra := ""
+		if i%2 == 0 {
+			extra = "tls_cert_file: " + certFile + "\ntls_key_file: " + keyFile
+		}
+		if err := p.Reload(parseConfig(t, poolYAML(extra, s))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d connections, %d refused, %d reset, over 12 restarts", dials.Load(), refused.Load(), resets.Load())
+	if refused.Load() > 0 {
+		t.Errorf("%d of %d connections refused while the pool restarted where it listens; want none", refused.Load(), dials.Load())
+	}
+	if got := jsonLogs(t, &logs, "another process listens on this address too: new connections go to either until one stops; in a restart, stop the old process now"); len(got) > 0 {
+		t.Errorf("a restart in place logged another process on its address: %v", got)
 	}
 }

@@ -692,10 +692,18 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 	others := p.listeners(func(name string) bool { return !keep[name] || listens[name] })
 	lns := make([]net.Listener, len(moves))
 	for i, cfg := range moves {
+		o := others
 		if !listens[cfg.Name] {
-			continue // restarts where it listens
+			// It restarts where it listens. A TCP listener opens beside
+			// the old one, which closes once it does, so that no
+			// connection is refused meanwhile; a Unix socket, which
+			// cannot be shared, opens once the old pool has closed its own.
+			if network, _ := p.listenAddr(cfg); network != "tcp" {
+				continue
+			}
+			o = p.listeners(func(name string) bool { return !keep[name] || listens[name] || name == cfg.Name })
 		}
-		ln, err := p.listen(cfg, others)
+		ln, err := p.listen(cfg, o)
 		if err != nil {
 			for _, ln := range lns {
 				if ln != nil {
@@ -704,8 +712,13 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 			}
 			return err
 		}
+		if rl, ok := ln.(*reuseListener); ok && p.listensAt(ln.Addr()) {
+			rl.shared = false // with a pool of this process, which moves or restarts
+		}
 		lns[i] = ln
-		others[fmt.Sprintf("pool %q", cfg.Name)] = ln.Addr()
+		if listens[cfg.Name] {
+			others[fmt.Sprintf("pool %q", cfg.Name)] = ln.Addr()
+		}
 	}
 	// What the servers of the pools that restart or go owe is kept for the
 	// servers of their addresses (leftOwed), those of the pools that start
