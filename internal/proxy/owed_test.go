@@ -52,14 +52,8 @@ func TestEjectionOwes(t *testing.T) {
 	const opts = ejectFast + "\nwarmup: 60000"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML(opts, servers...)
-	owner := ownerFunc(t, yaml)
 	victim := servers[0]
-	var keys []string // keys of the victim: updated, deleted, left alone
-	for i := 0; len(keys) < 3; i++ {
-		if k := fmt.Sprint("owe:", i); owner(k) == victim.Addr {
-			keys = append(keys, k)
-		}
-	}
+	keys := keysOf(t, yaml, victim.Addr, "owe:", 3) // keys of the victim: updated, deleted, left alone
 	updated, deleted, kept := keys[0], keys[1], keys[2]
 	p := startProxy(t, yaml)
 	c := dial(t, p.Addr("alpha").String())
@@ -246,14 +240,8 @@ func TestOwedLeaveReturn(t *testing.T) {
 	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 300"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML(opts, servers...)
-	owner := ownerFunc(t, yaml)
 	victim := servers[1]
-	var keys []string // of the victim: updated, deleted
-	for i := 0; len(keys) < 2; i++ {
-		if k := fmt.Sprint("leave:", i); owner(k) == victim.Addr {
-			keys = append(keys, k)
-		}
-	}
+	keys := keysOf(t, yaml, victim.Addr, "leave:", 2) // of the victim: updated, deleted
 	updated, deleted := keys[0], keys[1]
 	p := startProxy(t, yaml)
 	c := dial(t, p.Addr("alpha").String())
@@ -411,13 +399,7 @@ func TestRemovedServerRejoinsEmptied(t *testing.T) {
 	const opts = "timeout: 1000"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML(opts, servers...)
-	owner := ownerFunc(t, yaml)
-	var keys []string // of servers[1]: updated, deleted, kept
-	for i := 0; len(keys) < 3; i++ {
-		if k := fmt.Sprint("rejoin:", i); owner(k) == servers[1].Addr {
-			keys = append(keys, k)
-		}
-	}
+	keys := keysOf(t, yaml, servers[1].Addr, "rejoin:", 3) // of servers[1]: updated, deleted, kept
 	updated, deleted, kept := keys[0], keys[1], keys[2]
 	logs := new(testprog.Buffer)
 	p := startProxy(t, yaml, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
@@ -460,14 +442,8 @@ func TestAutoEjectTurnedOff(t *testing.T) {
 	const opts = "timeout: 300\nauto_eject_hosts: true\nserver_failure_limit: 1\nserver_retry_timeout: 60000"
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML(opts, servers...)
-	owner := ownerFunc(t, yaml)
 	victim := servers[1]
-	var keys []string // of the victim: read, written while it was ejected
-	for i := 0; len(keys) < 2; i++ {
-		if k := fmt.Sprint("off:", i); owner(k) == victim.Addr {
-			keys = append(keys, k)
-		}
-	}
+	keys := keysOf(t, yaml, victim.Addr, "off:", 2) // of the victim: read, written while it was ejected
 	read, written := keys[0], keys[1]
 	p := startProxy(t, yaml)
 	c := dial(t, p.Addr("alpha").String())
@@ -495,4 +471,17 @@ func TestAutoEjectTurnedOff(t *testing.T) {
 	if got := c.mustDo("get " + written + "\r\n"); got != "END\r\n" {
 		t.Errorf("get %s, written while the server was ejected = %q; want a miss (its old value deleted)", written, got)
 	}
+}
+
+// keysOf returns n keys, prefix followed by a number, that the pool of yaml
+// routes to the server at addr.
+func keysOf(t *testing.T, yaml, addr, prefix string, n int) []string {
+	owner := ownerFunc(t, yaml)
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		if k := fmt.Sprint(prefix, i); owner(k) == addr {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
