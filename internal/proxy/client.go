@@ -786,14 +786,16 @@ func (c *client) dispatch(r *clientReq) {
 	if t := st.timeout(); t > 0 {
 		deadline = r.start.Add(t)
 	}
+	if req.broadcast() {
+		// Before any plan: a request to every server (flush_all) has no
+		// key for replicas or warm-up to plan by.
+		c.dispatchAll(r, st, deadline)
+		return
+	}
 	if st.planned && c.dispatchPlan(r, st, deadline) {
 		return
 	}
 	n := req.nkeys()
-	if req.broadcast() {
-		c.dispatchAll(r, st, deadline)
-		return
-	}
 	if n > 1 && req.splits() {
 		c.dispatchSplit(r, st, deadline)
 		return

@@ -313,3 +313,37 @@ func TestReplicaWriteFrozenRedial(t *testing.T) {
 		t.Errorf("later, the other replica holds %q; want %q", got, want)
 	}
 }
+
+// TestReplicasFlushAll: flush_all in a pool with replicas, or in a warm-up
+// window, goes to every server, as in any pool; it went to one replica set
+// of the empty key, answered OK, and the others kept their values (a
+// review read back 3,774 of 6,666 keys after it).
+func TestReplicasFlushAll(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	for _, opts := range []string{replicaOpts, "timeout: 1000\nwarmup: 60000"} {
+		var p *Proxy
+		if opts == replicaOpts {
+			p = startProxy(t, poolYAML(opts, servers...))
+		} else {
+			// A window open: the pool grows from one server to three.
+			p = startProxy(t, poolYAML(opts, servers[0]))
+			if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := dial(t, p.Addr("alpha").String())
+		keys := make([]string, 60)
+		for i := range keys {
+			keys[i] = fmt.Sprint("fl:", i)
+		}
+		setMany(t, c, keys)
+		if got := c.mustDo("flush_all\r\n"); got != "OK\r\n" {
+			t.Fatalf("%q: flush_all = %q", opts, got)
+		}
+		for i, s := range servers {
+			if left := holds(t, dial(t, s.Addr), keys); len(left) > 0 {
+				t.Errorf("%q: after flush_all, server %d holds %d of the keys", opts, i, len(left))
+			}
+		}
+	}
+}
