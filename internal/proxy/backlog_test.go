@@ -41,11 +41,7 @@ func TestBacklog(t *testing.T) {
 	if got := listenQueue(t, ss, p.Addr("alpha")); got != 37 {
 		t.Errorf("backlog: 37 listens with a queue of %d; want 37", got)
 	}
-	f := parseConfig(t, strings.Replace(yaml, "%d", "1000", 1))
-	f.Pools[0].Listen = p.Addr("alpha").String()
-	if err := p.Reload(f); err != nil {
-		t.Fatal(err)
-	}
+	reloadAlpha(t, p, strings.Replace(yaml, "%d", "1000", 1))
 	if got := listenQueue(t, ss, p.Addr("alpha")); got != 1000 {
 		t.Errorf("backlog reloaded as 1000 listens with a queue of %d; want 1000", got)
 	}

@@ -99,6 +99,17 @@ func startProxy(t testing.TB, yaml string, setup ...func(*Proxy)) *Proxy {
 	return p
 }
 
+// reloadAlpha reloads p with the one-pool configuration yaml, pool alpha
+// keeping the address it listens at.
+func reloadAlpha(t testing.TB, p *Proxy, yaml string) {
+	t.Helper()
+	f := parseConfig(t, yaml)
+	f.Pools[0].Listen = p.Addr("alpha").String()
+	if err := p.Reload(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // conn is a test client: it sends raw requests and reads replies.
 type conn struct {
 	t  testing.TB

@@ -115,11 +115,7 @@ func TestLogs(t *testing.T) {
 	}
 
 	// A reload: the moved flows in one list.
-	f := parseConfig(t, poolYAML("timeout: 300", servers[0]))
-	f.Pools[0].Listen = p.Addr("alpha").String()
-	if err := p.Reload(f); err != nil {
-		t.Fatal(err)
-	}
+	reloadAlpha(t, p, poolYAML("timeout: 300", servers[0]))
 	// The movement is measured off the path of the reload, and logged after.
 	moved := jsonLogs(t, &logs, "reload: key space moved")
 	for deadline := time.Now().Add(10 * time.Second); len(moved) == 0 && time.Now().Before(deadline); {
@@ -146,11 +142,7 @@ func TestLogs(t *testing.T) {
 	settings := "timeout: 300"
 	reload := func(lines ...string) {
 		t.Helper()
-		f := parseConfig(t, poolOf(settings, lines))
-		f.Pools[0].Listen = p.Addr("alpha").String()
-		if err := p.Reload(f); err != nil {
-			t.Fatal(err)
-		}
+		reloadAlpha(t, p, poolOf(settings, lines))
 	}
 	// Each reload waits for the line of the one before: changes within a
 	// second of each other are measured together.

@@ -260,11 +260,7 @@ func TestOwedLeaveReturn(t *testing.T) {
 	// It leaves, is closed after its grace (a second at this timeout), and
 	// comes back.
 	for _, y := range []string{poolYAML(opts, servers[0]), yaml} {
-		f := parseConfig(t, y)
-		f.Pools[0].Listen = p.Addr("alpha").String()
-		if err := p.Reload(f); err != nil {
-			t.Fatal(err)
-		}
+		reloadAlpha(t, p, y)
 		if y != yaml {
 			time.Sleep(1500 * time.Millisecond)
 			victim.Thaw()
@@ -403,20 +399,12 @@ func TestRemovedServerRejoinsEmptied(t *testing.T) {
 	updated, deleted, kept := keys[0], keys[1], keys[2]
 	logs := new(testprog.Buffer)
 	p := startProxy(t, yaml, func(p *Proxy) { p.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
-	reload := func(y string) {
-		t.Helper()
-		f := parseConfig(t, y)
-		f.Pools[0].Listen = p.Addr("alpha").String()
-		if err := p.Reload(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys[:2])
-	reload(poolYAML(opts, servers[0]))
+	reloadAlpha(t, p, poolYAML(opts, servers[0]))
 	c.mustDo("set " + updated + " 0 0 3\r\nnew\r\n") // on servers[0]
 	c.mustDo("delete " + deleted + "\r\n")
-	reload(yaml)
+	reloadAlpha(t, p, yaml)
 	for _, k := range []string{updated, deleted} {
 		if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
 			t.Errorf("back: get %s = %q; want a miss, not the value it held before it left", k, got)
@@ -427,7 +415,7 @@ func TestRemovedServerRejoinsEmptied(t *testing.T) {
 	}
 	// More connections for it: the same memcached, kept in the list.
 	c.mustDo("set " + kept + " 0 0 4\r\nkept\r\n")
-	reload(poolYAML(opts+"\nserver_connections: 2", servers...))
+	reloadAlpha(t, p, poolYAML(opts+"\nserver_connections: 2", servers...))
 	if got, want := c.mustDo("get "+kept+"\r\n"), "VALUE "+kept+" 0 4\r\nkept\r\nEND\r\n"; got != want {
 		t.Errorf("after a reload that gives it more connections, get %s = %q; want %q", kept, got, want)
 	}
@@ -448,18 +436,10 @@ func TestAutoEjectTurnedOff(t *testing.T) {
 	p := startProxy(t, yaml)
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys)
-	victim.Freeze()
-	c.mustDo("get " + read + "\r\n") // times out: ejected
+	freezeEjected(t, p, c, victim, read)
 	victim.Thaw()
-	if !p.ejected("alpha", victim.Addr) {
-		t.Fatal("the frozen server was not ejected")
-	}
 	c.mustDo("set " + written + " 0 0 3\r\nnew\r\n") // elsewhere; the victim owes it
-	f := parseConfig(t, poolYAML("timeout: 300\nauto_eject_hosts: false", servers...))
-	f.Pools[0].Listen = p.Addr("alpha").String()
-	if err := p.Reload(f); err != nil {
-		t.Fatal(err)
-	}
+	reloadAlpha(t, p, poolYAML("timeout: 300\nauto_eject_hosts: false", servers...))
 	if p.ejected("alpha", victim.Addr) {
 		t.Error("after auto_eject_hosts was turned off, the server is still ejected")
 	}

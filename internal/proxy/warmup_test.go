@@ -359,11 +359,7 @@ func TestWarmupReweight(t *testing.T) {
 	keys := testKeys("weight:", 2000)
 	c := dial(t, p.Addr("alpha").String())
 	setMany(t, c, keys)
-	f := parseConfig(t, poolOf(opts, lines(5)))
-	f.Pools[0].Listen = p.Addr("alpha").String()
-	if err := p.Reload(f); err != nil {
-		t.Fatal(err)
-	}
+	reloadAlpha(t, p, poolOf(opts, lines(5)))
 	pl := p.pools["alpha"]
 	if n := pl.stats.windows.Load(); n != 1 {
 		t.Errorf("after s1's weight went from 1 to 5: %d warm-up windows; want 1", n)
