@@ -182,11 +182,13 @@ type plan struct {
 	// Writes: the key's replicas in order (its server, without replicas);
 	// in a warm-up window, its previous servers that are not among them
 	// (stale), whose copies the write deletes with the calls
-	// staleCalls[0]:staleCalls[1]; the replica deciding a conditional write
-	// (-1 for none).
+	// staleCalls[0]:staleCalls[1], and for a delete the call of one that
+	// had the key (staleFound, -1 for none); the replica deciding a
+	// conditional write (-1 for none).
 	targets    []*server
 	stale      []*server
 	staleCalls [2]int
+	staleFound int
 	primary    int
 	tried      uint64 // the targets that were asked to decide, by index
 	stage      int
@@ -201,7 +203,7 @@ func (r *clientReq) planOf(units int) *plan {
 	}
 	p := r.plan
 	p.active, p.barrier, p.err, p.answer, p.first = true, false, nil, -1, r.ncalls
-	p.units, p.primary, p.tried, p.stage, p.staleCalls = units, -1, 0, 0, [2]int{}
+	p.units, p.primary, p.tried, p.stage, p.staleCalls, p.staleFound = units, -1, 0, 0, [2]int{}, -1
 	p.cands, p.off, p.targets, p.stale = p.cands[:0], append(p.off[:0], 0), p.targets[:0], p.stale[:0]
 	p.next = resize(p.next, units)
 	p.cur = resize(p.cur, units)
@@ -685,6 +687,7 @@ func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key [
 	// new server).
 	p.staleCalls[0] = r.ncalls
 	began := time.Now()
+	del := p.acc == accessDelete
 	var built [4]*call
 	stale := built[:0]
 	for _, s := range p.stale {
@@ -693,15 +696,21 @@ func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key [
 			continue
 		}
 		cl := c.planCall(r, later(deadline, began), s)
-		out, err := c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
-		if cl.out = out; err != nil {
-			cl.complete(err)
-			continue
+		if del {
+			// The client's own delete: if the key's new server has
+			// not got it, this one's reply, in the client's form, is
+			// the answer (stepWrite).
+			cl.out = r.req.appendRequest(cl.out, nil, 0, cl.reply)
+		} else {
+			out, err := c.pool.codecOf().appendDelete(cl.out, key, 0, cl.reply)
+			if cl.out = out; err != nil {
+				cl.complete(err)
+				continue
+			}
 		}
 		stale = append(stale, cl)
 	}
 	p.staleCalls[1] = r.ncalls
-	del := p.acc == accessDelete
 	if !del {
 		c.sendWrite(r, p, deadline, key)
 	}
@@ -761,9 +770,13 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 	ic := c.pool.codecOf()
 	key, _ := unitKey(st, r.req, 0)
 	// The deletes of the previous servers' copies: owed if they failed.
-	for _, cl := range r.calls[p.staleCalls[0]:p.staleCalls[1]] {
-		if cl.err != nil {
+	for j := p.staleCalls[0]; j < p.staleCalls[1]; j++ {
+		cl := r.calls[j]
+		switch {
+		case cl.err != nil:
 			cl.srv.owe(key, true)
+		case p.acc == accessDelete && p.staleFound < 0 && preq.changed(cl.reply):
+			p.staleFound = j
 		}
 	}
 	p.staleCalls = [2]int{}
@@ -833,6 +846,11 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		}
 		if answer < 0 {
 			answer = failure
+		}
+		if answer >= 0 && p.staleFound >= 0 && !preq.changed(r.calls[answer].reply) {
+			// A delete the key's new server answered not found, of a key
+			// its previous server had (moved, not yet read): deleted.
+			answer = p.staleFound
 		}
 		p.answer = answer
 		if answer < 0 || p.primary < 0 || !preq.changed(r.calls[answer].reply) {
