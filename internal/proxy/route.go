@@ -272,15 +272,19 @@ func (pl *pool) swap(cfg *config.Pool, why string) error {
 		return err
 	}
 	// What the servers that leave owe is kept for a server of their
-	// address that joins again (leftOwed), this one's new servers included;
-	// one whose address leaves the list owes a flush.
+	// address that joins again (leftOwed), this one's new servers included.
+	// One whose address a reload of the file takes out of the list owes a
+	// flush. A list from a source (etcd) is many proxies' at once: each
+	// would empty the server at its own moment, erasing what the others
+	// wrote since; chash register --check empties it before it registers
+	// it again.
 	addrs := make(map[string]bool, len(servers))
 	for _, s := range servers {
 		addrs[s.addr] = true
 	}
 	for _, s := range cur.list {
 		if !reused[s] {
-			pl.proxy.left.keep(s, pl.proxy.maxOwedKeys(), !addrs[s.addr])
+			pl.proxy.left.keep(s, pl.proxy.maxOwedKeys(), why == "reload" && !addrs[s.addr])
 		}
 	}
 	for _, s := range added {
