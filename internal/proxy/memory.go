@@ -140,14 +140,18 @@ func (b *largeValues) recordAt(n int, now uint32) {
 // size returns the size of the value remembered, or 0 if there is none
 // younger than largeKeep seconds.
 func (b *largeValues) size() int64 {
-	if b.v.Load() == 0 {
+	v := b.v.Load()
+	if v == 0 {
 		return 0
 	}
-	return b.sizeAt(uint32(time.Now().Unix()))
+	return b.sizeOf(v, uint32(time.Now().Unix()))
 }
 
-func (b *largeValues) sizeAt(now uint32) int64 {
-	v := b.v.Load()
+func (b *largeValues) sizeAt(now uint32) int64 { return b.sizeOf(b.v.Load(), now) }
+
+// sizeOf returns the size v records, or 0 if it is largeKeep seconds old at
+// now.
+func (b *largeValues) sizeOf(v uint64, now uint32) int64 {
 	if v != 0 && now-uint32(v) >= largeKeep {
 		b.v.CompareAndSwap(v, 0) // forgotten: the next looks cost nothing
 		return 0
