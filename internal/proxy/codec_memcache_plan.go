@@ -65,6 +65,8 @@ func (r *mcRequest) needsItem() bool {
 	return r.Command == memcache.CmdTouch || r.access() == accessCond
 }
 
+func (r *mcRequest) keepsCas() bool { return r.Command == memcache.CmdTouch }
+
 func (r *mcRequest) hits(hit []bool, keyCall []int, part int, rp reply) {
 	rep := rp.(*mcReply)
 	if memcache.IsError(rep.resp.Line) {

@@ -133,6 +133,9 @@ type planRequest interface {
 	// touch): in a warm-up window, the item is copied from its previous
 	// server first.
 	needsItem() bool
+	// keepsCas reports whether a write that needsItem leaves the item's
+	// cas as it was (touch).
+	keepsCas() bool
 	// appendWarmRead appends the read of key i from its previous server:
 	// what readItem needs for a copy, and what adopt needs to answer the
 	// client.
@@ -805,14 +808,25 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		c.sendStaleWrite(r, p, deadline, key)
 		return r.ncalls > first
 	case stageWarmCopy:
+		held := false
 		for _, cl := range r.calls[p.first:r.ncalls] {
 			if cl.err == nil {
 				if _, ok := ic.stored(cl.reply); ok {
 					c.pool.stats.warmCopies.Add(1)
 				}
+				held = held || ic.held(cl.reply)
 			}
 		}
 		p.stage = 0
+		if held && preq.keepsCas() {
+			// A copy is there already: a warm-up copy's, whose delete of
+			// the previous copy, conditioned on its cas, is under way. A
+			// write that keeps the cas (touch) leaves the previous copy to
+			// it: deleted here, the copy's delete would fail and take back
+			// the copy, touched but with the cas it had, as stale.
+			c.sendWrite(r, p, deadline, key)
+			return r.ncalls > first
+		}
 		c.sendStaleWrite(r, p, deadline, key)
 		return r.ncalls > first
 	case 0:

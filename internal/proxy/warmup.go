@@ -36,7 +36,9 @@ import (
 //     sees it and takes itself back. A write that works on the item (incr,
 //     append, add, cas, touch, ...: planRequest.needsItem) first reads it
 //     from the previous server and adds it at the new one, so that it finds
-//     the item a read would have found.
+//     the item a read would have found; a touch that finds a copy there
+//     already leaves the previous copy to the copy's conditional delete
+//     (the touch keeps the cas, so the copy would take itself back).
 //
 // Keys whose server did not change never pay a second read, and when no
 // window is open a request pays one test of a bool (state.planned). A change

@@ -482,6 +482,45 @@ func TestWarmupCopyRace(t *testing.T) {
 	}
 }
 
+// TestWarmupTouchRace: a key is read in a window and its warm-up copy is
+// stored at the new server (here another proxy's), then a client touches it
+// before the copy's delete of the previous copy, conditioned on the cas read,
+// is sent. The touch finds the copy there and leaves the previous copy to it:
+// deleted by the touch, the copy's delete would fail and take back the copy,
+// touched but with its cas unchanged, as stale, and the key would be on no
+// server. A touch that copies the key itself deletes the previous copy
+// (TestWarmupWrites).
+func TestWarmupTouchRace(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, _ := warmPool(t, opts, "touch:", 1)
+	key := moved[0]
+	c := dial(t, p.Addr("alpha").String())
+	c.mustDo("set " + key + " 5 0 2\r\nv1\r\n")
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	old, nw := dial(t, servers[0].Addr), dial(t, servers[1].Addr)
+	var cas uint64
+	if line := old.mustDo("mg " + key + " c\r\n"); !scanned(line, "HD c%d", &cas) {
+		t.Fatalf("mg %s c at the previous server: %q", key, line)
+	}
+	// The copy is stored.
+	if got := nw.mustDo("add " + key + " 5 0 2\r\nv1\r\n"); got != "STORED\r\n" {
+		t.Fatalf("the copy's add: %q", got)
+	}
+	if got := c.mustDo("touch " + key + " 1000\r\n"); got != "TOUCHED\r\n" {
+		t.Fatalf("touch %s: %q; want TOUCHED", key, got)
+	}
+	// The copy's delete of the previous copy.
+	if got := old.mustDo(fmt.Sprintf("md %s C%d\r\n", key, cas)); got != "HD\r\n" {
+		t.Errorf("the copy's delete of the previous copy: %q; want HD (the touch left it)", got)
+	}
+	var flags, ttl int
+	if line := nw.mustDo("mg " + key + " f t\r\n"); !scanned(line, "HD f%d t%d", &flags, &ttl) || flags != 5 || ttl < 990 || ttl > 1000 {
+		t.Errorf("the new server's copy: mg f t = %q; want flags 5, time to live 1000 (touched)", line)
+	}
+}
+
 // TestWarmupCopiesUndone: a copy whose previous copy changed while it was
 // made is taken back, and counted in chash_proxy_warmup_copies_undone_total,
 // only if the take-back deleted it. One written over since (the take-back's
@@ -595,4 +634,10 @@ func TestWarmupPreviousHangs(t *testing.T) {
 			t.Errorf("get %s, deleted while its previous server hung = %q; want a miss", k, got)
 		}
 	}
+}
+
+// scanned reports whether line, scanned with format, fills every one of args.
+func scanned(line, format string, args ...any) bool {
+	n, err := fmt.Sscanf(line, format, args...)
+	return err == nil && n == len(args)
 }
