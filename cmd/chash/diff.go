@@ -86,7 +86,8 @@ range. Text output lists the first --ranges ranges (20 by default; 0 for all).
 	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
 	 "ranges": [{"start", "end", "from", "to"}, ...],
-	 "before": BALANCE, "after": BALANCE}
+	 "before": BALANCE, "after": BALANCE,
+	 "replicas": {"old", "new", "keys", "changed", "copies", "cold"}}
 
 "repointed" is there only when servers that keep their weight own another
 number of points, as in ketama, whose point count follows the whole pool:
@@ -99,6 +100,17 @@ to, in the files' order of servers, and ranges by start. BALANCE is the object
 chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
 header record,from,to,share,count,start,end: record is "flow" or "range"; a
 flow's start and end are empty.
+
+For a pool that keeps each key on several servers (replicas:, on either
+side), "moved" is the move of a key's first server, and "replicas", in text
+a table of its own, measures the replica sets over --sample generated keys:
+"changed" the fraction of keys whose set gains or loses a server, "copies"
+the fraction of the new copies that are on a server new to their key's set
+(the copies a migration makes), "cold" the fraction of keys none of whose
+new servers was in their set (no replica holds them after the change). In a
+ring (chash, balanced) and in rendezvous, a server joining or leaving
+changes a set by that server alone; in multiprobe, a joining server can
+take a key's probe from its old servers, and leave it cold.
 
 --plot writes bars of each server's share before and after, and --ring-plot
 a picture of both rings and the moved ranges (two rings that hash keys
@@ -150,6 +162,8 @@ type diffOutput struct {
 	Ranges     []analyze.Range  `json:"ranges"`
 	Before     *analyze.Balance `json:"before"`
 	After      *analyze.Balance `json:"after"`
+	// Replicas is there when a pool keeps a key on more than one server.
+	Replicas *analyze.ReplicaMovement `json:"replicas,omitempty"`
 }
 
 func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []string) int {
@@ -242,6 +256,10 @@ func (f *diffFlags) run(ctx context.Context, cmd *Command, env *Env, args []stri
 	out.Added, out.Removed, out.Reweighted = d.Added, d.Removed, d.Reweighted
 	out.Flows, out.Ranges = d.Flows, d.Ranges
 	out.Before, out.After = d.Old, d.New
+	if out.Replicas, err = analyze.DiffReplicas(old, new, progressKeys(env, analyze.SampleKeys(f.sample, 1), f.sample, "routing replica sets")); err != nil {
+		cmd.Errorf(env.Stderr, "%v", err)
+		return 1
+	}
 	if err := f.write(env.Stdout, &out); err != nil {
 		cmd.Errorf(env.Stderr, "%v", err)
 		return 1
@@ -384,7 +402,11 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 	if out.Old.Distribution != out.New.Distribution {
 		label = out.Old.Distribution + " -> " + out.New.Distribution
 	}
-	fmt.Fprintln(bw, "keys that move:")
+	if out.Replicas != nil {
+		fmt.Fprintln(bw, "keys that move (their first server):")
+	} else {
+		fmt.Fprintln(bw, "keys that move:")
+	}
 	writeTable(bw, "  ", nil, [][]string{
 		{label, pct(out.Moved), movedMethod(out)},
 		{"ideal", pct(out.Ideal), ideal},
@@ -395,6 +417,18 @@ func (f *diffFlags) write(w io.Writer, out *diffOutput) error {
 		wrap(&b, fmt.Sprintf("note: %s: %s sizes each server's points by the whole pool, so keys also move between servers that stay.",
 			repointedText(r), out.New.Distribution), "")
 		fmt.Fprint(bw, "\n"+b.String())
+	}
+	if r := out.Replicas; r != nil {
+		copies := strconv.Itoa(r.New)
+		if r.Old != r.New {
+			copies = fmt.Sprintf("%d -> %d", r.Old, r.New)
+		}
+		fmt.Fprintf(bw, "\nreplica sets (%s copies a key; sampled, %d generated keys routed):\n", copies, r.Keys)
+		writeTable(bw, "  ", nil, [][]string{
+			{"sets that change", pct(r.Changed), "a server joins or leaves the key's set"},
+			{"copies to make", pct(r.Copies), "of the new copies: on a server new to the key's set"},
+			{"keys left cold", pct(r.Cold), "none of the key's new servers was in its set"},
+		}, "lrl")
 	}
 	if len(out.Flows) > 0 {
 		fmt.Fprintln(bw)

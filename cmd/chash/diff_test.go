@@ -24,6 +24,7 @@ func TestDiffGolden(t *testing.T) {
 		{"diff-files-json", []string{"diff", "--format", "json", "testdata/seed5.yml", "testdata/seed6.yml"}},
 		{"diff-add-csv", []string{"diff", "--format", "csv", "--add", "192.168.0.5:111:2 big", "testdata/seed5.yml"}},
 		{"diff-ranges", []string{"diff", "--pool", "a", "--add", "10.0.0.4:11211:1 four", "--remove", "two", "--ranges", "4", "testdata/two.yml"}},
+		{"diff-replicas", []string{"diff", "--add", "10.0.0.5:11211:1 five", "--sample", "100000", "testdata/replicas.yml"}},
 		{"diff-modula", []string{"diff", "--add", "10.0.0.5:11211:1", "--sample", "20000", "testdata/modula.yml"}},
 	}
 	for _, tt := range tests {
@@ -234,5 +235,34 @@ func TestDiffConfigFlag(t *testing.T) {
 	}
 	if _, stderr, code := runChash(t, nil, "diff", "--config", "testdata/seed5.yml", "testdata/seed6.yml", "testdata/seed6.yml"); code != 2 || !strings.Contains(stderr, "too many arguments") {
 		t.Errorf("diff --config OLD NEW EXTRA: exit %d, %q; want 2, too many arguments", code, stderr)
+	}
+}
+
+// TestDiffReplicas: a third copy of each key, servers unchanged, moves no
+// key's first server and changes every replica set by one server (a third
+// of the copies new, no key cold); a pool of one copy a key has no
+// "replicas" in its JSON.
+func TestDiffReplicas(t *testing.T) {
+	stdout, stderr, code := runChash(t, nil, "diff", "--format", "json", "--sample", "20000", "testdata/replicas.yml", "testdata/replicas3.yml")
+	if code != 0 {
+		t.Fatalf("chash diff = %d: %s", code, stderr)
+	}
+	var out struct {
+		Moved    float64 `json:"moved"`
+		Replicas *struct {
+			Old, New, Keys         int
+			Changed, Copies, Cold float64
+		} `json:"replicas"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	r := out.Replicas
+	if out.Moved != 0 || r == nil || r.Old != 2 || r.New != 3 || r.Keys != 20000 || r.Changed != 1 || math.Abs(r.Copies-1.0/3) > 1e-9 || r.Cold != 0 {
+		t.Errorf("replicas 2 -> 3: moved %v, replicas %+v; want moved 0, {2 3 20000 1 0.333 0}", out.Moved, r)
+	}
+	stdout, _, _ = runChash(t, nil, "diff", "--format", "json", "--add", "192.168.0.5:111:1", "testdata/seed5.yml")
+	if strings.Contains(stdout, `"replicas"`) {
+		t.Errorf("one copy a key: JSON has replicas:\n%s", stdout)
 	}
 }

@@ -653,7 +653,8 @@
 //	 "added": [NAME...], "removed": [NAME...], "reweighted": [NAME...],
 //	 "flows": [{"from", "to", "share", "count", "ranges"}, ...],
 //	 "ranges": [{"start", "end", "from", "to"}, ...],
-//	 "before": BALANCE, "after": BALANCE}
+//	 "before": BALANCE, "after": BALANCE,
+//	 "replicas": {"old", "new", "keys", "changed", "copies", "cold"}}
 //
 // "repointed" is there only when servers that keep their weight own another
 // number of points, as in ketama, whose point count follows the whole pool:
@@ -666,6 +667,17 @@
 // chash analyze prints, less config, pool and distribution. --format csv prints one row per flow and per range under the
 // header record,from,to,share,count,start,end: record is "flow" or "range"; a
 // flow's start and end are empty.
+//
+// For a pool that keeps each key on several servers (replicas:, on either
+// side), "moved" is the move of a key's first server, and "replicas", in text
+// a table of its own, measures the replica sets over --sample generated keys:
+// "changed" the fraction of keys whose set gains or loses a server, "copies"
+// the fraction of the new copies that are on a server new to their key's set
+// (the copies a migration makes), "cold" the fraction of keys none of whose
+// new servers was in their set (no replica holds them after the change). In a
+// ring (chash, balanced) and in rendezvous, a server joining or leaving
+// changes a set by that server alone; in multiprobe, a joining server can
+// take a key's probe from its old servers, and leave it cold.
 //
 // --plot writes bars of each server's share before and after, and --ring-plot
 // a picture of both rings and the moved ranges (two rings that hash keys
