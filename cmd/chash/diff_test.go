@@ -250,7 +250,7 @@ func TestDiffReplicas(t *testing.T) {
 	var out struct {
 		Moved    float64 `json:"moved"`
 		Replicas *struct {
-			Old, New, Keys         int
+			Old, New, Keys        int
 			Changed, Copies, Cold float64
 		} `json:"replicas"`
 	}
