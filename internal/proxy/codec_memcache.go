@@ -272,6 +272,8 @@ type mcRequest struct {
 	// quiet is a meta request's flag q: the server gets the request followed
 	// by mn, whose MN tells where a reply that q hid would have been.
 	quiet bool
+	// casTok holds a meta request's C token as setCas rewrote it.
+	casTok [24]byte
 }
 
 var _ request = (*mcRequest)(nil)

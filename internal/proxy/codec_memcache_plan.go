@@ -67,6 +67,34 @@ func (r *mcRequest) needsItem() bool {
 
 func (r *mcRequest) keepsCas() bool { return r.Command == memcache.CmdTouch }
 
+func (r *mcRequest) cas() (uint64, bool) {
+	if r.Command == memcache.CmdCas {
+		return r.Cas, true
+	}
+	if !r.Command.IsMeta() {
+		return 0, false
+	}
+	t, ok := r.MetaFlag('C')
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(t), 10, 64)
+	return n, err == nil
+}
+
+func (r *mcRequest) setCas(cas uint64) {
+	if r.Command == memcache.CmdCas {
+		r.Cas = cas
+		return
+	}
+	for i, t := range r.MetaFlags {
+		if t[0] == 'C' {
+			r.MetaFlags[i] = strconv.AppendUint(append(r.casTok[:0], 'C'), cas, 10)
+			return
+		}
+	}
+}
+
 func (r *mcRequest) hits(hit []bool, keyCall []int, part int, rp reply) {
 	rep := rp.(*mcReply)
 	if memcache.IsError(rep.resp.Line) {

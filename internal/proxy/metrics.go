@@ -29,6 +29,7 @@ type poolStats struct {
 	warmCopies  atomic.Uint64 // values copied to their new servers
 	warmDropped atomic.Uint64 // copies not made: too many waited
 	warmUndone  atomic.Uint64 // copies deleted again: the previous copy changed meanwhile
+	warmRecast  atomic.Uint64 // conditional writes given the cas of a copy (recast)
 	failovers   atomic.Uint64 // reads and decisions that went to another replica
 	bytesIn     atomic.Uint64 // read from clients
 	bytesOut    atomic.Uint64 // written to clients
@@ -238,6 +239,7 @@ var (
 	descWarmCopies  = prometheus.NewDesc("chash_proxy_warmup_copies_total", "Values copied to their keys' new servers.", []string{"pool"}, nil)
 	descWarmDropped = prometheus.NewDesc("chash_proxy_warmup_copies_dropped_total", "Copies not made because too many waited.", []string{"pool"}, nil)
 	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies deleted from their new servers again because the previous server's copy changed while they were made; a copy written over since is left, and not counted.", []string{"pool"}, nil)
+	descWarmRecast  = prometheus.NewDesc("chash_proxy_warmup_recast_total", "Conditional writes (cas, a meta command's C) whose cas, read from the key's previous server, was that of an item copied in a warm-up window, sent with the copy's cas.", []string{"pool"}, nil)
 	descFailovers   = prometheus.NewDesc("chash_proxy_replica_failovers_total", "Reads and conditional writes sent to the next replica after one failed (or missed, with read_miss_failover).", []string{"pool"}, nil)
 	descOwed        = prometheus.NewDesc("chash_proxy_owed_deletes", "Deletes the server owes: writes it missed, replayed before it serves reads again.", []string{"pool", "server"}, nil)
 	descOwedTotal   = prometheus.NewDesc("chash_proxy_owed_deletes_total", "Writes the server missed, each owed as a delete.", []string{"pool", "server"}, nil)
@@ -266,7 +268,7 @@ func buildInfo() prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientIdle, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvEOF, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
-		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descFailovers,
+		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descWarmRecast, descFailovers,
 		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained, descRefused,
 		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
@@ -307,6 +309,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
 			count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
 			count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
+			count(descWarmRecast, pl.stats.warmRecast.Load(), pl.name)
 			count(descFailovers, pl.stats.failovers.Load(), pl.name)
 		}
 		count(descClientIn, pl.stats.bytesIn.Load(), pl.name)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"slices"
 	"time"
 
@@ -136,6 +137,10 @@ type planRequest interface {
 	// keepsCas reports whether a write that needsItem leaves the item's
 	// cas as it was (touch).
 	keepsCas() bool
+	// cas returns the cas a conditional write is conditioned on, if it is
+	// (cas, a meta command's C), and setCas conditions it on cas instead.
+	cas() (uint64, bool)
+	setCas(cas uint64)
 	// appendWarmRead appends the read of key i from its previous server:
 	// what readItem needs for a copy, and what adopt needs to answer the
 	// client.
@@ -196,6 +201,11 @@ type plan struct {
 	tried      uint64 // the targets that were asked to decide, by index
 	stage      int
 	it         item
+	// A conditional write in a warm-up window: the cas the client gave
+	// (recast says it gave one), which may be its previous server's.
+	clientCas uint64
+	recast    bool
+	held      bool // a copy of the item was at a target already
 }
 
 // planOf returns r's plan, made on first use, reset for a request of units
@@ -207,6 +217,7 @@ func (r *clientReq) planOf(units int) *plan {
 	p := r.plan
 	p.active, p.barrier, p.err, p.answer, p.first = true, false, nil, -1, r.ncalls
 	p.units, p.primary, p.tried, p.stage, p.staleCalls, p.staleFound = units, -1, 0, 0, [2]int{}, -1
+	p.recast = false
 	p.cands, p.off, p.targets, p.stale = p.cands[:0], append(p.off[:0], 0), p.targets[:0], p.stale[:0]
 	p.next = resize(p.next, units)
 	p.cur = resize(p.cur, units)
@@ -638,6 +649,9 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 	}
 	if st.warm != nil {
 		p.stale = st.warm.appendStale(p.stale, hashed, p.targets)
+		if len(p.stale) > 0 {
+			p.clientCas, p.recast = r.req.(planRequest).cas()
+		}
 	}
 	if p.acc == accessCond && st.replicas > 1 {
 		if p.primary = p.decider(); p.primary < 0 {
@@ -672,6 +686,7 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 const (
 	stageWarmRead = iota + 10
 	stageWarmCopy
+	stageWarmCas // the read of the copy's cas for recast
 )
 
 // sendStaleWrite deletes the previous servers' copies of key, if the write
@@ -747,6 +762,9 @@ func (p *plan) decider() int {
 // sendWrite sends a write to its targets: to the deciding replica only, or to
 // every one that is not ejected; the ejected owe the key.
 func (c *client) sendWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
+	if p.recast {
+		c.recast(r, p, key)
+	}
 	p.stage, p.first = 1, r.ncalls
 	began := time.Now()
 	for i, s := range p.targets {
@@ -764,6 +782,39 @@ func (c *client) sendWrite(r *clientReq, p *plan, deadline time.Time, key []byte
 	if r.ncalls == p.first && p.err == nil {
 		p.err = errEjected
 	}
+}
+
+// sendWarmedWrite sends a write whose item was copied from its previous
+// server (stageWarmCopy).
+func (c *client) sendWarmedWrite(r *clientReq, p *plan, deadline time.Time, key []byte) {
+	if p.held && r.req.(planRequest).keepsCas() {
+		// A copy is there already: a warm-up copy's, whose delete of the
+		// previous copy, conditioned on its cas, is under way. A write that
+		// keeps the cas (touch) leaves the previous copy to it: deleted
+		// here, the copy's delete would fail and take back the copy,
+		// touched but with the cas it had, as stale.
+		c.sendWrite(r, p, deadline, key)
+		return
+	}
+	c.sendStaleWrite(r, p, deadline, key)
+}
+
+// recast conditions a write in a warm-up window on the cas of the copy at
+// the server that decides it, if the cas the client gave is that of the
+// previous copy the copy was made from: the client read the item at its
+// previous server (a gets answered there), and the copy is that item. Any
+// other cas is the client's own.
+func (c *client) recast(r *clientReq, p *plan, key []byte) {
+	s := p.targets[0]
+	if p.primary >= 0 {
+		s = p.targets[p.primary]
+	}
+	cas := p.clientCas
+	if to, ok := c.pool.state.Load().warm.copyCas(s, key, cas, time.Now()); ok {
+		cas = to
+		c.pool.stats.warmRecast.Add(1)
+	}
+	r.req.(planRequest).setCas(cas)
 }
 
 // stepWrite looks at the replies of a write's last stage and sends the next.
@@ -808,26 +859,47 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		c.sendStaleWrite(r, p, deadline, key)
 		return r.ncalls > first
 	case stageWarmCopy:
-		held := false
+		decider := p.targets[max(p.primary, 0)]
+		p.held = false
+		heldAtDecider := false
 		for _, cl := range r.calls[p.first:r.ncalls] {
 			if cl.err == nil {
-				if _, ok := ic.stored(cl.reply); ok {
+				if cas, ok := ic.stored(cl.reply); ok {
 					c.pool.stats.warmCopies.Add(1)
+					st.warm.noteCopy(cl.srv, key, p.it.cas, cas)
 				}
-				held = held || ic.held(cl.reply)
+				if ic.held(cl.reply) {
+					p.held = true
+					heldAtDecider = heldAtDecider || cl.srv == decider
+				}
 			}
 		}
 		p.stage = 0
-		if held && preq.keepsCas() {
-			// A copy is there already: a warm-up copy's, whose delete of
-			// the previous copy, conditioned on its cas, is under way. A
-			// write that keeps the cas (touch) leaves the previous copy to
-			// it: deleted here, the copy's delete would fail and take back
-			// the copy, touched but with the cas it had, as stale.
-			c.sendWrite(r, p, deadline, key)
-			return r.ncalls > first
+		if p.recast && heldAtDecider && p.clientCas == p.it.cas {
+			if _, ok := st.warm.copyCas(decider, key, p.clientCas, time.Now()); !ok {
+				// The client's cas is the previous copy's, and a copy is
+				// at the deciding server already, most likely a warm-up
+				// copy of the same item whose cas is not recorded yet:
+				// read it.
+				p.stage = stageWarmCas
+				cl := c.planCall(r, deadline, decider)
+				sendBuilt(cl)(ic.appendItemRead(cl.out, key, cl.reply))
+				return true
+			}
 		}
-		c.sendStaleWrite(r, p, deadline, key)
+		c.sendWarmedWrite(r, p, deadline, key)
+		return r.ncalls > first
+	case stageWarmCas:
+		// The copy is the item the client read if it has its value and
+		// flags (or the same written again since, which the client could
+		// not tell from it).
+		rd := r.calls[r.ncalls-1]
+		var cur item
+		if rd.err == nil && ic.readItem(rd.reply, &cur) && cur.flags == p.it.flags && bytes.Equal(cur.value, p.it.value) {
+			st.warm.noteCopy(rd.srv, key, p.it.cas, cur.cas)
+		}
+		p.stage = 0
+		c.sendWarmedWrite(r, p, deadline, key)
 		return r.ncalls > first
 	case 0:
 		// The previous server forgot the key: now the delete.

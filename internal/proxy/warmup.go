@@ -40,6 +40,11 @@ import (
 //     already leaves the previous copy to the copy's conditional delete
 //     (the touch keeps the cas, so the copy would take itself back).
 //
+// A cas the client read at a key's previous server is that server's: each
+// copy's cas at its new server is recorded in the window (noteCopy), and a
+// conditional write whose cas is the item's the copy was made from is sent
+// with the copy's (client.recast).
+//
 // Keys whose server did not change never pay a second read, and when no
 // window is open a request pays one test of a bool (state.planned). A change
 // while a window is open opens a window chained to it (or, if it opens none,
@@ -67,6 +72,57 @@ type window struct {
 	// reads, hits and copies are the pool's counts when it opened, so that
 	// its close logs its own.
 	reads, hits, copies uint64
+
+	// copies maps each copy made in the window to the cas of the item it
+	// was made from, for a client that read the item there (recast).
+	mu     sync.Mutex
+	copied map[copyAt]casPair
+}
+
+// copyAt is a key's copy at a server.
+type copyAt struct {
+	srv *server
+	key string
+}
+
+// casPair is the cas of a previous copy and of the copy made from it.
+type casPair struct{ from, to uint64 }
+
+// maxCopied bounds a window's record of copies: past it, the record starts
+// again (a client's cas of a key copied before then fails, EXISTS, as it
+// would without the record).
+const maxCopied = 1 << 14
+
+// noteCopy records that key's copy at s, made from an item whose cas was
+// from, has cas to. A nil w records nothing.
+func (w *window) noteCopy(s *server, key []byte, from, to uint64) {
+	if w == nil || from == 0 || to == 0 {
+		return
+	}
+	w.mu.Lock()
+	if w.copied == nil || len(w.copied) >= maxCopied {
+		w.copied = make(map[copyAt]casPair)
+	}
+	w.copied[copyAt{s, string(key)}] = casPair{from, to}
+	w.mu.Unlock()
+}
+
+// copyCas returns the cas of key's copy at s made, in a window of the chain
+// that starts at w open at now, from an item whose cas was from.
+func (w *window) copyCas(s *server, key []byte, from uint64, now time.Time) (uint64, bool) {
+	for i := 0; w.chain(i) != nil; i++ {
+		o := w.chain(i)
+		if !now.Before(o.until) {
+			continue
+		}
+		o.mu.Lock()
+		c, ok := o.copied[copyAt{s, string(key)}]
+		o.mu.Unlock()
+		if ok && c.from == from {
+			return c.to, true
+		}
+	}
+	return 0, false
 }
 
 // maxWindows bounds a chain of windows.
@@ -387,6 +443,7 @@ func (w *warmCopier) copy(batch []*copyJob) {
 			if cas, ok := ic.stored(x.cl.reply); ok {
 				adds = append(adds, copied{x.j, x.srv, cas})
 				pl.stats.warmCopies.Add(1)
+				st.warm.noteCopy(x.srv, x.j.key, x.j.it.cas, cas)
 			}
 		}
 	})

@@ -521,6 +521,90 @@ func TestWarmupTouchRace(t *testing.T) {
 	}
 }
 
+// TestWarmupCas: a client's cas read at a key's previous server, by a gets
+// in the window or before the change, conditions its write on the copy made
+// of that item at the new server, whose cas the new server chose: the write
+// is stored, as it would be without the change, where the new server alone
+// would answer EXISTS. A cas read at the new server, or one of no copy, is
+// the client's own. A copy whose cas is not known yet (a warm-up copy not
+// yet recorded, here another proxy's) is read: its cas is the client's if it
+// holds the item the client read, not if it holds another value.
+func TestWarmupCas(t *testing.T) {
+	const opts = "timeout: 1000\nwarmup: 60000"
+	p, servers, moved, _ := warmPool(t, opts, "cas:", 7)
+	c := dial(t, p.Addr("alpha").String())
+	for _, k := range moved {
+		c.mustDo("set " + k + " 3 0 2\r\nv1\r\n")
+	}
+	nw := dial(t, servers[1].Addr)
+	for range 50 { // the new server's cas counter goes its own way
+		nw.mustDo("set other 0 0 1\r\nx\r\n")
+	}
+	gets := func(k string) uint64 {
+		t.Helper()
+		var key string
+		var flags, n int
+		var cas uint64
+		if line, _, _ := strings.Cut(c.mustDo("gets "+k+"\r\n"), "\r\n"); !scanned(line, "VALUE %s %d %d %d", &key, &flags, &n, &cas) {
+			t.Fatalf("gets %s: %q", k, line)
+		}
+		return cas
+	}
+	before := gets(moved[1]) // read before the change
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	st := p.pools["alpha"].stats
+	inWindow := gets(moved[0])
+	waitCount(5*time.Second, 1, st.warmCopies.Load)
+	var mgCas uint64
+	if line := c.mustDo("mg " + moved[2] + " c\r\n"); !scanned(line, "HD c%d", &mgCas) {
+		t.Fatalf("mg %s c: %q", moved[2], line)
+	}
+	waitCount(5*time.Second, 2, st.warmCopies.Load)
+	gets(moved[3])
+	waitCount(5*time.Second, 3, st.warmCopies.Load)
+	ownCas := gets(moved[3]) // read at the new server, from the copy
+	// Copies made by another proxy: of the item, and of a value written
+	// since at the new server.
+	old := dial(t, servers[0].Addr)
+	prevCas := func(k string) uint64 {
+		t.Helper()
+		var cas uint64
+		if line := old.mustDo("mg " + k + " c\r\n"); !scanned(line, "HD c%d", &cas) {
+			t.Fatalf("mg %s c at the previous server: %q", k, line)
+		}
+		return cas
+	}
+	otherCopy, written := prevCas(moved[5]), prevCas(moved[6])
+	nw.mustDo("add " + moved[5] + " 3 0 2\r\nv1\r\n")
+	nw.mustDo("set " + moved[6] + " 3 0 2\r\nv9\r\n")
+	for _, tt := range []struct {
+		name, req, want, value string
+		recast                 uint64
+	}{
+		{"gets in the window", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[0], inWindow), "STORED\r\n", "v2", 1},
+		{"gets before the change", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[1], before), "STORED\r\n", "v2", 1},
+		{"ms C", fmt.Sprintf("ms %s 2 C%d F3\r\nv2\r\n", moved[2], mgCas), "HD\r\n", "v2", 1},
+		{"cas of the copy", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[3], ownCas), "STORED\r\n", "v2", 0},
+		{"a cas of no copy", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[4], 1<<40), "EXISTS\r\n", "v1", 0},
+		{"another proxy's copy", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[5], otherCopy), "STORED\r\n", "v2", 1},
+		{"written since", fmt.Sprintf("cas %s 3 0 2 %d\r\nv2\r\n", moved[6], written), "EXISTS\r\n", "v9", 0},
+	} {
+		n := st.warmRecast.Load()
+		if got := c.mustDo(tt.req); got != tt.want {
+			t.Errorf("%s: %q = %q; want %q", tt.name, tt.req, got, tt.want)
+		}
+		if got := st.warmRecast.Load() - n; got != tt.recast {
+			t.Errorf("%s: %d writes recast; want %d", tt.name, got, tt.recast)
+		}
+		k := strings.Fields(tt.req)[1]
+		if got, want := nw.mustDo("get "+k+"\r\n"), fmt.Sprintf("VALUE %s 3 2\r\n%s\r\nEND\r\n", k, tt.value); got != want {
+			t.Errorf("%s: the new server has %q; want %q", tt.name, got, want)
+		}
+	}
+}
+
 // TestWarmupCopiesUndone: a copy whose previous copy changed while it was
 // made is taken back, and counted in chash_proxy_warmup_copies_undone_total,
 // only if the take-back deleted it. One written over since (the take-back's
