@@ -147,6 +147,10 @@ func (c *mcClient) read(r request) (action, error) {
 		if me.Fatal {
 			return closeAfter, nil
 		}
+		if name, _, _ := bytes.Cut(me.Line, []byte(" ")); me.Reply == memcache.ReplyError && isHTTP(name) {
+			req.bad, req.noreply = refusedHTTP, true
+			return closeAfter, nil
+		}
 		if me.Reply == memcache.ReplyTooLarge && dropStale(&req.Request) {
 			return forward, nil
 		}

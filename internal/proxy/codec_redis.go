@@ -206,6 +206,10 @@ func (c *redisClient) read(r request) (action, error) {
 		return closeAfter, nil
 	}
 	args := req.q.Args
+	if len(args) > 0 && isHTTP(args[0]) {
+		req.class = refusedHTTP
+		return closeAfter, nil
+	}
 	cmd, err := resp.Check(args)
 	req.cmd = cmd
 	if c.multi {

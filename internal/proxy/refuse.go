@@ -28,6 +28,20 @@ const refusedClientConnections = "client connections"
 // (clientLimit): open_files.
 const refusedOpenFiles = "open files"
 
+// refusedHTTP is the class of a connection closed, unanswered, at a request
+// named POST or Host: (any case), in both protocols: the start of an HTTP
+// request, which a web page can make a browser send to any port, its body
+// then read as commands (cross-protocol scripting). Redis closes such a
+// connection; memcached reads on, and the proxy closes it for both.
+const refusedHTTP = "http request"
+
+// isHTTP reports whether a request's name, its first word, is one of an
+// HTTP request's (refusedHTTP).
+func isHTTP(name []byte) bool {
+	return len(name) == 4 && strings.EqualFold(string(name), "post") ||
+		len(name) == 5 && strings.EqualFold(string(name), "host:")
+}
+
 // refuser is a request that can say why the proxy refused it (a codec's
 // request answered locally with an error): the class of the refusal, and
 // what the log quotes of the offending request. A class is a few words of
