@@ -807,7 +807,10 @@ func (c *client) dispatch(r *clientReq) {
 	srv, err := st.route(key)
 	for i := 1; i < n && err == nil && !st.dist.Random; i++ {
 		// A request that does not split goes whole to one server.
-		if s, err2 := st.route(req.routeKey(i)); err2 != nil || s != srv {
+		k := req.routeKey(i)
+		if pr, ok := req.(patterner); ok && pr.pattern(i) && !tagPinned(st.cfg, k) {
+			err = errPattern
+		} else if s, err2 := st.route(k); err2 != nil || s != srv {
 			err = errKeysSpread
 		}
 	}

@@ -256,6 +256,10 @@ func (c *redisClient) read(r request) (action, error) {
 		keys = keys[:0]
 	}
 	req.keys = keys
+	if ok && (cmd.Name == "sort" || cmd.Name == "sort_ro") {
+		req.pat = len(keys)
+		req.keys = resp.AppendSortPatterns(req.keys, args)
+	}
 	if ok && len(keys) == 0 && cmd.Route == resp.RouteKeys {
 		req.refuse(refusedNoKeys, resp.NoKeyError(cmd).Reply)
 		return local, nil
@@ -638,6 +642,7 @@ type redisRequest struct {
 	lent int           // the bytes of the arguments lent (appendLent)
 	cmd  *resp.Command // nil for bad input
 	keys []int         // the indexes in q.Args of the keys routed
+	pat  int           // if not 0, keys[pat:] are SORT's patterns (pattern)
 	// local is the reply to a request the proxy answers itself.
 	local []byte
 	// class is the class of the refusal that local is, "" if it is none;
@@ -667,7 +672,7 @@ func (r *redisRequest) reset() {
 		r.keys, r.parts, r.part, r.replies = nil, nil, nil, nil
 	}
 	r.q.Reset()
-	r.cmd, r.local, r.class, r.lent = nil, r.local[:0], "", 0
+	r.cmd, r.local, r.class, r.lent, r.pat = nil, r.local[:0], "", 0, 0
 }
 
 // The classes of a Redis pool's refusals (see refuser): fixed words rather
@@ -739,6 +744,7 @@ func (r *redisRequest) command() int {
 	return r.cmd.ID() + 1
 }
 
+func (r *redisRequest) pattern(i int) bool { return r.pat > 0 && i >= r.pat }
 func (r *redisRequest) nkeys() int            { return len(r.keys) }
 func (r *redisRequest) routeKey(i int) []byte { return r.q.Args[r.keys[i]] }
 func (r *redisRequest) splits() bool          { return r.cmd.Route == resp.RouteSplit }
@@ -848,6 +854,9 @@ func (r *redisRequest) merge(dst []byte, keyCall []int, calls []*call, err error
 func (r *redisRequest) appendError(dst []byte, err error) []byte {
 	if err == errKeysSpread && r.cmd != nil {
 		return resp.AppendError(dst, resp.CrossServerError(r.cmd).Reply)
+	}
+	if err == errPattern && r.cmd != nil {
+		return resp.AppendError(dst, resp.PatternError(r.cmd).Reply)
 	}
 	return resp.AppendError(dst, "ERR "+err.Error())
 }

@@ -208,8 +208,8 @@ func (c *client) noteRefusal(r *clientReq) {
 	var class string
 	var line []byte
 	switch {
-	case r.act == forward && r.ncalls == 0 && r.err == errKeysSpread:
-		class = errKeysSpread.Error()
+	case r.act == forward && r.ncalls == 0 && (r.err == errKeysSpread || r.err == errPattern):
+		class = r.err.Error()
 		if q, ok := r.req.(interface{ quote() []byte }); ok {
 			line = q.quote()
 		}

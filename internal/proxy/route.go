@@ -478,3 +478,24 @@ func certNotAfter(c *tls.Certificate) string {
 	}
 	return c.Leaf.NotAfter.UTC().Format(time.RFC3339)
 }
+
+// patterner is a request some of whose routed keys are patterns that name
+// keys by the request's data (SORT's BY and GET): pattern(i) says whether
+// key i is one. The keys it names are on the pattern's server only if a
+// hash tag without a '*' pins them (tagPinned).
+type patterner interface {
+	pattern(i int) bool
+}
+
+// tagPinned reports whether every key the pattern p names hashes as p does,
+// by cfg's hash tag: the key part of p (before a "->" that follows its '*')
+// has a hash tag, and the tag has no '*', which the data would replace.
+func tagPinned(cfg *config.Pool, p []byte) bool {
+	if star := bytes.IndexByte(p, '*'); star >= 0 {
+		if f := bytes.Index(p[star+1:], []byte("->")); f >= 0 {
+			p = p[:star+1+f]
+		}
+	}
+	h := cfg.HashKey(p)
+	return len(h) < len(p) && bytes.IndexByte(h, '*') < 0
+}

@@ -22,6 +22,9 @@ var (
 	// errKeysSpread refuses a request whose keys must all go to one server but
 	// belong to several.
 	errKeysSpread = errors.New("keys on different servers")
+	// errPattern refuses a request with a pattern of keys (patterner) that
+	// may name keys on other servers than its first key's.
+	errPattern = errors.New("a pattern of keys on other servers")
 )
 
 // server is one server of a pool: its connections, its health and its

@@ -406,6 +406,41 @@ func CrossServerError(c *Command) *Error {
 	return &Error{Reply: "ERR keys of '" + c.Name + "' are on different servers"}
 }
 
+// AppendSortPatterns appends to dst the indexes in args, a SORT or SORT_RO
+// request, of the patterns that name keys, as Redis's sort.c reads them: that
+// of BY if it has a '*' (without one, BY does not sort and reads no key),
+// and those of GET but "#" (the element itself). Each names a key an element
+// of the list makes of it, by its first '*' (up to a "->" after it, which
+// names a field of a hash), read on the server of the sorted key.
+func AppendSortPatterns(dst []int, args [][]byte) []int {
+	for i := 2; i+1 < len(args); i++ {
+		switch {
+		case equalFold(args[i], "limit"):
+			i += 2
+		case equalFold(args[i], "by"):
+			i++
+			if bytes.IndexByte(args[i], '*') >= 0 {
+				dst = append(dst, i)
+			}
+		case equalFold(args[i], "get"):
+			i++
+			if string(args[i]) != "#" {
+				dst = append(dst, i)
+			}
+		}
+	}
+	return dst
+}
+
+// PatternError is the error reply to a SORT or SORT_RO whose BY or GET
+// pattern may name keys on other servers than the sorted key's (a proxy
+// reads them on that server alone), as Redis Cluster refuses a pattern of
+// keys in other slots. A pattern with the key's hash tag, no '*' in it,
+// names keys of the key's server.
+func PatternError(c *Command) *Error {
+	return &Error{Reply: "ERR BY and GET options of '" + c.Name + "' denied by the proxy when keys formed by a pattern may be on other servers; give the pattern the key's hash tag"}
+}
+
 // NoKeyError is the error reply to a script (EVAL, EVALSHA, FCALL and their
 // _RO forms) with no keys, which a proxy cannot route: "ERR 'eval' without
 // keys cannot be routed".

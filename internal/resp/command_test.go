@@ -235,6 +235,30 @@ func TestAppendKeys(t *testing.T) {
 	}
 }
 
+// TestAppendSortPatterns: the patterns of SORT that name keys, as sort.c
+// reads its options: BY with a '*' (without one it does not sort), GET but
+// "#", LIMIT's two numbers skipped, any case.
+func TestAppendSortPatterns(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"SORT k", ""},
+		{"SORT k BY w_* GET o_* GET # GET h_*->f", "w_* o_* h_*->f"},
+		{"SORT k BY nosort GET #", ""},
+		{"sort_ro k by W_* limit 0 10 get O_*", "W_* O_*"},
+		{"SORT k LIMIT GET x GET y", "y"}, // GET and x are LIMIT's
+		{"SORT k GET", ""},
+		{"SORT k ALPHA DESC STORE d", ""},
+	} {
+		args := splitArgs(tt.args)
+		var got []string
+		for _, i := range AppendSortPatterns(nil, args) {
+			got = append(got, string(args[i]))
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("AppendSortPatterns(%q) = %q; want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestServerOf(t *testing.T) {
 	tests := []struct {
 		args string
