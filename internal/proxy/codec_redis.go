@@ -744,7 +744,7 @@ func (r *redisRequest) command() int {
 	return r.cmd.ID() + 1
 }
 
-func (r *redisRequest) pattern(i int) bool { return r.pat > 0 && i >= r.pat }
+func (r *redisRequest) pattern(i int) bool    { return r.pat > 0 && i >= r.pat }
 func (r *redisRequest) nkeys() int            { return len(r.keys) }
 func (r *redisRequest) routeKey(i int) []byte { return r.q.Args[r.keys[i]] }
 func (r *redisRequest) splits() bool          { return r.cmd.Route == resp.RouteSplit }
