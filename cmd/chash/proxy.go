@@ -414,8 +414,13 @@ sent may take it past the bound: at most 256 requests and 4,096 keys per
 client are in flight, and where the pool has seen values of 64 KiB or more
 in the last 10 s, no more keys than bring a sixteenth of --max-memory at
 the largest such size (one request at least: with values of 1 MB and the
-default bound, 64 keys). So may the one request each client is reading,
-counted once read whole (up to --max-value or --max-bulk). While past it, a
+default bound, 64 keys); before the first such value comes back, a client's
+256 requests may each bring one (with values of 1 MiB, 256 MiB a client).
+So may the one request each client is reading, counted once read whole (up
+to --max-value or --max-bulk). The bound counts bytes of requests and
+replies, not the memory that holds them: a value of 16 KiB or more is held
+in a buffer of a power of two bytes (up to twice its size), and garbage
+not yet collected adds to the process's size (GOMEMLIMIT bounds that). While past it, a
 client that takes more than 5 s to take a write of its replies (64 KiB, or
 one larger reply) is closed, as Redis closes one past its output buffer
 limit: the clients that wait must not wait on one that does not read (class
