@@ -968,8 +968,9 @@
 // client are in flight, and where the pool has seen values of 64 KiB or more
 // in the last 10 s, no more keys than bring a sixteenth of --max-memory at
 // the largest such size (one request at least: with values of 1 MB and the
-// default bound, 64 keys); before the first such value comes back, a client's
-// 256 requests may each bring one (with values of 1 MiB, 256 MiB a client).
+// default bound, 64 keys); where it has seen none, a client's requests count
+// as values of 1 MiB until its first replies are written (a client that
+// pipelines gets as it connects has 64 in flight at first, by default).
 // So may the one request each client is reading, counted once read whole (up
 // to --max-value or --max-bulk). The bound counts bytes of requests and
 // replies, not the memory that holds them: a value of 16 KiB or more is held

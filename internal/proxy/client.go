@@ -50,6 +50,9 @@ type client struct {
 	watch   *tlsWatch // watches TLS writes (write), made at the first
 	barrier bool      // a request must be answered before the next is read
 	ended   bool      // the connection's end is counted (client_eof, client_err)
+	// answered says that replies were written: the pool has seen their
+	// size (largeInFlight).
+	answered bool
 	// sheds says that the goroutine ends (shedAfter) when the client has been
 	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
 	// read deadline set is shedAfter's, active that a request was read
@@ -477,8 +480,24 @@ func (c *client) largeInFlight(mem *memory) bool {
 		return false
 	}
 	size := c.pool.large.size()
-	return size > 0 && int64(max(c.pkeys, 1))*size >= mem.max/largeShare
+	if size == 0 {
+		if c.answered {
+			return false
+		}
+		// The client's first requests, in a pool that has seen no large
+		// value lately: their replies' size is not known until one comes
+		// back, so they count as values of firstValue bytes. A client
+		// that pipelines gets of 1 MiB values as it connects would have
+		// 256 of them in flight, a pool of such clients gigabytes.
+		size = firstValue
+	}
+	return int64(max(c.pkeys, 1))*size >= mem.max/largeShare
 }
+
+// firstValue is the size a client's first requests' replies count at, in a
+// pool that has seen no large value lately (largeInFlight): memcached's
+// largest item by default.
+const firstValue = 1 << 20
 
 // buffered reports whether the client's bytes read hold more than the
 // requests parsed: in head, or in its codec's buffer.
@@ -633,6 +652,7 @@ func (c *client) flush() {
 	clear(c.pending)
 	c.pending = c.pending[:0]
 	c.pbytes, c.pkeys = 0, 0
+	c.answered = true
 	c.pool.proxy.mem.release(held)
 	if len(*out) > 0 && c.werr == nil {
 		c.write(*out)
