@@ -414,7 +414,10 @@ sent may take it past the bound: at most 256 requests and 4,096 keys per
 client are in flight, and where the pool has seen values of 64 KiB or more
 in the last 10 s, no more keys than bring a sixteenth of --max-memory at
 the largest such size (one request at least: with values of 1 MB and the
-default bound, 64 keys); where it has seen none, a client's requests count
+default bound, 64 keys), and no more once the requests in flight of all
+clients may bring --max-memory at that size (one request each still goes:
+with 24 clients pipelining gets of 1 MiB values, 1 GiB in flight, not
+1.5); where it has seen none, a client's requests count
 as values of 1 MiB until its first replies are written (a client that
 pipelines gets as it connects has 64 in flight at first, by default).
 So may the one request each client is reading, counted once read whole (up

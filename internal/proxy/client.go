@@ -53,6 +53,7 @@ type client struct {
 	// answered says that replies were written: the pool has seen their
 	// size (largeInFlight).
 	answered bool
+	expect   int64 // the client's part of memory.expect
 	// sheds says that the goroutine ends (shedAfter) when the client has been
 	// idle for shedAfter (a raw socket's, see shedAfter); armed that the
 	// read deadline set is shedAfter's, active that a request was read
@@ -454,6 +455,11 @@ func (c *client) serveRead() end {
 		if n >= largeValue {
 			pl.large.record(n / max(keys, 1))
 		}
+		if size := c.expectedSize(); size > 0 {
+			e := int64(max(keys, 1)) * size
+			c.expect += e
+			mem.expect.Add(e)
+		}
 		switch act {
 		case closeAfter:
 			// A quit ends the connection as the client's EOF does, a
@@ -479,19 +485,23 @@ func (c *client) largeInFlight(mem *memory) bool {
 	if len(c.pending) == 0 {
 		return false
 	}
+	size := c.expectedSize()
+	return size > 0 && (int64(max(c.pkeys, 1))*size >= mem.max/largeShare || mem.expect.Load() >= mem.max)
+}
+
+// expectedSize returns the size the replies of the client's requests are
+// expected to bring a key: its pool's large values' (largeValues), 0 if it
+// has seen none lately. The client's first requests, in a pool that has
+// seen none, count as values of firstValue bytes: their replies' size is not
+// known until one comes back, and a client that pipelines gets of 1 MiB
+// values as it connects would have 256 of them in flight, a pool of such
+// clients gigabytes.
+func (c *client) expectedSize() int64 {
 	size := c.pool.large.size()
-	if size == 0 {
-		if c.answered {
-			return false
-		}
-		// The client's first requests, in a pool that has seen no large
-		// value lately: their replies' size is not known until one comes
-		// back, so they count as values of firstValue bytes. A client
-		// that pipelines gets of 1 MiB values as it connects would have
-		// 256 of them in flight, a pool of such clients gigabytes.
+	if size == 0 && !c.answered {
 		size = firstValue
 	}
-	return int64(max(c.pkeys, 1))*size >= mem.max/largeShare
+	return size
 }
 
 // firstValue is the size a client's first requests' replies count at, in a
@@ -652,6 +662,10 @@ func (c *client) flush() {
 	clear(c.pending)
 	c.pending = c.pending[:0]
 	c.pbytes, c.pkeys = 0, 0
+	if c.expect != 0 {
+		c.pool.proxy.mem.expect.Add(-c.expect)
+		c.expect = 0
+	}
 	c.answered = true
 	c.pool.proxy.mem.release(held)
 	if len(*out) > 0 && c.werr == nil {

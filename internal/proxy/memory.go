@@ -30,6 +30,12 @@ type memory struct {
 	peak atomic.Int64 // the most held at once, for tests
 	// waits counts the times a client waited for memory.
 	waits atomic.Uint64
+	// expect is what the replies of the requests in flight of pools with
+	// large values are expected to bring, at the pool's large value size a
+	// key: past max, clients answer theirs before reading more
+	// (client.largeInFlight), so that many clients, each within its
+	// share, do not bring together more than max.
+	expect atomic.Int64
 
 	mu   sync.Mutex
 	free chan struct{} // closed when held falls to max or below; nil if none waits

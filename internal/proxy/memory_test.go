@@ -632,3 +632,46 @@ func TestLargeValuesBound(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeValuesShared: 24 clients pipeline 64 gets of a 512 KiB value,
+// under a budget of 64 MiB, to a server that does not answer gets. Each
+// client may have a sixteenth of the budget in flight (8 gets), but the
+// replies all clients' requests in flight are expected to bring count
+// against the budget too, so together they have at most the budget's worth
+// in flight, and one get each past it: 152 gets (without, 192).
+func TestLargeValuesShared(t *testing.T) {
+	const clients, gets, size = 24, 64, 512 << 10
+	var sent atomic.Int64
+	srv := lineServer(t, func(c net.Conn, line string) bool {
+		switch {
+		case strings.HasPrefix(line, "set "):
+			return true // its value's line comes next
+		case strings.HasPrefix(line, "get "):
+			sent.Add(1) // never answered
+			return true
+		}
+		_, err := io.WriteString(c, "STORED\r\n")
+		return err == nil
+	})
+	p := startProxy(t, poolOf("timeout: 20000", []string{srv + ":1"}), func(p *Proxy) { p.MaxMemory = 64 << 20 })
+	addr := p.Addr("alpha").String()
+	value := strings.Repeat("v", size)
+	if got := dial(t, addr).mustDo(fmt.Sprintf("set big 0 0 %d\r\n%s\r\n", size, value)); got != "STORED\r\n" {
+		t.Fatalf("set big: %q", got)
+	}
+	for range clients {
+		if _, err := io.WriteString(dial(t, addr).c, strings.Repeat("get big\r\n", gets)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bound = 64<<20/size + clients
+	waitFor(2*time.Second, func() bool { return sent.Load() > bound })
+	time.Sleep(200 * time.Millisecond) // any more on the way
+	t.Logf("%d gets in flight", sent.Load())
+	if n := sent.Load(); n > bound {
+		t.Errorf("%d gets of a 512 KiB value in flight for %d clients under a budget of 64 MiB; want at most %d", n, clients, bound)
+	}
+	if n := sent.Load(); n < 64<<20/size {
+		t.Errorf("%d gets in flight; want the budget's worth, %d, at least", n, 64<<20/size)
+	}
+}
