@@ -1112,7 +1112,7 @@
 //	--i int
 //		accepted for nutcracker's scripts: chash's stats are always current (default 30000)
 //	--idle-timeout duration
-//		close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
+//		close clients idle this long (from their connection, or their last reply), 0 keeps them; a pool's client_idle_timeout overrides (default 0s)
 //	--log-json
 //		log in JSON
 //	--m int

@@ -569,7 +569,7 @@ memcached servers for that.`,
 		c.Flag.Var(&f.verbose, name, "log `LEVEL`, nutcracker's 0 to 11; 7 or more, or -v alone, adds debug messages")
 	}
 	c.Flag.BoolVar(&f.ejectErrors, "eject-errors", false, "answer an ejected server's keys with errors instead of moving them; a pool's eject_errors overrides")
-	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long, 0 keeps them; a pool's client_idle_timeout overrides")
+	c.Flag.DurationVar(&f.idle, "idle-timeout", 0, "close clients idle this long (from their connection, or their last reply), 0 keeps them; a pool's client_idle_timeout overrides")
 	c.Flag.IntVar(&f.maxValue, "max-value", memcache.DefaultMaxValue, "largest value in bytes a client of a memcached pool may store")
 	c.Flag.IntVar(&f.maxBulk, "max-bulk", resp.DefaultMaxBulk, "largest bulk string in bytes a client of a Redis pool may send")
 	c.Flag.Int64Var(&f.maxMemory, "max-memory", proxy.DefaultMaxMemory, "bytes of requests and replies in flight past which clients are not read")

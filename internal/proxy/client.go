@@ -304,6 +304,9 @@ func (c *client) serve() {
 	c.src.rw, c.src.stopping, c.src.read, c.src.c = c.rw, &pl.stopping, &pl.stats.bytesIn, c
 	c.cc = pl.codec.newClient(&c.src)
 	_, c.sheds = c.rw.(clientServer)
+	// The idle timeout, and shedAfter, run from the start: a client that
+	// never finishes a request is closed, or parked, as an idle one is.
+	c.setIdleDeadline()
 	c.run()
 }
 

@@ -57,6 +57,31 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestIdleTimeoutFirst: the idle timeout runs from a connection's start, so
+// that clients that never finish a request (one that sends nothing, a line
+// without its end, a set whose value stops) are closed as an idle client
+// is; the proxy then holds no goroutine for them.
+func TestIdleTimeoutFirst(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("", s), func(p *Proxy) { p.IdleTimeout = 200 * time.Millisecond })
+	addr := p.Addr("alpha").String()
+	for _, sent := range []string{"", "get abc", "set sl 0 0 100000\r\n" + strings.Repeat("x", 500)} {
+		c := dial(t, addr)
+		if _, err := io.WriteString(c.c, sent); err != nil {
+			t.Fatal(err)
+		}
+		c.c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		start := time.Now()
+		if b, err := c.br.ReadByte(); err != io.EOF {
+			t.Errorf("client that sent %.20q: read %q, %v after %v; want io.EOF (closed when idle 200ms)", sent, b, err, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	pl := p.pools["alpha"]
+	if !waitFor(2*time.Second, func() bool { return pl.nconns.Load() == 0 }) {
+		t.Errorf("%d client connections; want 0", pl.nconns.Load())
+	}
+}
+
 func TestTLS(t *testing.T) {
 	s := memcachedtest.Start(t)
 	cert := selfSigned(t)

@@ -207,7 +207,7 @@ func TestParkedClientsChurn(t *testing.T) {
 }
 
 // TestShedIdleClient checks that a client whose goroutine was replaced
-// (shedAfter) is served as before: its next requests are answered, a request
+// (shedAfter), from its start or after requests, is served as before: its next requests are answered, a request
 // whose bytes arrive over more than shedAfter is read whole, the idle
 // timeout, longer than shedAfter, still closes it, and a shutdown ends it.
 func TestShedIdleClient(t *testing.T) {
@@ -222,6 +222,12 @@ func TestShedIdleClient(t *testing.T) {
 		if !waitFor(5*time.Second, func() bool { return pl.sheds.Load() > sheds }) {
 			t.Fatalf("%s: the idle client's goroutine is not replaced", what)
 		}
+	}
+	// A client that has sent nothing yet.
+	silent := dial(t, p.Addr("alpha").String())
+	shed(silent, "before a request")
+	if got := silent.mustDo("get k\r\n"); got != "END\r\n" {
+		t.Errorf("first get after the goroutine was replaced = %q", got)
 	}
 	c := dial(t, p.Addr("alpha").String())
 	c.mustDo("set k 0 0 1\r\nv\r\n")

@@ -31,8 +31,8 @@ func TestShutdownCutsFrozenServer(t *testing.T) {
 		wantSent  uint64
 	}{
 		// The SET, and the GETs the connection holds.
-		{name: "inflight", connected: true, clients: 5, more: 300, wantSent: maxInflight + 1},
-		{name: "handshake", args: []string{"--requirepass", "sesame"}, extra: "redis_auth: sesame", clients: 5, more: 300},
+		{name: "inflight", connected: true, clients: 20, more: 300, wantSent: maxInflight + 1},
+		{name: "handshake", args: []string{"--requirepass", "sesame"}, extra: "redis_auth: sesame", clients: 20, more: 300},
 		// One GET, its client served within a raw read of its socket,
 		// whose Close waited for the read to end (a review: SIGTERM, and
 		// a second one, left the proxy running while the server hung).
@@ -49,8 +49,10 @@ func TestShutdownCutsFrozenServer(t *testing.T) {
 			}
 			s.Freeze()
 			defer s.Thaw()
-			// Five clients of 256 requests in flight each: more than the
-			// 1024 one server connection holds; or one request.
+			// Twenty clients of 64 requests in flight each (a new
+			// client's first requests count as values of 1 MiB, a
+			// sixteenth of the memory budget): more than the 1024 one
+			// server connection holds; or one request.
 			for range tt.clients {
 				c, err := net.DialTimeout("tcp", addr, time.Second)
 				if err != nil {
