@@ -145,6 +145,10 @@ func (c *mcClient) read(r request) (action, error) {
 		req.bad, req.noreply = me.Reply, me.Noreply
 		req.badLine = append(req.badLine[:0], me.Line...)
 		if me.Fatal {
+			// The connection closes, where memcached may read on (it takes
+			// the rest of a bad data block as commands): the client is told
+			// why, though it asked for no reply.
+			req.noreply = false
 			return closeAfter, nil
 		}
 		if name, _, _ := bytes.Cut(me.Line, []byte(" ")); me.Reply == memcache.ReplyError && isHTTP(name) {

@@ -56,6 +56,9 @@ func TestMemcacheCodecRead(t *testing.T) {
 		{in: "ms " + strings.Repeat("a", 252) + " 1 b\r\nx\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
 		{in: "mg k v O" + strings.Repeat("x", 2000) + "\r\n", act: local, local: "CLIENT_ERROR opaque token too long\r\n"},
 		{in: "set a 0 0 -1\r\nx\r\n", act: closeAfter, local: "CLIENT_ERROR bad command line format\r\n"},
+		// The proxy closes the connection: it says why, noreply or not.
+		{in: "set a 0 0 -5 noreply\r\nx\r\n", act: closeAfter, local: "CLIENT_ERROR bad command line format\r\n"},
+		{in: "set e3 0 0 1 noreply\r\nxyz\r\n", act: closeAfter, local: "CLIENT_ERROR bad data chunk\r\n"},
 		{in: "get " + longGet + "\r\n", keys: strings.Fields(longGet), out: "get " + longGet + "\r\n"},
 	}
 	for _, tt := range tests {
