@@ -45,20 +45,19 @@ func DiffReplicas(old, new *Pool, keys iter.Seq[[]byte]) (*ReplicaMovement, erro
 	if err != nil {
 		return nil, err
 	}
-	// Servers are compared by name: an index of old is not one of new.
-	id := map[string]int{}
-	oldID, newID := make([]int, len(old.Nodes)), make([]int, len(new.Nodes))
+	// Servers are compared by name: oldOf[j] is new server j's index in
+	// old, -1 if it is not there.
+	index := make(map[string]int, len(old.Nodes))
 	for i, n := range old.Nodes {
-		id[n.Name] = i
-		oldID[i] = i
+		index[n.Name] = i
 	}
-	for i, n := range new.Nodes {
-		j, ok := id[n.Name]
+	oldOf := make([]int, len(new.Nodes))
+	for j, n := range new.Nodes {
+		i, ok := index[n.Name]
 		if !ok {
-			j = len(id)
-			id[n.Name] = j
+			i = -1
 		}
-		newID[i] = j
+		oldOf[j] = i
 	}
 	m := &ReplicaMovement{Old: nOld, New: nNew}
 	var changed, cold, copies, all uint64
@@ -73,7 +72,7 @@ func DiffReplicas(old, new *Pool, keys iter.Seq[[]byte]) (*ReplicaMovement, erro
 		m.Keys++
 		kept := 0
 		for _, j := range b {
-			if slices.ContainsFunc(a, func(i int) bool { return oldID[i] == newID[j] }) {
+			if i := oldOf[j]; i >= 0 && slices.Contains(a, i) {
 				kept++
 			}
 		}

@@ -402,8 +402,9 @@ func (c *client) serveRead() end {
 		}
 		more := c.buffered()
 		mem := pl.proxy.mem
+		size := c.expectedSize()
 		if !more || len(c.pending) == maxPipeline || c.pbytes >= maxPendingBytes || c.pkeys >= maxPendingKeys ||
-			mem.over() || c.barrier || c.largeInFlight(mem) {
+			mem.over() || c.barrier || c.largeInFlight(mem, size) {
 			// Nothing more has arrived, or this client or the proxy holds
 			// much: answer what was read before reading more.
 			c.flush()
@@ -413,6 +414,7 @@ func (c *client) serveRead() end {
 			if !mem.wait(pl.stopped) {
 				return endFinish
 			}
+			size = c.expectedSize() // the flush may have ended the first requests
 		}
 		if !more {
 			c.cc.release()
@@ -458,7 +460,7 @@ func (c *client) serveRead() end {
 		if n >= largeValue {
 			pl.large.record(n / max(keys, 1))
 		}
-		if size := c.expectedSize(); size > 0 {
+		if size > 0 {
 			e := int64(max(keys, 1)) * size
 			c.expect += e
 			mem.expect.Add(e)
@@ -481,14 +483,13 @@ func (c *client) serveRead() end {
 }
 
 // largeInFlight reports whether the replies of the client's requests in
-// flight, at the size of its pool's large values (largeValues) a key, may
-// bring a largeShare of the memory budget: then they are answered before
-// more of its requests are read.
-func (c *client) largeInFlight(mem *memory) bool {
+// flight, at size a key (expectedSize), may bring a largeShare of the memory
+// budget, or those of all clients the whole budget (memory.expect): then
+// they are answered before more of its requests are read.
+func (c *client) largeInFlight(mem *memory, size int64) bool {
 	if len(c.pending) == 0 {
 		return false
 	}
-	size := c.expectedSize()
 	return size > 0 && (int64(max(c.pkeys, 1))*size >= mem.max/largeShare || mem.expect.Load() >= mem.max)
 }
 
