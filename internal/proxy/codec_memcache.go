@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/chash-dev/chash/internal/bigbuf"
@@ -298,7 +299,12 @@ func (r *mcRequest) command() int {
 	return int(r.Command)
 }
 
-func (r *mcRequest) refusal() (string, []byte) { return r.bad, r.badLine }
+// refusal's class is the refusal's first sentence: memcached's usage of
+// delete, after "bad command line format.", is the same refusal.
+func (r *mcRequest) refusal() (string, []byte) {
+	class, _, _ := strings.Cut(r.bad, ".")
+	return class, r.badLine
+}
 
 func (r *mcRequest) nkeys() int            { return len(r.Keys) }
 func (r *mcRequest) routeKey(i int) []byte { return r.RouteKey(i) }

@@ -91,7 +91,8 @@ func TestLogs(t *testing.T) {
 
 	// Refused requests: one line a class, with the count.
 	for range 5 {
-		c.mustDo("bogus\r\nget " + strings.Repeat("k", 251) + "\r\n")
+		// delete's usage is a bad command line format too.
+		c.mustDo("bogus\r\nget " + strings.Repeat("k", 251) + "\r\ndelete k 1\r\n")
 	}
 	refused := jsonLogs(t, &logs, "requests refused")
 	classes := map[string]int{}
@@ -101,13 +102,13 @@ func TestLogs(t *testing.T) {
 	if len(refused) != 2 || classes["error"] != 1 || classes["bad_command_line_format"] != 1 {
 		t.Errorf("requests refused: %v; want one line for each of two classes", refused)
 	}
-	if s := statLines(t, c.mustDo("stats\r\n")); s["refused_error"] != "5" || s["refused_bad_command_line_format"] != "5" {
-		t.Errorf("stats: refused_error %q, refused_bad_command_line_format %q; want 5 and 5", s["refused_error"], s["refused_bad_command_line_format"])
+	if s := statLines(t, c.mustDo("stats\r\n")); s["refused_error"] != "5" || s["refused_bad_command_line_format"] != "10" {
+		t.Errorf("stats: refused_error %q, refused_bad_command_line_format %q; want 5 and 10", s["refused_error"], s["refused_bad_command_line_format"])
 	}
 	metrics := adminGet(t, p, "/metrics")
 	for _, want := range []string{
 		`chash_proxy_refused_requests_total{class="error",pool="alpha"} 5`,
-		`chash_proxy_refused_requests_total{class="bad_command_line_format",pool="alpha"} 5`,
+		`chash_proxy_refused_requests_total{class="bad_command_line_format",pool="alpha"} 10`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics has no %s", want)
