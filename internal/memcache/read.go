@@ -26,6 +26,10 @@ type Reader struct {
 	rd   io.Reader // br's source
 	lim  Limits
 	long []byte // a line longer than br's buffer
+	// started says a request of the stream was read: a 0x80 byte then
+	// starts a line, as memcached reads it, not the binary protocol, which
+	// only a stream's first byte chooses.
+	started bool
 
 	// What ReadRequest knows of the request it is reading.
 	req    *Request
@@ -57,7 +61,12 @@ func NewReaderSize(rd io.Reader, lim Limits, size int) *Reader {
 func (r *Reader) Reset(rd io.Reader) {
 	r.br.Reset(rd)
 	r.rd = rd
+	r.started = false
 }
+
+// Resume tells r that its stream's first request was read before, by
+// another Reader: a 0x80 byte then starts a line, not the binary protocol.
+func (r *Reader) Resume() { r.started = true }
 
 // Buffered returns the number of bytes that can be read without waiting.
 func (r *Reader) Buffered() int { return r.br.Buffered() }

@@ -154,9 +154,10 @@ func (r *Reader) ReadRequest(req *Request) error {
 	if err != nil {
 		return err
 	}
-	if b[0] == binaryMagic {
+	if b[0] == binaryMagic && !r.started {
 		return newError(ReplyBinary, b, true)
 	}
+	r.started = true
 	var line []byte
 	whole := true
 	if r.lim.Parts {

@@ -812,3 +812,31 @@ func TestAppendRequestHead(t *testing.T) {
 		t.Error("TakeValue took a value the caller set")
 	}
 }
+
+// TestBinaryFirstByte: only a stream's first byte chooses memcached's
+// binary protocol (refused, and the stream closed); later, a 0x80 byte
+// starts a line, which memcached answers ERROR, and the stream goes on. A
+// Reader that resumes a stream read before takes it as later.
+func TestBinaryFirstByte(t *testing.T) {
+	var req Request
+	r := NewReader(strings.NewReader("get a\r\n\x80\r\nget b\r\n"), Limits{})
+	if err := r.ReadRequest(&req); err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if err := r.ReadRequest(&req); !errors.As(err, &e) || e.Reply != ReplyError || e.Fatal {
+		t.Errorf("a 0x80 line after a request: %v; want %q, not fatal", err, ReplyError)
+	}
+	if err := r.ReadRequest(&req); err != nil || string(req.Keys[0]) != "b" {
+		t.Errorf("then: %v, %q; want get b", err, req.Keys)
+	}
+	r.Reset(strings.NewReader("\x80\r\n"))
+	if err := r.ReadRequest(&req); !errors.As(err, &e) || e.Reply != ReplyBinary || !e.Fatal {
+		t.Errorf("a stream's first byte 0x80: %v; want %q, fatal", err, ReplyBinary)
+	}
+	r.Reset(strings.NewReader("\x80\r\n"))
+	r.Resume()
+	if err := r.ReadRequest(&req); !errors.As(err, &e) || e.Reply != ReplyError || e.Fatal {
+		t.Errorf("a 0x80 line of a resumed stream: %v; want %q, not fatal", err, ReplyError)
+	}
+}

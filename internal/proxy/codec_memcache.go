@@ -95,6 +95,9 @@ type mcClient struct {
 	// inLine says that the last request read was a part of a retrieval line
 	// that goes on: the next is its next part.
 	inLine bool
+	// started says a request was read: the readers taken later go on with
+	// the stream (memcache.Reader.Resume).
+	started bool
 }
 
 func (c *mcClient) buffered() int {
@@ -127,8 +130,12 @@ func (c *mcClient) read(r request) (action, error) {
 		} else {
 			c.rd = memcache.NewReaderSize(c.src, c.codec.lim, clientReadBuffer)
 		}
+		if c.started {
+			c.rd.Resume()
+		}
 	}
 	err := c.rd.ReadRequest(&req.Request)
+	c.started = true
 	req.part = req.More || c.inLine
 	c.inLine = err == nil && req.More
 	if req.part {

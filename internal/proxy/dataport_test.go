@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/memcachedtest"
 	"github.com/chash-dev/chash/internal/testprog"
 )
@@ -203,5 +205,33 @@ func TestMemccapable(t *testing.T) {
 		if res == "pass" && proxied[test] != "pass" {
 			t.Errorf("memccapable %q: %q through the proxy; %q against memcached", test, proxied[test], res)
 		}
+	}
+}
+
+// TestBinaryByteMidStream: a 0x80 byte at a connection's start is
+// memcached's binary protocol, refused and closed; later, at the start of a
+// line, memcached answers it ERROR and reads on, and so does the proxy,
+// also when the client was idle between (its reader given back and taken
+// again).
+func TestBinaryByteMidStream(t *testing.T) {
+	s := memcachedtest.Start(t)
+	p := startProxy(t, poolYAML("", s))
+	for _, addr := range []string{s.Addr, p.Addr("alpha").String()} {
+		c := dial(t, addr)
+		if got := c.mustDo("get a\r\n\x80\r\nget a\r\n"); got != "END\r\nERROR\r\nEND\r\n" {
+			t.Errorf("%s: get, a 0x80 line, get: %q; want END, ERROR, END", addr, got)
+		}
+		time.Sleep(50 * time.Millisecond) // idle
+		if got := c.mustDo("\x80\x07abc\r\nget a\r\n"); got != "ERROR\r\nEND\r\n" {
+			t.Errorf("%s: after an idle wait, a 0x80 line, get: %q; want ERROR, END", addr, got)
+		}
+	}
+	c := dial(t, p.Addr("alpha").String())
+	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c.c, "\x80\x07"+strings.Repeat("\x00", 22)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(c.br); err != nil || string(got) != memcache.ReplyBinary+"\r\n" {
+		t.Errorf("a connection that starts with 0x80: %q, %v; want %q, then the close", got, err, memcache.ReplyBinary)
 	}
 }
