@@ -206,12 +206,13 @@ func (c *redisClient) read(r request) (action, error) {
 		return closeAfter, nil
 	}
 	args := req.q.Args
-	if len(args) > 0 && isHTTP(args[0]) {
+	cmd, err := resp.Check(args)
+	req.cmd = cmd
+	if cmd == nil && len(args) > 0 && isHTTP(args[0]) {
+		// Not a command: looked for among the unknown ones alone.
 		req.class = refusedHTTP
 		return closeAfter, nil
 	}
-	cmd, err := resp.Check(args)
-	req.cmd = cmd
 	if c.multi {
 		return c.inMulti(req), nil
 	}
@@ -256,7 +257,7 @@ func (c *redisClient) read(r request) (action, error) {
 		keys = keys[:0]
 	}
 	req.keys = keys
-	if ok && (cmd.Name == "sort" || cmd.Name == "sort_ro") {
+	if ok && cmd.Patterned() {
 		req.pat = len(keys)
 		req.keys = resp.AppendSortPatterns(req.keys, args)
 	}

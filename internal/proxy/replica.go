@@ -740,6 +740,10 @@ func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key [
 	}
 }
 
+// deciding returns the target whose reply decides a write: the deciding
+// replica, or the first target where none decides.
+func (p *plan) deciding() *server { return p.targets[max(p.primary, 0)] }
+
 // decider returns the target that decides a conditional write, and counts
 // it as tried: the first live one that owes nothing and was not tried, else
 // the first live one not tried; -1 if none is left.
@@ -805,12 +809,8 @@ func (c *client) sendWarmedWrite(r *clientReq, p *plan, deadline time.Time, key 
 // previous server (a gets answered there), and the copy is that item. Any
 // other cas is the client's own.
 func (c *client) recast(r *clientReq, p *plan, key []byte) {
-	s := p.targets[0]
-	if p.primary >= 0 {
-		s = p.targets[p.primary]
-	}
 	cas := p.clientCas
-	if to, ok := c.pool.state.Load().warm.copyCas(s, key, cas, time.Now()); ok {
+	if to, ok := c.pool.state.Load().warm.copyCas(p.deciding(), key, cas, time.Now()); ok {
 		cas = to
 		c.pool.stats.warmRecast.Add(1)
 	}
@@ -859,7 +859,7 @@ func (c *client) stepWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		c.sendStaleWrite(r, p, deadline, key)
 		return r.ncalls > first
 	case stageWarmCopy:
-		decider := p.targets[max(p.primary, 0)]
+		decider := p.deciding()
 		p.held = false
 		heldAtDecider := false
 		for _, cl := range r.calls[p.first:r.ncalls] {

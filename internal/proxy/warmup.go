@@ -73,7 +73,7 @@ type window struct {
 	// its close logs its own.
 	reads, hits, copies uint64
 
-	// copies maps each copy made in the window to the cas of the item it
+	// copied maps each copy made in the window to the cas of the item it
 	// was made from, for a client that read the item there (recast).
 	mu     sync.Mutex
 	copied map[copyAt]casPair

@@ -406,6 +406,12 @@ func CrossServerError(c *Command) *Error {
 	return &Error{Reply: "ERR keys of '" + c.Name + "' are on different servers"}
 }
 
+// Patterned reports whether the command names keys by patterns of its
+// arguments, as SORT and SORT_RO's BY and GET do (AppendSortPatterns).
+func (c *Command) Patterned() bool {
+	return c.keys.kind == keySortStore || c.keys.kind == keySortRead
+}
+
 // AppendSortPatterns appends to dst the indexes in args, a SORT or SORT_RO
 // request, of the patterns that name keys, as Redis's sort.c reads them: that
 // of BY if it has a '*' (without one, BY does not sort and reads no key),
