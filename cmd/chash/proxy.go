@@ -242,7 +242,8 @@ words of memcached's error (error, bad_command_line_format, line_too_long,
 ...); a Redis pool's are fixed: protocol_error, unknown_command,
 unsupported_command, wrong_number_of_arguments, invalid_argument (of AUTH,
 SELECT, HELLO), noauth, wrongpass, unsupported_database (SELECT of another
-than 0), unsupported_protocol (HELLO 3) and script_without_keys; either's
+than 0), unsupported_protocol (HELLO 3), script_without_keys and
+pattern_of_keys_on_other_servers (SORT's BY or GET patterns); either's
 keys_on_different_servers is a request whose keys must be together and are
 not, slow_reader a client closed under --max-memory (below), and
 client_connections a connection closed at once because the pool has

@@ -429,7 +429,7 @@ func checkDatabase(req *redisRequest) bool {
 		case n < 0:
 			req.refuse(refusedArgument, resp.ReplyDBRange)
 		case n > 0:
-			req.refuse(refusedDB, "ERR database "+string(arg)+" is not served by the proxy (only 0, as SELECT)")
+			req.refuse(refusedDB, "ERR database "+string(arg)+" is not served by the proxy (only 0)")
 		}
 		return n == 0
 	}

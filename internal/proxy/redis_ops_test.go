@@ -48,11 +48,11 @@ func TestRedisAuthAndDB(t *testing.T) {
 		// redis_db, another is not served.
 		{[]string{"SET", "{k}1", "v"}, "+OK\r\n"},
 		{[]string{"MOVE", "{k}1", "0"}, "-ERR source and destination objects are the same\r\n"},
-		{[]string{"MOVE", "{k}1", "3"}, "-ERR database 3 is not served by the proxy (only 0, as SELECT)\r\n"},
+		{[]string{"MOVE", "{k}1", "3"}, "-ERR database 3 is not served by the proxy (only 0)\r\n"},
 		{[]string{"MOVE", "{k}1", "x"}, "-" + resp.ReplyNotInteger + "\r\n"},
 		{[]string{"MOVE", "{k}1", "99999999999"}, "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "DB", "-99999999999"}, "-ERR value is out of range, value must between -2147483648 and 2147483647\r\n"},
-		{[]string{"COPY", "{k}1", "{k}2", "DB", "5"}, "-ERR database 5 is not served by the proxy (only 0, as SELECT)\r\n"},
+		{[]string{"COPY", "{k}1", "{k}2", "DB", "5"}, "-ERR database 5 is not served by the proxy (only 0)\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "-1"}, "-" + resp.ReplyDBRange + "\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "db", "7", "DB", "0"}, ":1\r\n"},
 		{[]string{"COPY", "{k}1", "{k}2", "DB", "0", "REPLACE"}, ":1\r\n"},

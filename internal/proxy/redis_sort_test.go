@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chash-dev/chash/internal/redistest"
@@ -36,6 +37,10 @@ func TestRedisSortPatterns(t *testing.T) {
 		{"MSET", "{u}w_1", "30", "{u}w_2", "10", "{u}w_3", "20"},
 		{"HSET", "{u}h_1", "f", "x1"},
 		{"HSET", "{u}h_2", "f", "x2"},
+		{"RPUSH", "{by}l", "3", "1", "2"},
+		{"MSET", "{by}o_1", "b1", "{by}o_2", "b2", "{by}o_3", "b3"},
+		{"RPUSH", "{u}br", "{b}", "{", "plain"},
+		{"MSET", "{b}{u}", "VB", "{{u}", "VBRACE", "plain{u}", "VP"},
 	}
 	for _, args := range setup {
 		if got, want := pc.Do(args...), direct.Do(args...); got != want {
@@ -59,6 +64,15 @@ func TestRedisSortPatterns(t *testing.T) {
 		{[]string{"SORT", "{u}srt", "GET", "{*}o"}, refused},
 		{[]string{"SORT", "{u}srt", "GET", "{u}o_*", "GET", "h_*->f"}, refused},
 		{[]string{"SORT_RO", "srt", "GET", "o_*"}, refusedRO},
+		// STORE's key is no option, even when it is named "by" or "limit".
+		{[]string{"SORT", "{by}l", "STORE", "by", "GET", "o_*"}, refused},
+		{[]string{"SORT", "{by}l", "STORE", "by", "GET", "{by}o_*"}, ""},
+		{[]string{"LRANGE", "by", "0", "-1"}, ""},
+		// A '*' before the tag lets an element bring a tag of its own.
+		{[]string{"SORT", "{u}br", "BY", "nosort", "GET", "*{u}"}, refused},
+		// A pattern without a '*' reads no key: GET answers nils.
+		{[]string{"SORT", "{u}srt", "GET", "#", "GET", "nostar"}, ""},
+		{[]string{"SORT", "{u}srt", "BY", "{u}w_*", "BY", "nosort", "GET", "#"}, ""},
 	} {
 		want := tt.want
 		if want == "" {
@@ -67,5 +81,41 @@ func TestRedisSortPatterns(t *testing.T) {
 		if got := pc.Do(tt.args...); got != want {
 			t.Errorf("%q = %q; want %q", tt.args, got, want)
 		}
+	}
+}
+
+// TestRedisGeoStoreLast: GEORADIUS with several STORE and STOREDIST options
+// writes the key of the last, as redis-server does; the proxy routes by that
+// key, so the key is written where the proxy reads it.
+func TestRedisGeoStoreLast(t *testing.T) {
+	servers := startRedisServers(t, 3)
+	yaml := redisPoolYAML(`hash_tag: "{}"`, servers...)
+	p := startProxy(t, yaml)
+	pc := redistest.Dial(t, p.Addr("alpha").String())
+	owner := redisOwner(t, yaml)
+	// Keys on the geo set's server (same) and on another (other).
+	var same, other string
+	for i := 0; same == "" || other == ""; i++ {
+		k := fmt.Sprint("dst", i)
+		if owner(k) == owner("{g}set") {
+			same = k
+		} else {
+			other = k
+		}
+	}
+	if got := pc.Do("GEOADD", "{g}set", "15", "37", "P"); got != ":1\r\n" {
+		t.Fatalf("GEOADD = %q", got)
+	}
+	if got := pc.Do("GEORADIUS", "{g}set", "15", "37", "200", "km", "STORE", other, "STORE", same); got != ":1\r\n" {
+		t.Errorf("GEORADIUS ... STORE %s STORE %s = %q; want :1", other, same, got)
+	}
+	if got := pc.Do("EXISTS", same, other); got != ":1\r\n" {
+		t.Errorf("EXISTS of the last STORE's key and the first's = %q; want :1", got)
+	}
+	if got := pc.Do("GEORADIUSBYMEMBER", "{g}set", "P", "200", "km", "STOREDIST", same, "STORE", other); !strings.Contains(got, "different servers") {
+		t.Errorf("GEORADIUSBYMEMBER storing on another server = %q; want a refusal", got)
+	}
+	if got := pc.Do("EXISTS", other); got != ":0\r\n" {
+		t.Errorf("EXISTS %s = %q after a refused GEORADIUSBYMEMBER; want :0", other, got)
 	}
 }

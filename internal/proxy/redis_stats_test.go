@@ -81,6 +81,7 @@ func TestRedisRefusals(t *testing.T) {
 		{"unsupported_protocol", authed, redistest.Request("HELLO", "3"), "-NOPROTO"},
 		{"script_without_keys", authed, redistest.Request("EVAL", "return 1", "0"), "-ERR 'eval' without keys cannot be routed"},
 		{"keys_on_different_servers", authed, redistest.Request("EVAL", "return 1", "2", a, b), "-ERR keys of 'eval' are on different servers"},
+		{"pattern_of_keys_on_other_servers", authed, redistest.Request("SORT", a, "GET", "o_*"), "-ERR BY and GET options of 'sort' denied by the proxy"},
 		{"protocol_error", nil, "SET a \"hunter2\r\n", "-ERR Protocol error: unbalanced quotes in request"},
 	}
 	for i, tt := range tests {

@@ -488,14 +488,13 @@ type patterner interface {
 }
 
 // tagPinned reports whether every key the pattern p names hashes as p does,
-// by cfg's hash tag: the key part of p (before a "->" that follows its '*')
-// has a hash tag, and the tag has no '*', which the data would replace.
+// by cfg's hash tag: the part of p before its first '*', which every key
+// begins with, holds the whole tag. A '*' before the tag closes lets an
+// element of the list bring a tag of its own ("*{t}" with an element "{b}"
+// names "{b}{t}", whose tag is b), or change it.
 func tagPinned(cfg *config.Pool, p []byte) bool {
 	if star := bytes.IndexByte(p, '*'); star >= 0 {
-		if f := bytes.Index(p[star+1:], []byte("->")); f >= 0 {
-			p = p[:star+1+f]
-		}
+		p = p[:star]
 	}
-	h := cfg.HashKey(p)
-	return len(h) < len(p) && bytes.IndexByte(h, '*') < 0
+	return len(cfg.HashKey(p)) < len(p)
 }

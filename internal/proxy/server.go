@@ -24,7 +24,7 @@ var (
 	errKeysSpread = errors.New("keys on different servers")
 	// errPattern refuses a request with a pattern of keys (patterner) that
 	// may name keys on other servers than its first key's.
-	errPattern = errors.New("a pattern of keys on other servers")
+	errPattern = errors.New("pattern of keys on other servers")
 )
 
 // server is one server of a pool: its connections, its health and its

@@ -82,9 +82,9 @@ const (
 	keyNone       keyKind = iota
 	keyRange              // first, last and step, as Redis's legacy key positions
 	keyNumkey             // a count of keys then the keys (EVAL, ZUNION, ...)
-	keySortStore          // SORT: the key, and the argument after its last STORE
-	keySortRead           // SORT_RO: the key (its BY and GET patterns name keys no one can tell)
-	keyGeoStore           // GEORADIUS[BYMEMBER]: the key, and those after STORE and STOREDIST
+	keySortStore          // SORT: the key, and that of its last STORE (eachSortOption)
+	keySortRead           // SORT_RO: the key (its BY and GET patterns: AppendSortPatterns)
+	keyGeoStore           // GEORADIUS[BYMEMBER]: the key, and that of its last STORE or STOREDIST
 	keySubcommand         // XINFO, XGROUP, OBJECT: the key after a subcommand that has one
 )
 
@@ -93,7 +93,7 @@ type keySpec struct {
 	kind keyKind
 	// keyRange: the first key's index, the last key's (negative counts back
 	// from the end: -1 is the last argument) and the step between keys.
-	// keyGeoStore: first is where the search for STORE and STOREDIST begins.
+	// keyGeoStore: first is the index of the first option.
 	first, last, step int8
 	// keyNumkey: the index of the count of keys, which the keys follow; the
 	// index of a destination key before it, or 0; and the least valid count.
@@ -193,19 +193,12 @@ func (c *Command) AppendKeys(dst []int, args [][]byte) (keys []int, ok bool) {
 		}
 	case keySortStore:
 		dst = append(dst, 1)
-		store := -1
-		// As Redis's sortGetKeys: skip the arguments of LIMIT, GET and BY, and
-		// take the argument after the last STORE.
-		for i := 2; i < n; i++ {
-			switch {
-			case equalFold(args[i], "limit"):
-				i += 2
-			case equalFold(args[i], "get"), equalFold(args[i], "by"):
-				i++
-			case equalFold(args[i], "store") && i+1 < n:
-				store = i + 1
+		store := 0
+		eachSortOption(args, func(opt byte, i int) {
+			if opt == 's' {
+				store = i // the last STORE is the one written
 			}
-		}
+		})
 		if store > 0 {
 			dst = append(dst, store)
 		}
@@ -223,16 +216,20 @@ func (c *Command) AppendKeys(dst []int, args [][]byte) (keys []int, ok bool) {
 		dst = append(dst, 1)
 	case keyGeoStore:
 		dst = append(dst, 1)
-		// As Redis's key specs: the argument after the first STORE, then the one
-		// after the first STOREDIST, each searched for from s.first to the
-		// second-to-last argument.
-		for _, word := range [...]string{"store", "storedist"} {
-			for i := int(s.first); i < n-1; i++ {
-				if equalFold(args[i], word) {
-					dst = append(dst, i+1)
-					break
-				}
+		// As Redis's geo.c reads the options: COUNT takes an argument, and the
+		// last STORE or STOREDIST names the key written.
+		store := 0
+		for i := int(s.first); i < n-1; i++ {
+			switch {
+			case equalFold(args[i], "store"), equalFold(args[i], "storedist"):
+				store = i + 1
+				i++
+			case equalFold(args[i], "count"):
+				i++
 			}
+		}
+		if store > 0 {
+			dst = append(dst, store)
 		}
 	}
 	return dst, true
@@ -414,28 +411,51 @@ func (c *Command) Patterned() bool {
 
 // AppendSortPatterns appends to dst the indexes in args, a SORT or SORT_RO
 // request, of the patterns that name keys, as Redis's sort.c reads them: that
-// of BY if it has a '*' (without one, BY does not sort and reads no key),
-// and those of GET but "#" (the element itself). Each names a key an element
-// of the list makes of it, by its first '*' (up to a "->" after it, which
-// names a field of a hash), read on the server of the sorted key.
+// of the last BY, and those of GET, that have a '*' (a BY pattern without one
+// does not sort, a GET pattern without one reads nil, and "#" is the element
+// itself). Each names a key an element of the list makes of it, by its first
+// '*' (up to a "->" after it, which names a field of a hash), read on the
+// server of the sorted key.
 func AppendSortPatterns(dst []int, args [][]byte) []int {
-	for i := 2; i+1 < len(args); i++ {
+	by := 0
+	eachSortOption(args, func(opt byte, i int) {
 		switch {
-		case equalFold(args[i], "limit"):
-			i += 2
-		case equalFold(args[i], "by"):
-			i++
-			if bytes.IndexByte(args[i], '*') >= 0 {
-				dst = append(dst, i)
-			}
-		case equalFold(args[i], "get"):
-			i++
-			if string(args[i]) != "#" {
-				dst = append(dst, i)
-			}
+		case opt == 'b':
+			by = i // the last BY sorts
+		case opt == 'g' && bytes.IndexByte(args[i], '*') >= 0:
+			dst = append(dst, i)
 		}
+	})
+	if by > 0 && bytes.IndexByte(args[by], '*') >= 0 {
+		dst = append(dst, by)
 	}
 	return dst
+}
+
+// eachSortOption calls fn with the index of the argument of each BY ('b'),
+// GET ('g') and STORE ('s') option of a SORT or SORT_RO request (args), in
+// order, as Redis's sort.c reads the options: LIMIT takes two arguments,
+// each of the others one, and ASC, DESC and ALPHA none. Where sort.c finds a
+// word it does not take, or an option without its arguments, it refuses the
+// request and reads and writes nothing; here the words after it are read on
+// as options, which can only add keys to a request refused anyway.
+func eachSortOption(args [][]byte, fn func(opt byte, i int)) {
+	for i := 2; i < len(args); i++ {
+		left := len(args) - i - 1
+		switch {
+		case left >= 2 && equalFold(args[i], "limit"):
+			i += 2
+		case left >= 1 && equalFold(args[i], "by"):
+			fn('b', i+1)
+			i++
+		case left >= 1 && equalFold(args[i], "get"):
+			fn('g', i+1)
+			i++
+		case left >= 1 && equalFold(args[i], "store"):
+			fn('s', i+1)
+			i++
+		}
+	}
 }
 
 // PatternError is the error reply to a SORT or SORT_RO whose BY or GET

@@ -202,7 +202,10 @@ func TestAppendKeys(t *testing.T) {
 		{"SORT k LIMIT STORE x STORE", "k", true},
 		{"SORT k store d1 STORE d2", "k d2", true},
 		{"SORT_RO k STORE d", "k", true},
-		{"GEORADIUS k 1 2 3 m STOREDIST b STORE a", "k a b", true},
+		{"GEORADIUS k 1 2 3 m STOREDIST b STORE a", "k a", true},
+		{"GEORADIUS k 1 2 3 m STORE a STORE b", "k b", true},
+		{"GEORADIUS k 1 2 3 m COUNT store STORE b", "k b", true},
+		{"SORT k STORE by GET y*", "k by", true},
 		{"GEORADIUS k 1 2 3 m STORE", "k", true},
 		{"GEORADIUSBYMEMBER k m 3 km STORE a", "k a", true},
 		{"XINFO STREAM k FULL", "k", true},
@@ -236,17 +239,24 @@ func TestAppendKeys(t *testing.T) {
 }
 
 // TestAppendSortPatterns: the patterns of SORT that name keys, as sort.c
-// reads its options: BY with a '*' (without one it does not sort), GET but
-// "#", LIMIT's two numbers skipped, any case.
+// reads its options: the last BY and every GET, with a '*' (without one, BY
+// does not sort and GET reads nil), LIMIT's two numbers and STORE's key
+// skipped, any case. The last BY comes last.
 func TestAppendSortPatterns(t *testing.T) {
 	for _, tt := range []struct{ args, want string }{
 		{"SORT k", ""},
-		{"SORT k BY w_* GET o_* GET # GET h_*->f", "w_* o_* h_*->f"},
+		{"SORT k BY w_* GET o_* GET # GET h_*->f", "o_* h_*->f w_*"},
 		{"SORT k BY nosort GET #", ""},
-		{"sort_ro k by W_* limit 0 10 get O_*", "W_* O_*"},
-		{"SORT k LIMIT GET x GET y", "y"}, // GET and x are LIMIT's
+		{"sort_ro k by W_* limit 0 10 get O_*", "O_* W_*"},
+		{"SORT k LIMIT GET x GET y*", "y*"}, // GET and x are LIMIT's
 		{"SORT k GET", ""},
 		{"SORT k ALPHA DESC STORE d", ""},
+		{"SORT k GET nostar GET # GET #*", "#*"},
+		{"SORT k BY a_* BY nosort", ""},
+		{"SORT k BY nosort BY a_*", "a_*"},
+		{"SORT k STORE by GET y*", "y*"},
+		{"SORT k STORE limit GET y* GET z*", "y* z*"},
+		{"SORT k STORE get BY w_*", "w_*"},
 	} {
 		args := splitArgs(tt.args)
 		var got []string

@@ -471,8 +471,76 @@ func TestKeysMatchRedis(t *testing.T) {
 			t.Errorf("COMMAND GETKEYS %q answered %q", args, rp.Bytes())
 			continue
 		}
+		stores := 0
+		for _, a := range args {
+			if equalFold([]byte(a), "store") || equalFold([]byte(a), "storedist") {
+				stores++
+			}
+		}
+		if c.keys.kind == keyGeoStore && stores > 1 {
+			// Redis's key specs of GEORADIUS name the keys of its first
+			// STORE and first STOREDIST; the command writes that of the
+			// last (TestStoreKeyWritten).
+			continue
+		}
 		if !equalStrings(got, want) {
 			t.Errorf("AppendKeys(%q) = %q; want %q", args, got, want)
+		}
+	}
+}
+
+// TestStoreKeyWritten runs SORT and GEORADIUS requests with STORE options on
+// redis-server: the key each writes, if any, is the last AppendKeys names
+// after the first, and it names none after the first when none is written.
+func TestStoreKeyWritten(t *testing.T) {
+	srv := startRedis(t)
+	cl := srv.dial(t)
+	candidates := []string{"d1", "d2", "d3", "by", "limit", "get", "store", "count"}
+	for _, req := range []string{
+		"SORT k1 STORE d1",
+		"SORT k1 store d1 STORE d2",
+		"SORT k1 STORE by GET #",
+		"SORT k1 STORE limit LIMIT 0 5",
+		"SORT k1 LIMIT 0 5 STORE get",
+		"SORT k1 GET # STORE store",
+		"SORT k1 BY store STORE d3",
+		"SORT k1 ALPHA DESC STORE d1 ALPHA",
+		"GEORADIUS k1 15 37 200 km STORE d1",
+		"GEORADIUS k1 15 37 200 km STORE d1 STORE d2",
+		"GEORADIUS k1 15 37 200 km STOREDIST d2 STORE d1",
+		"GEORADIUS k1 15 37 200 km STORE d1 STOREDIST d3",
+		"GEORADIUS k1 15 37 200 km COUNT 5 STORE count",
+		"GEORADIUS k1 15 37 200 km ASC STORE store",
+		"GEORADIUSBYMEMBER k1 P 200 km STORE d1 STORE by",
+	} {
+		cl.do("FLUSHALL")
+		cl.do("RPUSH", "k1", "3", "1", "2")
+		if strings.HasPrefix(req, "GEO") {
+			cl.do("DEL", "k1")
+			cl.do("GEOADD", "k1", "15", "37", "P")
+		}
+		args := strings.Fields(req)
+		rp := cl.do(args...)
+		if rp.Kind == KindError {
+			t.Fatalf("%s: %q", req, rp.Bytes())
+		}
+		var written []string
+		for _, k := range candidates {
+			if rp := cl.do("EXISTS", k); string(rp.Bytes()) == ":1\r\n" {
+				written = append(written, k)
+			}
+		}
+		var bargs [][]byte
+		for _, a := range args {
+			bargs = append(bargs, []byte(a))
+		}
+		idx, _ := Lookup(bargs[0]).AppendKeys(nil, bargs)
+		var named []string
+		if len(idx) > 1 {
+			named = append(named, args[idx[len(idx)-1]])
+		}
+		if !equalStrings(named, written) {
+			t.Errorf("%s writes %q; AppendKeys names %q last", req, written, named)
 		}
 	}
 }
