@@ -732,9 +732,14 @@
 // server, sent in parallel and merged in the order of the keys (the keys of a
 // server that fails read as misses, where nutcracker fails the whole get). The proxy
 // answers stats itself (its own STAT lines for the pool: connections, commands,
-// hits and misses, bytes), sends flush_all to every server of the pool (OK once
-// all said OK; a server ejected then is emptied before it serves again), and
-// answers verbosity OK without passing it on.
+// gets and touches with their hits and misses, counted as memcached counts
+// them, bytes), sends flush_all to every server of the pool (OK once all said
+// OK; a server ejected then is emptied before it serves again), and answers
+// verbosity OK without passing it on. Commands that act on or report on one
+// server (stats reset, settings, items and the like; shutdown, slabs, lru,
+// lru_crawler, watch, cache_memlimit, extstore, refresh_certs) are refused
+// with "CLIENT_ERROR not supported by the proxy. A server's own command: send
+// it to a server".
 //
 // Every request is read, checked and written anew for its server, never
 // passed on as the client sent it (a get, gets, gat or gats line of any length
@@ -745,8 +750,11 @@
 // refused with memcached's own error and reaches no server. So are numbers
 // memcached would cut to their field or read with a sign (flags past 2^32-1,
 // an exptime outside signed 32 bits, "+5"), meta flags memcached 1.6 ignores, and a
-// base64 key that decodes to a space or control byte where memcached would echo
-// it raw. After a storage command refused at its line, its data block is
+// base64 key that decodes to a space or control byte in a request whose reply
+// may hold the key as it is (me; mg with k or N; ma with N): memcached writes
+// the key of an item made by N back raw, and such bytes in a reply would end
+// its line early on a server connection other clients share. ms, md and mg or
+// ma without those flags take such keys. After a storage command refused at its line, its data block is
 // skipped (memcached reads it as a command); where its length cannot be
 // known (a wrong number of tokens, a bad length) or the data block does not
 // end where its length says, the connection is closed. A get line longer than

@@ -180,10 +180,21 @@ type reply interface {
 	size() int
 	// lookups returns the keys a read found and missed (a get's VALUE items
 	// and the keys without one, Redis's GET and its nil, the bulks and nils
-	// of MGET's array), for the hit and miss counters; 0, 0 for a reply to a
-	// request that reads no key.
-	lookups() (hits, misses int)
+	// of MGET's array), for the hit and miss counters, and whether they were
+	// touched too (memcached's gat, gats) or only touched (touch); 0, 0 for
+	// a reply to a request that looks up no key.
+	lookups() (hits, misses int, t touching)
 }
+
+// touching says whether the keys a reply looked up were touched (lookups):
+// memcached counts the keys of gat and gats, and touch, as touches, not gets.
+type touching uint8
+
+const (
+	notTouched  touching = iota // reads: get, gets, mg; Redis's
+	readTouched                 // gat, gats: reads that touch the items found
+	touchOnly                   // touch: the item touched, not read
+)
 
 // serverCodec reads the replies of one server connection.
 type serverCodec interface {

@@ -120,6 +120,33 @@ func (c *mcClient) release() {
 	}
 }
 
+// replyServerOwn refuses memcached's commands that act on one server or
+// report on it (stats reset, settings, ...; shutdown, slabs, lru_crawler, ...),
+// which memcached answers and the proxy, in front of many, does not: a clear
+// refusal rather than memcached's ERROR, which says the command does not
+// exist.
+const replyServerOwn = "CLIENT_ERROR not supported by the proxy. A server's own command: send it to a server"
+
+// serverOwn reports whether name is one of memcached 1.6's commands that
+// replyServerOwn refuses (the proxy's parser knows none of them).
+func serverOwn(name []byte) bool {
+	switch string(name) {
+	case "shutdown", "slabs", "lru", "lru_crawler", "watch", "cache_memlimit", "extstore", "refresh_certs":
+		return true
+	}
+	return false
+}
+
+// serverOwnStats reports whether arg is one of memcached 1.6's arguments of
+// stats, which replyServerOwn refuses.
+func serverOwnStats(arg []byte) bool {
+	switch string(arg) {
+	case "reset", "detail", "settings", "items", "slabs", "sizes", "conns", "cachedump", "extstore":
+		return true
+	}
+	return false
+}
+
 func (c *mcClient) read(r request) (action, error) {
 	req := r.(*mcRequest)
 	req.reset()
@@ -159,9 +186,13 @@ func (c *mcClient) read(r request) (action, error) {
 			req.noreply = false
 			return closeAfter, nil
 		}
-		if name, _, _ := bytes.Cut(me.Line, []byte(" ")); me.Reply == memcache.ReplyError && isHTTP(name) {
+		name, _, _ := bytes.Cut(me.Line, []byte(" "))
+		if me.Reply == memcache.ReplyError && isHTTP(name) {
 			req.bad, req.noreply = refusedHTTP, true
 			return closeAfter, nil
+		}
+		if me.Reply == memcache.ReplyError && serverOwn(name) {
+			req.bad, req.noreply = replyServerOwn, false
 		}
 		if me.Reply == memcache.ReplyTooLarge && dropStale(&req.Request) {
 			return forward, nil
@@ -174,17 +205,22 @@ func (c *mcClient) read(r request) (action, error) {
 	case cmd == memcache.CmdMetaNoop:
 		return local, nil
 	case cmd == memcache.CmdStats:
-		// The proxy's own counters, as memcached's "stats"; memcached
-		// answers the arguments it does not know with ERROR, and the
-		// proxy knows none. The counters of requests are read now, those
+		// The proxy's own counters, as memcached's "stats"; memcached's
+		// stats with arguments (reset, settings, items, ...) is a server's
+		// own. The counters of requests are read now, those
 		// of replies (hits, misses) when the reply is written
 		// (appendLocal), once every request the client sent before has
 		// its reply: they count those requests and none after, as
 		// memcached's do.
 		switch {
 		case len(req.Args) > 0:
+			// memcached answers arguments it does not know with ERROR.
 			req.bad = memcache.ReplyError
+			if serverOwnStats(req.Args[0]) {
+				req.bad = replyServerOwn
+			}
 			req.badLine = memcache.AppendRequest(req.badLine[:0], &req.Request)
+			req.badLine = bytes.TrimSuffix(req.badLine, []byte("\r\n"))
 			req.badLine = req.badLine[:min(len(req.badLine), 128)]
 		case c.codec.stats != nil:
 			req.stats = c.codec.stats
@@ -536,23 +572,34 @@ type mcReply struct {
 
 var _ reply = (*mcReply)(nil)
 
-func (r *mcReply) lookups() (hits, misses int) {
-	switch {
-	case r.req == nil:
-		return 0, 0
-	case r.req.Command.IsRetrieval():
-		return len(r.resp.Items), len(r.req.Keys) - len(r.resp.Items)
-	case r.req.Command == memcache.CmdMetaGet:
+func (r *mcReply) lookups() (hits, misses int, t touching) {
+	if r.req == nil {
+		return 0, 0, notTouched
+	}
+	switch cmd := r.req.Command; {
+	case cmd.IsRetrieval():
+		if cmd == memcache.CmdGat || cmd == memcache.CmdGats {
+			t = readTouched
+		}
+		return len(r.resp.Items), len(r.req.Keys) - len(r.resp.Items), t
+	case cmd == memcache.CmdMetaGet:
 		// EN is a miss, which quiet mode hides; any other line (VA, HD)
 		// found the item, or an error did not look.
 		switch s := r.resp.Status(); {
 		case r.resp.Quiet || string(s) == "EN":
-			return 0, 1
+			return 0, 1, notTouched
 		case string(s) == "VA" || string(s) == "HD":
-			return 1, 0
+			return 1, 0, notTouched
+		}
+	case cmd == memcache.CmdTouch:
+		switch string(r.resp.Line) {
+		case "TOUCHED":
+			return 1, 0, touchOnly
+		case "NOT_FOUND":
+			return 0, 1, touchOnly
 		}
 	}
-	return 0, 0
+	return 0, 0, notTouched
 }
 
 func (r *mcReply) size() int {

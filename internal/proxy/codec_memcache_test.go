@@ -46,8 +46,10 @@ func TestMemcacheCodecRead(t *testing.T) {
 		{in: "flush_all 10 noreply\r\n", out: "flush_all 10\r\n", noreply: true},
 		{in: "verbosity 1\r\n", act: local, local: "OK\r\n"},
 		{in: "stats\r\n", act: localAlone, local: "END\r\n"}, // no pool to count; answered before the next is read
-		{in: "stats items\r\n", act: localAlone, local: "ERROR\r\n"},
-		{in: "shutdown\r\n", act: local, local: "ERROR\r\n"},
+		{in: "stats items\r\n", act: localAlone, local: replyServerOwn + "\r\n"},
+		{in: "stats noreply\r\n", act: localAlone, local: "ERROR\r\n"},
+		{in: "shutdown\r\n", act: local, local: replyServerOwn + "\r\n"},
+		{in: "shutdownx\r\n", act: local, local: "ERROR\r\n"},
 		{in: "get " + strings.Repeat("k", 251) + "\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},
 		// What the parser takes but a server would read otherwise.
 		{in: "set k\x00 0 0 1\r\nx\r\n", act: local, local: "CLIENT_ERROR bad command line format\r\n"},

@@ -913,15 +913,15 @@ var wrongType = []byte("WRONGTYPE ")
 
 func (r *redisReply) size() int { return len(r.rp.Bytes()) }
 
-func (r *redisReply) lookups() (hits, misses int) {
+func (r *redisReply) lookups() (hits, misses int, t touching) {
 	switch r.lookup {
 	case lookupValue:
 		switch {
 		case r.rp.Kind == resp.KindBulk && r.rp.IsNull():
-			return 0, 1
+			return 0, 1, notTouched
 		case r.rp.Kind == resp.KindBulk, r.rp.IsError() && bytes.HasPrefix(r.rp.Str, wrongType):
 			// WRONGTYPE: Redis found the key, and counts a hit.
-			return 1, 0
+			return 1, 0, notTouched
 		}
 	case lookupValues:
 		// An MGET's array, or the array of a part of one split over
@@ -937,7 +937,7 @@ func (r *redisReply) lookups() (hits, misses int) {
 			}
 		}
 	}
-	return hits, misses
+	return hits, misses, notTouched
 }
 
 // redisServer reads the replies of one server connection.

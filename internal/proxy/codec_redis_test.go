@@ -257,7 +257,7 @@ func TestRedisReplyLookups(t *testing.T) {
 		if err := cd.newServer(strings.NewReader(tt.reply)).read(rep); err != nil {
 			t.Fatalf("%q: reading %q: %v", tt.req, tt.reply, err)
 		}
-		if hits, misses := rep.lookups(); hits != tt.hits || misses != tt.misses {
+		if hits, misses, _ := rep.lookups(); hits != tt.hits || misses != tt.misses {
 			t.Errorf("%q answered %q: lookups() = %d, %d; want %d, %d", tt.req, tt.reply, hits, misses, tt.hits, tt.misses)
 		}
 	}

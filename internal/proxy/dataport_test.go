@@ -58,11 +58,51 @@ func TestDataPortStats(t *testing.T) {
 	if n, _ := strconv.Atoi(s["bytes_read"]); n < 80 {
 		t.Errorf("STAT bytes_read = %d; want the bytes of the requests sent", n)
 	}
-	// memcached answers the arguments of stats it does not know with ERROR;
-	// the proxy knows none.
-	for _, req := range []string{"stats foo\r\n", "stats detail on\r\n", "stats reset\r\n"} {
-		if got := c.mustDo(req); got != "ERROR\r\n" {
-			t.Errorf("%q answered %q; want ERROR", req, got)
+	// stats with arguments, and memcached's commands that act on one
+	// server, are refused as a server's own, not as unknown (ERROR); the
+	// connection goes on.
+	for _, req := range []string{"stats detail on\r\n", "stats reset\r\n", "stats settings\r\n",
+		"shutdown\r\n", "slabs automove 1\r\n", "lru_crawler crawl all\r\n", "lru mode flat\r\n",
+		"watch\r\n", "cache_memlimit 100\r\n", "cache_memlimit 100 noreply\r\n"} {
+		if got := c.mustDo(req); got != replyServerOwn+"\r\n" {
+			t.Errorf("%q answered %q; want %q", req, got, replyServerOwn)
+		}
+	}
+	// Unknown commands, and arguments of stats memcached does not know,
+	// are answered ERROR, as memcached answers them (memccapable's ascii
+	// stat test sends "stats noreply").
+	if got := c.mustDo("foo\r\nstats noreply\r\nstats foo\r\nversion\r\n"); !strings.HasPrefix(got, "ERROR\r\nERROR\r\nERROR\r\nVERSION ") {
+		t.Errorf("an unknown command, stats noreply, stats foo, then version: %q; want ERROR thrice, then VERSION", got)
+	}
+	s = statLines(t, c.mustDo("stats\r\n"))
+	if s["refused_not_supported_by_the_proxy"] != "10" || s["refused_error"] != "4" {
+		t.Errorf("STAT refused_not_supported_by_the_proxy %q, refused_error %q; want 10, 4", s["refused_not_supported_by_the_proxy"], s["refused_error"])
+	}
+}
+
+// TestDataPortTouchStats sends the same gets, gats, touches and mg to the
+// proxy and to a memcached: stats counts the keys of gat and gats as
+// touches, not gets, as memcached does, and touch's outcome in touch_hits
+// and touch_misses.
+func TestDataPortTouchStats(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	p := startProxy(t, poolYAML("", servers...))
+	direct := memcachedtest.Start(t)
+	const reqs = "set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\nget a b c\r\ngets a\r\ngat 10 a nope b a\r\n" +
+		"gats 10 c\r\ntouch a 10\r\ntouch zz 10\r\ntouch b 10 noreply\r\nmg a v\r\nmg zz v\r\n"
+	names := []string{"cmd_get", "get_hits", "get_misses", "cmd_touch", "touch_hits", "touch_misses"}
+	got := map[string]map[string]string{}
+	for _, target := range []struct{ name, addr string }{
+		{"chash proxy", p.Addr("alpha").String()},
+		{"memcached", direct.Addr},
+	} {
+		c := dial(t, target.addr)
+		c.mustDo(reqs)
+		got[target.name] = statLines(t, c.mustDo("stats\r\n"))
+	}
+	for _, name := range names {
+		if got["chash proxy"][name] != got["memcached"][name] || got["memcached"][name] == "" {
+			t.Errorf("STAT %s = %q through the proxy; memcached %q", name, got["chash proxy"][name], got["memcached"][name])
 		}
 	}
 }

@@ -36,10 +36,12 @@ func (pl *pool) requestCounts() *requestCounts {
 //	pid, uptime, time, version   the process, as memcached's
 //	curr_connections             the pool's client connections now open
 //	total_connections            ... accepted since the pool started
-//	cmd_get, get_hits,           keys looked up by the pool's reads, found,
-//	get_misses                   and not found (cmd_get = hits + misses)
-//	cmd_set, cmd_flush, cmd_touch  requests of storage commands, flush_all,
-//	                             touch and gat
+//	cmd_get, get_hits,           keys looked up by the pool's get, gets and
+//	get_misses                   mg, found, and not found (cmd_get = hits +
+//	                             misses)
+//	cmd_touch, touch_hits,       keys touched by touch, gat and gats, found,
+//	touch_misses                 and not found (cmd_touch = hits + misses)
+//	cmd_set, cmd_flush           requests of storage commands and flush_all
 //	bytes_read, bytes_written    bytes read from and written to clients
 //	requests_<command>           the pool's requests of each command received
 //	refused_<class>              requests refused, by class (see refusals)
@@ -55,10 +57,14 @@ func (pl *pool) requestCounts() *requestCounts {
 func (pl *pool) appendStats(dst []byte, rc *requestCounts) []byte {
 	p := pl.proxy
 	st := pl.state.Load()
-	var hits, misses, ejected uint64
+	var hits, misses, touchHits, touchMisses, ejected uint64
 	for _, s := range st.list {
-		hits += s.stats.hits.Load()
-		misses += s.stats.misses.Load()
+		// gat's keys count as touches, not gets, as memcached counts them.
+		gh, gm := s.stats.gatHits.Load(), s.stats.gatMisses.Load()
+		hits += s.stats.hits.Load() - gh
+		misses += s.stats.misses.Load() - gm
+		touchHits += s.stats.touchHits.Load() + gh
+		touchMisses += s.stats.touchMisses.Load() + gm
 		if s.ejected.Load() {
 			ejected++
 		}
@@ -71,23 +77,23 @@ func (pl *pool) appendStats(dst []byte, rc *requestCounts) []byte {
 	dst = appendStatLine(dst, "curr_connections", uint64(pl.nconns.Load()))
 	dst = appendStatLine(dst, "total_connections", pl.stats.clientTotal.Load())
 	names := pl.codec.commands()
-	var set, flush, touch uint64
+	var set, flush uint64
 	for name, n := range rc.commands {
 		switch name {
 		case "set", "add", "replace", "append", "prepend", "cas", "ms":
 			set += n
 		case "flush_all":
 			flush += n
-		case "touch", "gat", "gats":
-			touch += n
 		}
 	}
 	dst = appendStatLine(dst, "cmd_get", hits+misses)
 	dst = appendStatLine(dst, "cmd_set", set)
 	dst = appendStatLine(dst, "cmd_flush", flush)
-	dst = appendStatLine(dst, "cmd_touch", touch)
+	dst = appendStatLine(dst, "cmd_touch", touchHits+touchMisses)
 	dst = appendStatLine(dst, "get_hits", hits)
 	dst = appendStatLine(dst, "get_misses", misses)
+	dst = appendStatLine(dst, "touch_hits", touchHits)
+	dst = appendStatLine(dst, "touch_misses", touchMisses)
 	dst = appendStatLine(dst, "bytes_read", pl.stats.bytesIn.Load())
 	dst = appendStatLine(dst, "bytes_written", pl.stats.bytesOut.Load())
 	for _, name := range names {

@@ -50,6 +50,10 @@ type serverStats struct {
 	ejects        atomic.Uint64 // times the server was ejected
 	hits          atomic.Uint64 // keys a read found (reply.lookups)
 	misses        atomic.Uint64 // keys a read did not find
+	gatHits       atomic.Uint64 // of hits, those of reads that touch (gat, gats)
+	gatMisses     atomic.Uint64 // of misses, those of reads that touch
+	touchHits     atomic.Uint64 // items a touch found
+	touchMisses   atomic.Uint64 // ... and did not
 }
 
 // counter is the counter of one label set of a vector, made at its first

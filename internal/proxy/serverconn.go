@@ -696,10 +696,20 @@ func (c *serverConn) answered(ss *session, cl *call) *call {
 	cl.held = int64(n)
 	c.srv.pool.proxy.mem.add(cl.held)
 	c.srv.stats.responses.Add(1)
-	hits, misses := cl.reply.lookups()
+	hits, misses, t := cl.reply.lookups()
 	if hits+misses > 0 {
-		c.srv.stats.hits.Add(uint64(hits))
-		c.srv.stats.misses.Add(uint64(misses))
+		st := c.srv.stats
+		if t == touchOnly {
+			st.touchHits.Add(uint64(hits))
+			st.touchMisses.Add(uint64(misses))
+		} else {
+			st.hits.Add(uint64(hits))
+			st.misses.Add(uint64(misses))
+			if t == readTouched {
+				st.gatHits.Add(uint64(hits))
+				st.gatMisses.Add(uint64(misses))
+			}
+		}
 	}
 	if n >= largeValue {
 		c.srv.pool.large.record(n / max(hits, 1))
