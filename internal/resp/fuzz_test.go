@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"testing/iotest"
 )
@@ -85,6 +86,15 @@ func FuzzReadRequest(f *testing.F) {
 			}
 			if c.Route == RouteKeys {
 				c.ServerOf(q.Args, func(k []byte) (int, error) { return len(k) % 3, nil })
+			}
+			if c.Patterned() {
+				// Patterns: options' arguments, never the key or a
+				// store key, each with a '*'.
+				for _, i := range AppendSortPatterns(nil, q.Args) {
+					if i < 3 || i >= len(q.Args) || !bytes.Contains(q.Args[i], []byte("*")) || slices.Contains(keys, i) {
+						t.Fatalf("AppendSortPatterns(%q) names argument %d, keys %v", q.Args, i, keys)
+					}
+				}
 			}
 			if c.Route == RouteSplit {
 				if err := s.Build(c, q.Args, func(k []byte) (int, error) { return len(k) % 3, nil }); err != nil {
