@@ -219,9 +219,7 @@ func (c *mcClient) read(r request) (action, error) {
 			if serverOwnStats(req.Args[0]) {
 				req.bad = replyServerOwn
 			}
-			req.badLine = memcache.AppendRequest(req.badLine[:0], &req.Request)
-			req.badLine = bytes.TrimSuffix(req.badLine, []byte("\r\n"))
-			req.badLine = req.badLine[:min(len(req.badLine), 128)]
+			req.quoteLine()
 		case c.codec.stats != nil:
 			req.stats = c.codec.stats
 			req.counts = req.stats.requestCounts()
@@ -239,8 +237,7 @@ func (c *mcClient) read(r request) (action, error) {
 		// memcached answers nothing to a noreply request it refuses once it
 		// has read the line.
 		req.bad, req.noreply = bad, req.Noreply
-		req.badLine = memcache.AppendRequest(req.badLine[:0], &req.Request)
-		req.badLine = req.badLine[:min(len(req.badLine), 128)]
+		req.quoteLine()
 		return local, nil
 	}
 	// Servers are always asked for a reply to a classic command, so that a
@@ -340,6 +337,16 @@ func (r *mcRequest) command() int {
 		return 0
 	}
 	return int(r.Command)
+}
+
+// quoteLine keeps the start of the request's line, as written anew, for the
+// log of its refusal: at most 128 bytes, without its end or a data block.
+func (r *mcRequest) quoteLine() {
+	r.badLine = memcache.AppendRequest(r.badLine[:0], &r.Request)
+	if i := bytes.Index(r.badLine, []byte("\r\n")); i >= 0 {
+		r.badLine = r.badLine[:i]
+	}
+	r.badLine = r.badLine[:min(len(r.badLine), 128)]
 }
 
 // refusal's class is the refusal's first sentence: memcached's usage of
