@@ -591,11 +591,16 @@ func (r *mcReply) lookups() (hits, misses int, t touching) {
 		return len(r.resp.Items), len(r.req.Keys) - len(r.resp.Items), t
 	case cmd == memcache.CmdMetaGet:
 		// EN is a miss, which quiet mode hides; any other line (VA, HD)
-		// found the item, or an error did not look.
+		// found the item, or an error did not look. memcached counts an
+		// item found and touched (T) as a touch, a miss as a get's miss
+		// whether it asked to touch or not.
 		switch s := r.resp.Status(); {
 		case r.resp.Quiet || string(s) == "EN":
 			return 0, 1, notTouched
 		case string(s) == "VA" || string(s) == "HD":
+			if r.req.HasMetaFlag('T') {
+				return 1, 0, readTouched
+			}
 			return 1, 0, notTouched
 		}
 	case cmd == memcache.CmdTouch:

@@ -83,13 +83,15 @@ func TestDataPortStats(t *testing.T) {
 // TestDataPortTouchStats sends the same gets, gats, touches and mg to the
 // proxy and to a memcached: stats counts the keys of gat and gats as
 // touches, not gets, as memcached does, and touch's outcome in touch_hits
-// and touch_misses.
+// and touch_misses; an mg with T that finds its item is a touch, one that
+// misses a get's miss.
 func TestDataPortTouchStats(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	p := startProxy(t, poolYAML("", servers...))
 	direct := memcachedtest.Start(t)
 	const reqs = "set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\nget a b c\r\ngets a\r\ngat 10 a nope b a\r\n" +
-		"gats 10 c\r\ntouch a 10\r\ntouch zz 10\r\ntouch b 10 noreply\r\nmg a v\r\nmg zz v\r\n"
+		"gats 10 c\r\ntouch a 10\r\ntouch zz 10\r\ntouch b 10 noreply\r\nmg a v\r\nmg zz v\r\n" +
+		"mg a T30 v\r\nmg b T30\r\nmg zz T30 v\r\nmg yy T30 q\r\nmg b T30 q k\r\n"
 	names := []string{"cmd_get", "get_hits", "get_misses", "cmd_touch", "touch_hits", "touch_misses"}
 	got := map[string]map[string]string{}
 	for _, target := range []struct{ name, addr string }{

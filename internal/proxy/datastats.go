@@ -40,7 +40,9 @@ func (pl *pool) requestCounts() *requestCounts {
 //	get_misses                   mg, found, and not found (cmd_get = hits +
 //	                             misses)
 //	cmd_touch, touch_hits,       keys touched by touch, gat and gats, found,
-//	touch_misses                 and not found (cmd_touch = hits + misses)
+//	touch_misses                 and not found (cmd_touch = hits + misses);
+//	                             as memcached, an mg with T is a touch if it
+//	                             finds its item, a get's miss if not
 //	cmd_set, cmd_flush           requests of storage commands and flush_all
 //	bytes_read, bytes_written    bytes read from and written to clients
 //	requests_<command>           the pool's requests of each command received
