@@ -196,11 +196,12 @@ sent, a line too long for a server connection that other clients share) is
 refused with memcached's own error and reaches no server. So are numbers
 memcached would cut to their field or read with a sign (flags past 2^32-1,
 an exptime outside signed 32 bits, "+5"), meta flags memcached 1.6 ignores, and a
-base64 key that decodes to a space or control byte in a request whose reply
-may hold the key as it is (me; mg with k or N; ma with N): memcached writes
-the key of an item made by N back raw, and such bytes in a reply would end
-its line early on a server connection other clients share. ms, md and mg or
-ma without those flags take such keys. After a storage command refused at its line, its data block is
+base64 key that decodes to a space or control byte in me, whose reply may
+hold the key as it is. memcached's mg with k writes such a key back raw for
+an item mg or ma made with N, and such bytes in a reply would end its line
+early on a server connection other clients share: the proxy sends that mg
+without k and writes "k<key> b" into the reply itself, where memcached
+writes the key of an item stored with b. After a storage command refused at its line, its data block is
 skipped (memcached reads it as a command); where its length cannot be
 known (a wrong number of tokens, a bad length) or the data block does not
 end where its length says, the connection is closed. A get line longer than

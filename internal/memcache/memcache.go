@@ -25,8 +25,10 @@
 //     with the token each flag takes (an opaque of at most 31 bytes, a mode of one
 //     character, ...).
 //   - A base64 key that decodes to a space or a control character is refused
-//     where memcached may echo it decoded (ReplyUnsafeBinaryKey): memcached
-//     writes such a key into its reply as it is, breaking the reply.
+//     in me (ReplyUnsafeBinaryKey), which may write it back decoded, breaking
+//     its reply. mg with k may too; ReadRequest returns such an mg, which
+//     Validate refuses, for a proxy to drop its k and write the key back
+//     itself (Request.EchoesKeyRaw).
 //
 // A refused request is an *Error whose Reply is what memcached answers to it (or
 // to its nearest case, where memcached would accept it but read it differently).
@@ -238,8 +240,8 @@ const (
 	ReplyBinary = "CLIENT_ERROR binary protocol is not supported"
 	// ReplyUnsafeBinaryKey refuses a base64 key (meta flag b) that decodes to
 	// a space or a control character where memcached may write the key back
-	// decoded: with k or N of mg, N of ma, and me. memcached would then break
-	// its own reply, and a proxy's connection to it.
+	// decoded: in me, and mg's k (see Request.EchoesKeyRaw). memcached would
+	// then break its own reply, and a proxy's connection to it.
 	ReplyUnsafeBinaryKey = "CLIENT_ERROR base64 key decodes to a space or control character"
 
 	// Replies to bad meta commands.

@@ -183,14 +183,12 @@ func appendCanon(canon *[]byte, grown []byte) []byte {
 // echoesRaw reports whether memcached may write the key of a meta command
 // with the flags seen, decoded from base64 (the flag b), back as it is, not in
 // base64: mg's k writes the key of the item found as it is unless ms stored it
-// with b, and mg and ma with N make an item whose key memcached does not mark
-// as base64; me writes the key of the item found as mg does.
+// with b (mg and ma with N make an item whose key memcached does not mark as
+// base64); me writes the key of the item found as mg does. The other
+// commands' k writes the key as the request gave it.
 func echoesRaw(cmd Command, seen metaFlagSet) bool {
-	switch cmd {
-	case CmdMetaGet:
-		return seen.has('k') || seen.has('N')
-	case CmdMetaArithmetic:
-		return seen.has('N')
+	if cmd == CmdMetaGet {
+		return seen.has('k')
 	}
 	return cmd == CmdMetaDebug
 }

@@ -126,6 +126,21 @@ func (r *Request) MetaFlag(f byte) ([]byte, bool) {
 	return nil, false
 }
 
+// EchoesKeyRaw reports whether memcached may write r's key back decoded, as
+// raw bytes in its reply line: an mg with b and k whose key decodes to a
+// space or a control character. memcached writes k's key in base64 for an
+// item ms stored with b, but as it is for one mg or ma made with N. Validate
+// refuses such a request; ReadRequest returns it, for a proxy to drop its k
+// (RemoveMetaFlag) and write the key back itself as memcached writes a base64
+// key: "k<key> b", where k stood among the return flags.
+func (r *Request) EchoesKeyRaw() bool {
+	if r.Command != CmdMetaGet || len(r.Keys) != 1 || !r.HasMetaFlag('b') || !r.HasMetaFlag('k') {
+		return false
+	}
+	key := r.RouteKey(0)
+	return key != nil && !plainToken(key)
+}
+
 // RemoveMetaFlag removes the meta flag f and reports whether it was given.
 func (r *Request) RemoveMetaFlag(f byte) bool {
 	out := r.MetaFlags[:0]
@@ -519,7 +534,7 @@ func (r *Reader) meta() error {
 		}
 		return r.fail(ReplyMetaTooManyFlags)
 	}
-	pre, post, seen := r.metaFlags(tok[2:])
+	pre, post := r.metaFlags(tok[2:])
 	if pre == "" && r.metaKey(tok[1]) != nil {
 		pre = flagReply(req.Command, ReplyBadKeyEncoding)
 	}
@@ -528,21 +543,19 @@ func (r *Reader) meta() error {
 		return r.fail(pre)
 	case post != "":
 		return r.fail(post)
-	case r.base64 && echoesRaw(req.Command, seen) && !plainToken(req.decoded):
-		return r.fail(ReplyUnsafeBinaryKey)
 	}
 	return nil
 }
 
 // metaFlags parses the flag tokens of a meta command into req.MetaFlags; see
 // checkMetaFlags.
-func (r *Reader) metaFlags(toks [][]byte) (pre, post string, seen metaFlagSet) {
+func (r *Reader) metaFlags(toks [][]byte) (pre, post string) {
 	req := r.req
 	start := len(req.MetaFlags)
 	req.MetaFlags = append(req.MetaFlags, toks...)
-	pre, post, seen = checkMetaFlags(req.Command, req.MetaFlags[start:], &req.canon)
+	pre, post, seen := checkMetaFlags(req.Command, req.MetaFlags[start:], &req.canon)
 	r.base64 = seen.has('b')
-	return pre, post, seen
+	return pre, post
 }
 
 // metaDebug parses "me <key> [b]": memcached reads the key as base64 only if b
@@ -587,7 +600,7 @@ func (r *Reader) metaSet() error {
 	case !sizeOK:
 		return r.fatal(ReplyBadFormat)
 	}
-	pre, post, _ := r.metaFlags(tok[3:])
+	pre, post := r.metaFlags(tok[3:])
 	if pre == "" && r.metaKey(tok[1]) != nil {
 		pre = ReplyBadKeyEncoding
 	}

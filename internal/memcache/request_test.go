@@ -225,10 +225,11 @@ var readRequestTests = []struct {
 	// A key that decodes to a space or a control character ("a b" is YSBi,
 	// "a\r\n" YQ0K), where memcached may write it back decoded, breaking its
 	// reply: N makes an item memcached does not mark as base64, whose key mg's k
-	// and me write as it is.
-	{in: "mg YSBi b k v\r\n", reply: ReplyUnsafeBinaryKey, mc: "EN kYSBi b\r\nMN\r\n"},
-	{in: "mg YQ0K b N0 v\r\n", reply: ReplyUnsafeBinaryKey, mc: "VA 0 W\r\n\r\nMN\r\n"},
-	{in: "ma YSBi b N0\r\n", reply: ReplyUnsafeBinaryKey, mc: "HD\r\nMN\r\n"},
+	// and me write as it is. me is refused; mg with k is read, for its caller
+	// to drop k (EchoesKeyRaw; Validate refuses it).
+	{in: "mg YSBi b k v\r\n", want: "mg YSBi b k v\r\n", mc: "EN kYSBi b\r\nMN\r\n"},
+	{in: "mg YQ0K b N0 v\r\n", want: "mg YQ0K b N0 v\r\n", mc: "VA 0 W\r\n\r\nMN\r\n"},
+	{in: "ma YSBi b N0\r\n", want: "ma YSBi b N0\r\n", mc: "HD\r\nMN\r\n"},
 	{in: "me YSBi b\r\n", reply: ReplyUnsafeBinaryKey, mc: "EN\r\nMN\r\n"},
 	{in: "mg YSBi b v\r\n", want: "mg YSBi b v\r\n", mc: "EN\r\nMN\r\n"},
 	{in: "ma YSBi b k\r\n", want: "ma YSBi b k\r\n", mc: "NF kYSBi b\r\nMN\r\n"},
@@ -629,7 +630,20 @@ func BenchmarkAppendRequest(b *testing.B) {
 func checkValid(t *testing.T, req *Request) {
 	t.Helper()
 	out := AppendRequest(nil, req)
-	if err := req.Validate(); err != nil {
+	err := req.Validate()
+	if req.EchoesKeyRaw() {
+		// Refused, and passes without its k.
+		var e *Error
+		if !errors.As(err, &e) || e.Reply != ReplyUnsafeBinaryKey {
+			t.Errorf("%.80q, read by ReadRequest: Validate() = %v; want %q", out, err, ReplyUnsafeBinaryKey)
+		}
+		again := *req
+		again.MetaFlags = slices.Clone(req.MetaFlags)
+		again.RemoveMetaFlag('k')
+		if err := again.Validate(); err != nil {
+			t.Errorf("%.80q, read by ReadRequest, without k: Validate() = %v", out, err)
+		}
+	} else if err != nil {
 		t.Errorf("%.80q, read by ReadRequest: Validate() = %v", out, err)
 	}
 	if got, want := lineLen(req), bytes.IndexByte(out, '\n')+1; got != want {
@@ -697,9 +711,9 @@ var validateTests = []struct {
 	{Request{Command: CmdMetaSet, Keys: bs("x"), MetaFlags: bs("b")}, ReplyBadKeyEncoding},
 	{Request{Command: CmdMetaDelete, Keys: bs("x"), MetaFlags: bs("b")}, ReplyInvalidOrDuplicate},
 	{Request{Command: CmdMetaGet, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ReplyUnsafeBinaryKey},
-	{Request{Command: CmdMetaGet, Keys: bs("YQ0K"), MetaFlags: bs("b", "N0")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaGet, Keys: bs("YQ0K"), MetaFlags: bs("b", "N0")}, ""},
 	{Request{Command: CmdMetaGet, Keys: bs("YSBi"), MetaFlags: bs("b", "v")}, ""},
-	{Request{Command: CmdMetaArithmetic, Keys: bs("YSBi"), MetaFlags: bs("b", "N0")}, ReplyUnsafeBinaryKey},
+	{Request{Command: CmdMetaArithmetic, Keys: bs("YSBi"), MetaFlags: bs("b", "N0")}, ""},
 	{Request{Command: CmdMetaArithmetic, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ""},
 	{Request{Command: CmdMetaDelete, Keys: bs("YSBi"), MetaFlags: bs("b", "k")}, ""},
 	{Request{Command: CmdMetaDebug, Keys: bs("eHl6"), MetaFlags: bs("b")}, ""},
@@ -838,5 +852,29 @@ func TestBinaryFirstByte(t *testing.T) {
 	r.Resume()
 	if err := r.ReadRequest(&req); !errors.As(err, &e) || e.Reply != ReplyError || e.Fatal {
 		t.Errorf("a 0x80 line of a resumed stream: %v; want %q, not fatal", err, ReplyError)
+	}
+}
+
+func TestEchoesKeyRaw(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"mg YSBi b k v\r\n", true},    // "a b"
+		{"mg YQ0K k b\r\n", true},      // "a\r\n"
+		{"mg YQ0K b N0 k q\r\n", true}, // with N
+		{"mg YQ0K b N0 v\r\n", false},  // no k
+		{"mg eHl6 b k\r\n", false},     // "xyz"
+		{"mg a k v\r\n", false},
+		{"ma YSBi b k\r\n", false}, // ma's k writes the key as sent
+		{"md YSBi b k\r\n", false},
+	} {
+		var req Request
+		if err := NewReader(strings.NewReader(tt.in), Limits{}).ReadRequest(&req); err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		if got := req.EchoesKeyRaw(); got != tt.want {
+			t.Errorf("%q: EchoesKeyRaw() = %v; want %v", tt.in, got, tt.want)
+		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // in the range memcached stores them in, meta flags as ReadRequest takes them
 // (numbers written as strconv writes them), and a line of at most
 // MaxCommandLine bytes but for get and gets. A request that ReadRequest
-// returned passes.
+// returned passes, but for one whose key memcached may write back raw
+// (EchoesKeyRaw), which passes once its k is removed.
 //
 // If req fails, the error is an *Error whose Reply is what memcached answers
 // to the request, or to its nearest case, as ReadRequest would. Fields that

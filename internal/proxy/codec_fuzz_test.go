@@ -20,7 +20,7 @@ func FuzzMemcacheForward(f *testing.F) {
 	for _, s := range directScript {
 		f.Add([]byte(s))
 	}
-	for _, s := range smuggleVectors() {
+	for _, s := range append(smuggleVectors(), keyEchoVectors()...) {
 		f.Add([]byte(s))
 	}
 	cd := newMemcacheCodec(memcache.Limits{})
@@ -75,6 +75,9 @@ func checkForward(t *testing.T, req *mcRequest, keyCall []int, part int, keys []
 	rd := memcache.NewReader(bytes.NewReader(out), memcache.Limits{MaxLine: 1 << 20, MaxValue: 1 << 30})
 	if err := rd.ReadRequest(&back); err != nil {
 		t.Fatalf("%q is sent %.200q, which reads as %v", req.Command, out, err)
+	}
+	if back.EchoesKeyRaw() {
+		t.Fatalf("%q is sent %q, whose reply may hold the key raw", req.Command, out)
 	}
 	// A quiet request is followed by mn, and nothing else.
 	if back.HasMetaFlag('q') {

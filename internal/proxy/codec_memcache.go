@@ -233,6 +233,9 @@ func (c *mcClient) read(r request) (action, error) {
 	case cmd.IsRetrieval() && len(req.Keys) == 0:
 		return local, nil // gat with no keys: memcached answers END
 	}
+	if req.EchoesKeyRaw() {
+		req.dropEcho()
+	}
 	if bad := forServer(&req.Request); bad != "" {
 		// memcached answers nothing to a noreply request it refuses once it
 		// has read the line.
@@ -323,6 +326,11 @@ type mcRequest struct {
 	quiet bool
 	// casTok holds a meta request's C token as setCas rewrote it.
 	casTok [24]byte
+	// echo says that the proxy dropped the k of an mg, whose key memcached
+	// might write back raw, to write the key back itself (dropEcho);
+	// echoAt is where k stood among its flags.
+	echo   bool
+	echoAt int
 }
 
 var _ request = (*mcRequest)(nil)
@@ -330,7 +338,74 @@ var _ request = (*mcRequest)(nil)
 func (r *mcRequest) reset() {
 	r.bad, r.noreply, r.quiet, r.part, r.held, r.lent = "", false, false, false, 0, 0
 	r.stats, r.counts = nil, nil
+	r.echo = false
 }
+
+// dropEcho drops the k of an mg whose key memcached may write back decoded,
+// as raw bytes that would break its reply (memcache.Request.EchoesKeyRaw),
+// and notes where it stood: the reply gets the key from the proxy, in base64
+// as memcached writes the key of an item stored with b (appendLine).
+func (r *mcRequest) dropEcho() {
+	for i, t := range r.MetaFlags {
+		if t[0] == 'k' {
+			r.echo, r.echoAt = true, i
+		}
+	}
+	r.RemoveMetaFlag('k')
+}
+
+// appendLine appends the reply line of r, line as the server wrote it. For an
+// mg whose k the proxy dropped (dropEcho), the key goes back where k stood
+// among the return flags, which memcached writes in the order of the
+// request's: "k<key> b" before the first flag of a request flag after k, or
+// the flags memcached adds at the end (W, X, Z), or at the end, on VA, HD
+// and EN as memcached writes it there.
+func (r *mcRequest) appendLine(dst, line []byte) []byte {
+	status, rest, _ := bytes.Cut(line, space)
+	switch string(status) {
+	case "VA":
+		var size []byte
+		size, rest, _ = bytes.Cut(rest, space)
+		dst = append(append(append(dst, status...), ' '), size...)
+	case "HD", "EN":
+		dst = append(dst, status...)
+	default:
+		return append(dst, line...)
+	}
+	later := func(f byte) bool {
+		if f == 'W' || f == 'X' || f == 'Z' {
+			return true
+		}
+		for _, t := range r.MetaFlags[r.echoAt:] {
+			if t[0] == f {
+				return true
+			}
+		}
+		return false
+	}
+	echoed := false
+	for len(rest) > 0 {
+		var tok []byte
+		tok, rest, _ = bytes.Cut(rest, space)
+		if len(tok) == 0 {
+			continue
+		}
+		if !echoed && later(tok[0]) {
+			dst, echoed = r.appendKeyFlag(dst), true
+		}
+		dst = append(append(dst, ' '), tok...)
+	}
+	if !echoed {
+		dst = r.appendKeyFlag(dst)
+	}
+	return dst
+}
+
+func (r *mcRequest) appendKeyFlag(dst []byte) []byte {
+	return append(append(append(dst, " k"...), r.Keys[0]...), " b"...)
+}
+
+var space = []byte(" ")
 
 func (r *mcRequest) command() int {
 	if r.bad != "" {
@@ -420,6 +495,12 @@ func (r *mcRequest) appendReply(dst []byte, rp reply) []byte {
 			}
 		}
 		return r.endPart(dst)
+	case r.echo && !rep.resp.Quiet:
+		dst = append(r.appendLine(dst, rep.resp.Line), "\r\n"...)
+		if bytes.HasPrefix(rep.resp.Line, []byte("VA ")) {
+			dst = append(append(dst, rep.resp.Value...), "\r\n"...)
+		}
+		return dst
 	}
 	return memcache.AppendResponse(dst, &rep.resp) // nothing if q hid it
 }
@@ -435,6 +516,9 @@ func (r *mcRequest) replyParts(dst []byte, rp reply) (head, value, tail []byte) 
 	case len(resp.Items) == 1 && string(resp.Line) == "END" && len(resp.Items[0].Value) >= flushAt:
 		return memcache.AppendItemLine(dst, &resp.Items[0]), resp.Items[0].Value, crlfEnd
 	case len(resp.Items) == 0 && bytes.HasPrefix(resp.Line, []byte("VA ")) && len(resp.Value) >= flushAt:
+		if r.echo {
+			return append(r.appendLine(dst, resp.Line), "\r\n"...), resp.Value, crlf
+		}
 		return append(append(dst, resp.Line...), "\r\n"...), resp.Value, crlf
 	}
 	return dst, nil, nil

@@ -280,6 +280,8 @@ func TestForServer(t *testing.T) {
 		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "O"+strings.Repeat("x", 2000))}, memcache.ReplyOpaqueTooLong},
 		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "P"+strings.Repeat("x", 2040))}, memcache.ReplyLineTooLong},
 		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("YSBi"), MetaFlags: b("b", "k")}, memcache.ReplyUnsafeBinaryKey},
+		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("YSBi"), MetaFlags: b("b", "v")}, ""},
+		{memcache.Request{Command: memcache.CmdMetaArithmetic, Keys: b("YSBi"), MetaFlags: b("b", "N0", "k")}, ""},
 		{memcache.Request{Command: memcache.CmdMetaGet, Keys: b("k"), MetaFlags: b("v", "v")}, memcache.ReplyDuplicateFlag},
 		{memcache.Request{Command: memcache.CmdUnknown, Keys: b("k")}, memcache.ReplyError},
 		{memcache.Request{Command: memcache.CmdGat, Keys: b(long, long, long, long, long, long, long, long, long)}, memcache.ReplyLineTooLong},

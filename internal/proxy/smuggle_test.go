@@ -48,10 +48,9 @@ func smuggleVectors() []string {
 		"mg k v O\x00 k\r\n",
 		"md k q O"+long+"\r\n", "ma k O"+long+"\r\n", "ms k 9 O"+long+"\r\nflush_all\r\n",
 		"mg k"+strings.Repeat(" v", 1100)+"\r\n",
-		// Base64 keys that decode to a space or CR ("a\r\nb c"): mg and ma with
-		// N make an item memcached does not mark as base64, whose key mg's k
-		// and me then write into their replies decoded, out of step.
-		"ma YQ0KYiBj b N0\r\n", "mg YQ0KYiBj b N0 v\r\n", "mg YQ0KYiBj b k v\r\n", "me YQ0KYiBj b\r\n",
+		// A base64 key that decodes to a space or CR ("a\r\nb c"), which me
+		// may write into its reply decoded, out of step (keyEchoVectors).
+		"me YQ0KYiBj b\r\n",
 		// A key too long in a line read in parts: refused before any part
 		// of the line reaches a server.
 		"gat 0"+strings.Repeat(" key", 600)+" "+strings.Repeat("k", 251)+"\r\n",
@@ -64,6 +63,14 @@ func smuggleVectors() []string {
 		"mg "+strings.Repeat("k", 70000)+"\r\n",
 	)
 	return vs
+}
+
+// keyEchoVectors are requests with a base64 key that decodes to a space or
+// CR ("a\r\nb c"), which the proxy serves without a step lost: mg and ma with
+// N make an item memcached does not mark as base64, whose key mg's k writes
+// back decoded, so the proxy sends mg without k and writes the key itself.
+func keyEchoVectors() []string {
+	return []string{"ma YQ0KYiBj b N0\r\n", "mg YQ0KYiBj b N0 v\r\n", "mg YQ0KYiBj b k v\r\n", "mg YQ0KYiBj b v k O1 q\r\n"}
 }
 
 // closes reports whether the proxy closes the connection of a client that
@@ -109,7 +116,8 @@ func memcachedStats(t testing.TB, addr string) map[string]string {
 // while other clients set and get their keys on the same shared server
 // connections, with auto_eject_hosts: every key stored before is intact,
 // memcached never ran a flush_all, no server was ejected, and every request of
-// the other clients was answered as it should be.
+// the other clients was answered as it should be; requests whose key the
+// proxy writes back itself (keyEchoVectors) join the attack.
 func TestSmuggling(t *testing.T) {
 	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
 	yaml := poolYAML("hash: md5\ntimeout: 1000\nauto_eject_hosts: true\nserver_failure_limit: 2\nserver_retry_timeout: 30000", servers...)
@@ -143,7 +151,7 @@ func TestSmuggling(t *testing.T) {
 		defer close(done)
 		attacker := dial(t, addr)
 		for round := range 10 {
-			for _, v := range vectors {
+			for _, v := range append(vectors, keyEchoVectors()...) {
 				if _, err := attacker.do(v); err != nil {
 					attacker = dial(t, addr) // closed by a fatal vector
 				}
