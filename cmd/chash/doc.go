@@ -257,9 +257,10 @@
 //	points). twemproxy's names hash byte for byte as twemproxy does; a pool
 //	that must route as a deployed twemproxy keeps its hash. crc16, fnv1_32,
 //	fnv1_64, fnv1a_64, java_hashcode and java_hashcode_spread cluster keys
-//	that differ only in their last character (chash analyze warns of it),
-//	and crc32 returns only 0..32767, which on a ring sends every key to the
-//	first points past it; for new pools prefer md5 or xxh64.
+//	that differ only in their last character (chash analyze warns of it, as
+//	chash proxy does when a pool starts), and crc32 returns only 0..32767,
+//	which on a ring sends every key to the first points past it; for new
+//	pools prefer md5 or xxh64.
 //	Default: the distribution's own: fnv1a_64 for twemproxy's ketama, modula
 //	and random, xxh64 for chash, java_fnv1_32 for seed.
 //	Values: crc16, crc32, crc32a, fnv1_32, fnv1_64, fnv1a_32, fnv1a_64,
@@ -1087,7 +1088,13 @@
 // whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
 // 127.0.0.1:22121). It checks a servers_from URL but does not read the list, so
 // that a file can be checked where etcd cannot be reached; 'chash route
-// --config FILE' reads it once, and fails if it is not valid.
+// --config FILE' reads it once, and fails if it is not valid. A pool whose
+// hash and distribution send keys that differ only in their last character
+// ("user:1", "user:2", ...) to one server, as twemproxy's default fnv1a_64 on
+// ketama does, gets a warning on stderr naming its file and line (status 0),
+// and the proxy logs one as the pool starts, or a reload gives it such a hash:
+// keep the hash where the pool must route as a deployed twemproxy does; for a
+// new pool prefer md5 or xxh64.
 //
 // Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 // in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,

@@ -19,7 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
+	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/memstore"
 	"github.com/chash-dev/chash/internal/proxy"
@@ -533,7 +535,13 @@ listen addresses, refuses one that does not resolve, and refuses two pools
 whose addresses overlap (localhost:22121 and 127.0.0.1:22121, or 0.0.0.0:22121 and
 127.0.0.1:22121). It checks a servers_from URL but does not read the list, so
 that a file can be checked where etcd cannot be reached; 'chash route
---config FILE' reads it once, and fails if it is not valid.
+--config FILE' reads it once, and fails if it is not valid. A pool whose
+hash and distribution send keys that differ only in their last character
+("user:1", "user:2", ...) to one server, as twemproxy's default fnv1a_64 on
+ketama does, gets a warning on stderr naming its file and line (status 0),
+and the proxy logs one as the pool starts, or a reload gives it such a hash:
+keep the hash where the pool must route as a deployed twemproxy does; for a
+new pool prefer md5 or xxh64.
 
 Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,
@@ -687,6 +695,15 @@ func runProxy(ctx context.Context, c *Command, env *Env, f *proxyFlags, args []s
 		}
 	}
 	if f.testConf {
+		// What the proxy warns of as each pool starts, a warning that
+		// does not fail the test.
+		for _, pool := range file.Pools {
+			if cl, err := analyze.HashClusters(pool); err == nil && cl != nil && cl.Clustered() {
+				c.Errorf(env.Stderr, "warning: %v", pool.ErrorAt("hash", fmt.Errorf(
+					"hash %s on %s sends keys that differ only in their last character to one server (%d of %d groups): keep it to route as a deployed twemproxy does; for a new pool prefer md5 or xxh64",
+					dist.HashOf(pool), pool.Distribution, cl.Together, cl.Groups)))
+			}
+		}
 		fmt.Fprintf(env.Stdout, "chash proxy: configuration file '%s' syntax is ok\n", f.config)
 		return 0
 	}

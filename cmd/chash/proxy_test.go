@@ -26,6 +26,7 @@ func writeConfig(t *testing.T, yaml string) string {
 // as its init scripts write them.
 func TestProxyTestConf(t *testing.T) {
 	good := writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\n")
+	three := writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:11212:1\n   - 127.0.0.1:11213:1\n")
 	tests := []struct {
 		args   []string
 		code   int
@@ -33,6 +34,7 @@ func TestProxyTestConf(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"--config", good, "--test-conf"}, 0, "syntax is ok", ""},
+		{[]string{"--config", three, "--test-conf"}, 0, "syntax is ok", "chash proxy: warning: " + three + ":1: pool \"alpha\": hash fnv1a_64 on ketama sends keys that differ only in their last character to one server (1000 of 1000 groups)"},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  bogus: 1\n  servers:\n   - 127.0.0.1:11211:1\n"), "--test-conf"}, 2, "", `unknown key "bogus"`},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_auth: pw\n  redis_db: 2\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 0, "syntax is ok", ""},
 		{[]string{"--config", writeConfig(t, "alpha:\n  listen: 127.0.0.1:1\n  redis: true\n  redis_db: -1\n  servers:\n   - 127.0.0.1:6379:1\n"), "--test-conf"}, 2, "", `redis_db "-1" is not a number`},
@@ -83,6 +85,11 @@ func TestProxyTestConf(t *testing.T) {
 		if code != tt.code || !strings.Contains(stdout, tt.stdout) || !strings.Contains(stderr, tt.stderr) {
 			t.Errorf("chash %q = %d\n%s%s\nwant %d, output with %q and %q", args, code, stdout, stderr, tt.code, tt.stdout, tt.stderr)
 		}
+	}
+	// A hash that spreads similar keys: no warning.
+	md5 := writeConfig(t, "alpha:\n  listen: 127.0.0.1:22121\n  hash: md5\n  servers:\n   - 127.0.0.1:11211:1\n   - 127.0.0.1:11212:1\n")
+	if stdout, stderr, code := runChash(t, nil, "proxy", "-t", "-c", md5); code != 0 || stderr != "" || !strings.Contains(stdout, "syntax is ok") {
+		t.Errorf("chash proxy -t -c (md5) = %d\n%s%s\nwant 0, syntax is ok and nothing on stderr", code, stdout, stderr)
 	}
 }
 

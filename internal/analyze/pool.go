@@ -187,3 +187,34 @@ func diffPools(old, new *Pool, keys iter.Seq[[]byte]) (*Diff, error) {
 	}
 	return PlaceDiff(a, b, old.Nodes, new.Nodes, keys)
 }
+
+// HashClusters measures whether keys that differ only in their last
+// character go to one server under p's distribution and hash over its
+// servers (Cluster). A pool whose servers come from elsewhere (servers_from)
+// is measured over three of weight 1: on a ring, clustering is the hash's,
+// whatever the servers (under modula it depends on their number too:
+// fnv1a_64 clusters over three, not over four). A distribution that routes
+// at random, or places keys by load, has no clustering to measure: nil, nil.
+func HashClusters(p *config.Pool) (*Clustering, error) {
+	e, err := dist.EntryOf(p)
+	if err != nil || e.Random || e.LoadAware {
+		return nil, err
+	}
+	q := *p
+	if len(q.Servers) == 0 {
+		q.Servers = []config.Server{
+			{Host: "10.0.0.1", Port: 11211, Weight: 1},
+			{Host: "10.0.0.2", Port: 11211, Weight: 1},
+			{Host: "10.0.0.3", Port: 11211, Weight: 1},
+		}
+	}
+	pool, err := NewPool(&q, q.Servers)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pool.Balance(SampleKeys(20000, 1)) // exact where it can be
+	if err != nil {
+		return nil, err
+	}
+	return pool.Cluster(b, 1000)
+}

@@ -137,3 +137,49 @@ func TestPlaceDiff(t *testing.T) {
 		t.Errorf("placed diff: method %q, moved %v, ideal %v; want placed, about the ideal 1/11", d.Method, d.Moved, d.Ideal)
 	}
 }
+
+// TestHashClusters measures pools by their distribution and hash:
+// twemproxy's default fnv1a_64 on ketama clusters similar keys whatever the
+// servers (none, for a pool whose servers come from etcd), md5 on ketama and
+// chash's own ring do not; under modula it depends on the servers' number;
+// one server has nothing to cluster on, and a random distribution nothing
+// to measure.
+func TestHashClusters(t *testing.T) {
+	servers := func(n int) []config.Server {
+		var sv []config.Server
+		for i := range n {
+			sv = append(sv, config.Server{Host: "127.0.0.1", Port: 11211 + i, Weight: 1})
+		}
+		return sv
+	}
+	for _, tt := range []struct {
+		dist, hash, from string
+		servers          int
+		want             bool
+	}{
+		{"ketama", "", "", 4, true}, // fnv1a_64, twemproxy's default
+		{"ketama", "fnv1a_64", "etcd://127.0.0.1:2379/chash/a/", 0, true},
+		{"ketama", "md5", "", 4, false},
+		{"chash", "", "", 4, false},
+		{"ketama", "fnv1_32", "", 7, true},
+		{"ketama", "", "", 1, false},
+		{"modula", "", "", 3, true}, // 0x1b3, FNV's prime mod 2^32, is a multiple of 3
+		{"modula", "", "", 4, false},
+		{"jump", "", "", 4, false},
+	} {
+		p := config.NewPool("p")
+		p.Distribution, p.Hash, p.ServersFrom, p.Servers = tt.dist, tt.hash, tt.from, servers(tt.servers)
+		c, err := HashClusters(p)
+		if err != nil || c == nil {
+			t.Fatalf("%s %q over %d: HashClusters = %v, %v", tt.dist, tt.hash, tt.servers, c, err)
+		}
+		if c.Clustered() != tt.want {
+			t.Errorf("%s %q over %d: %d of %d groups on one server, clustered %v; want %v", tt.dist, tt.hash, tt.servers, c.Together, c.Groups, c.Clustered(), tt.want)
+		}
+	}
+	p := config.NewPool("p")
+	p.Distribution = "random"
+	if c, err := HashClusters(p); c != nil || err != nil {
+		t.Errorf("random: HashClusters = %v, %v; want nil, nil", c, err)
+	}
+}

@@ -81,7 +81,7 @@ var settings = []setting{
 				"twemproxy's names hash byte for byte as twemproxy does; a pool that must route " +
 				"as a deployed twemproxy keeps its hash. crc16, fnv1_32, fnv1_64, fnv1a_64, java_hashcode " +
 				"and java_hashcode_spread cluster keys that differ only in their last character " +
-				"(chash analyze warns of it), and crc32 returns only 0..32767, which on a ring sends " +
+				"(chash analyze warns of it, as chash proxy does when a pool starts), and crc32 returns only 0..32767, which on a ring sends " +
 				"every key to the first points past it; for new pools prefer md5 or xxh64.",
 			Example: "hash: md5",
 		},

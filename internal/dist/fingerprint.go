@@ -24,6 +24,10 @@ type routing struct {
 	label   string
 }
 
+// HashOf returns the name of the hash of p's keys: its hash, or its
+// distribution's default.
+func HashOf(p *config.Pool) string { return routingOf(p).hash }
+
 // routingOf returns the pool's routing settings. An unknown distribution
 // keeps its name and the pool's own settings.
 func routingOf(p *config.Pool) routing {

@@ -396,3 +396,42 @@ func TestLogsRefusedBurstAfterRestart(t *testing.T) {
 		t.Errorf("refusals logged: %v in all; want 6; logs:\n%s", n, logs.String())
 	}
 }
+
+// TestLogsClusteringHash starts pools on twemproxy's default hash (fnv1a_64
+// on ketama), which sends keys that differ only in their last character to
+// one server, and on md5: the first logs one warning naming its pool and
+// hash as it starts, md5 none; a reload that keeps the hash logs no other, one
+// that gives the pool fnv1a_64 logs it.
+func TestLogsClusteringHash(t *testing.T) {
+	s := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
+	const msg = "pool's hash sends keys that differ only in their last character to one server"
+	for _, tt := range []struct {
+		extra string
+		want  int
+	}{{"", 1}, {"hash: fnv1a_64", 1}, {"hash: md5", 0}} {
+		var logs testprog.Buffer
+		p := startProxy(t, poolYAML(tt.extra, s...), func(p *Proxy) {
+			p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		})
+		recs := jsonLogs(t, &logs, msg)
+		if len(recs) != tt.want {
+			t.Fatalf("%q: %d warnings; want %d:\n%s", tt.extra, len(recs), tt.want, logs.String())
+		}
+		if tt.want > 0 && (recs[0]["pool"] != "alpha" || recs[0]["hash"] != "fnv1a_64" || recs[0]["level"] != "WARN") {
+			t.Errorf("%q: warning %v; want pool alpha, hash fnv1a_64, level WARN", tt.extra, recs[0])
+		}
+		if err := p.Reload(parseConfig(t, poolYAML(tt.extra+"\ntimeout: 500", s...))); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(jsonLogs(t, &logs, msg)); got != tt.want {
+			t.Errorf("%q: %d warnings after a reload that keeps the hash; want %d", tt.extra, got, tt.want)
+		}
+		if err := p.Reload(parseConfig(t, poolYAML("hash: fnv1a_64", s...))); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(jsonLogs(t, &logs, msg)); got != 1 {
+			t.Errorf("%q, then fnv1a_64: %d warnings; want 1", tt.extra, got)
+		}
+		p.Close()
+	}
+}

@@ -123,6 +123,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chash-dev/chash/internal/analyze"
 	"github.com/chash-dev/chash/internal/config"
 	"github.com/chash-dev/chash/internal/dist"
 	"github.com/chash-dev/chash/internal/membership"
@@ -545,9 +546,27 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 	}
 	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers),
 		"distribution", cfg.Distribution, "tls", tc != nil)
+	p.warnClusters(cfg)
 	p.logShared(fmt.Sprintf("pool %q", cfg.Name), pl.raw)
 	go pl.serve()
 	return pl, nil
+}
+
+// warnClusters warns once a pool starts, or a reload gives it another hash
+// or distribution, if they send
+// keys that differ only in their last character ("user:1", "user:2", ...) to
+// one server (analyze.HashClusters), as twemproxy's default fnv1a_64 does on
+// ketama: a pool that must route as a deployed twemproxy keeps it, a new one
+// should not.
+func (p *Proxy) warnClusters(cfg *config.Pool) {
+	c, err := analyze.HashClusters(cfg)
+	if err != nil || c == nil || !c.Clustered() {
+		return
+	}
+	p.log.Warn("pool's hash sends keys that differ only in their last character to one server",
+		"pool", cfg.Name, "hash", dist.HashOf(cfg), "distribution", cfg.Distribution,
+		"groups_on_one_server", fmt.Sprintf("%d of %d", c.Together, c.Groups),
+		"advice", "keep it to route as a deployed twemproxy does; for a new pool prefer md5 or xxh64 (chash analyze measures it)")
 }
 
 // listen opens the listener of cfg, unless a TCP listener's address overlaps
@@ -782,8 +801,11 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 				p.log.Error("reload: backlog not changed", "pool", cfg.Name, "err", err)
 			}
 		}
+		old := pl.state.Load().cfg
 		if err := pl.update(f.Path, cfg); err != nil {
 			p.log.Error("reload: pool not updated", "pool", cfg.Name, "err", err)
+		} else if old.Distribution != cfg.Distribution || dist.HashOf(old) != dist.HashOf(cfg) {
+			p.warnClusters(cfg)
 		}
 	}
 	p.log.Info("configuration reloaded", "file", f.Path, "pools", len(f.Pools))
