@@ -349,6 +349,7 @@ func (r *mcRequest) dropEcho() {
 	for i, t := range r.MetaFlags {
 		if t[0] == 'k' {
 			r.echo, r.echoAt = true, i
+			break
 		}
 	}
 	r.RemoveMetaFlag('k')

@@ -552,12 +552,11 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 	return pl, nil
 }
 
-// warnClusters warns once a pool starts, or a reload gives it another hash
-// or distribution, if they send
-// keys that differ only in their last character ("user:1", "user:2", ...) to
-// one server (analyze.HashClusters), as twemproxy's default fnv1a_64 does on
-// ketama: a pool that must route as a deployed twemproxy keeps it, a new one
-// should not.
+// warnClusters warns, as a pool starts or a reload gives it another hash or
+// distribution, if they send keys that differ only in their last character
+// ("user:1", "user:2", ...) to one server (analyze.HashClusters), as
+// twemproxy's default fnv1a_64 does on ketama: a pool that must route as a
+// deployed twemproxy keeps it, a new one should not.
 func (p *Proxy) warnClusters(cfg *config.Pool) {
 	c, err := analyze.HashClusters(cfg)
 	if err != nil || c == nil || !c.Clustered() {
