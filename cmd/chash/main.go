@@ -211,9 +211,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	line := splitLine(fs, args)
 	if err := fs.Parse(line.flags); err != nil {
-		return nil, err
+		return nil, asTyped(err, line.flags)
 	}
 	return line.args, nil
+}
+
+// asTyped returns the flag package's error with the flag it names written
+// as the user typed it: the package writes "-config" for "--config" too.
+func asTyped(err error, flags []string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	msg := err.Error()
+	for _, a := range flags {
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok || name == "" {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		// "...: -name" (not defined, needs an argument), or "invalid value
+		// ... for flag -name: ..." and "invalid boolean value ... for -name: ...".
+		if rest, ok := strings.CutSuffix(msg, ": -"+name); ok {
+			return errors.New(rest + ": --" + name)
+		}
+		for _, p := range []string{" for flag -", " for -"} {
+			if before, after, ok := strings.Cut(msg, p+name+": "); ok {
+				return errors.New(before + p + "-" + name + ": " + after)
+			}
+		}
+	}
+	return err
 }
 
 // A commandLine is a command's arguments told apart into flags and the rest,
