@@ -173,6 +173,11 @@ func TestStatusPageInChromium(t *testing.T) {
 			t.Errorf("pool %s: the page lacks %q:\n%s", name, want, text)
 		}
 	}
+	// cache's fnv1a_64 sends similar keys to one server, sessions' murmur
+	// does not: one warning.
+	if n := strings.Count(text, "Warning: hash fnv1a_64 sends keys that differ only in their last character to one server"); n != 1 {
+		t.Errorf("the page warns %d times of pool cache's hash; want once:\n%s", n, text)
+	}
 
 	// Stop a server and fail a request to it: it is ejected, and the page
 	// shows it at its next reload (every 5 seconds), with no help.

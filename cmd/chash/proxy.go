@@ -460,7 +460,8 @@ The admin listener (--admin, 127.0.0.1:22223 by default, "" for none)
 serves a status page at / (each pool's ring drawn as a circle, each
 server's arcs in its colour; its servers with health, ejection, share of the
 key space, request and error rates since the page's last view, "–" at the
-first view and after a minute without one; plain HTML with inline SVG that
+first view and after a minute without one; the warning of a hash that
+sends similar keys to one server; plain HTML with inline SVG that
 reloads itself every 5 seconds, readable without JavaScript and in a terminal
 browser), /metrics (Prometheus), /stats (JSON shaped like nutcracker's stats
 port, always current), /route?pool=P&key=K ({"pool":P,"key":K,"server":NAME},

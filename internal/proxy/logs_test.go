@@ -401,7 +401,8 @@ func TestLogsRefusedBurstAfterRestart(t *testing.T) {
 // on ketama), which sends keys that differ only in their last character to
 // one server, and on md5: the first logs one warning naming its pool and
 // hash as it starts, md5 none; a reload that keeps the hash logs no other, one
-// that gives the pool fnv1a_64 logs it.
+// that gives the pool fnv1a_64 logs it; the status page's note comes and
+// goes with the hash.
 func TestLogsClusteringHash(t *testing.T) {
 	s := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t)}
 	const msg = "pool's hash sends keys that differ only in their last character to one server"
@@ -431,6 +432,16 @@ func TestLogsClusteringHash(t *testing.T) {
 		}
 		if got := len(jsonLogs(t, &logs, msg)); got != 1 {
 			t.Errorf("%q, then fnv1a_64: %d warnings; want 1", tt.extra, got)
+		}
+		// The status page's note follows the hash.
+		if p.pools["alpha"].clusters.Load() == nil {
+			t.Errorf("%q, then fnv1a_64: no note for the status page", tt.extra)
+		}
+		if err := p.Reload(parseConfig(t, poolYAML("hash: md5", s...))); err != nil {
+			t.Fatal(err)
+		}
+		if note := p.pools["alpha"].clusters.Load(); note != nil {
+			t.Errorf("%q, then fnv1a_64, then md5: the status page still notes %q", tt.extra, *note)
 		}
 		p.Close()
 	}

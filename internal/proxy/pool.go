@@ -28,6 +28,9 @@ type pool struct {
 	lat     []*observer // by command
 	moves   moveLog     // the moved key space, measured off the path of changes
 	large   largeValues // the large values lately seen (memory.go)
+	// clusters says that the pool's hash sends similar keys to one server,
+	// for the status page (warnClusters); nil if it does not.
+	clusters atomic.Pointer[string]
 
 	copier warmCopier // of warm-up copies (warmup.go)
 	// drains are the servers drained through the admin endpoint, by name;

@@ -546,7 +546,7 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 	}
 	p.log.Info("pool listening", "pool", cfg.Name, "addr", ln.Addr().String(), "servers", len(servers),
 		"distribution", cfg.Distribution, "tls", tc != nil)
-	p.warnClusters(cfg)
+	p.warnClusters(pl, cfg)
 	p.logShared(fmt.Sprintf("pool %q", cfg.Name), pl.raw)
 	go pl.serve()
 	return pl, nil
@@ -556,12 +556,17 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 // distribution, if they send keys that differ only in their last character
 // ("user:1", "user:2", ...) to one server (analyze.HashClusters), as
 // twemproxy's default fnv1a_64 does on ketama: a pool that must route as a
-// deployed twemproxy keeps it, a new one should not.
-func (p *Proxy) warnClusters(cfg *config.Pool) {
+// deployed twemproxy keeps it, a new one should not. The status page says it
+// too.
+func (p *Proxy) warnClusters(pl *pool, cfg *config.Pool) {
 	c, err := analyze.HashClusters(cfg)
 	if err != nil || c == nil || !c.Clustered() {
+		pl.clusters.Store(nil)
 		return
 	}
+	note := fmt.Sprintf("hash %s sends keys that differ only in their last character to one server (%d of %d groups): for a new pool prefer md5 or xxh64",
+		dist.HashOf(cfg), c.Together, c.Groups)
+	pl.clusters.Store(&note)
 	p.log.Warn("pool's hash sends keys that differ only in their last character to one server",
 		"pool", cfg.Name, "hash", dist.HashOf(cfg), "distribution", cfg.Distribution,
 		"groups_on_one_server", fmt.Sprintf("%d of %d", c.Together, c.Groups),
@@ -804,7 +809,7 @@ func (p *Proxy) reloadLocked(f *config.File) error {
 		if err := pl.update(f.Path, cfg); err != nil {
 			p.log.Error("reload: pool not updated", "pool", cfg.Name, "err", err)
 		} else if old.Distribution != cfg.Distribution || dist.HashOf(old) != dist.HashOf(cfg) {
-			p.warnClusters(cfg)
+			p.warnClusters(pl, cfg)
 		}
 	}
 	p.log.Info("configuration reloaded", "file", f.Path, "pools", len(f.Pools))

@@ -56,6 +56,9 @@ type statusPool struct {
 	// show the same one route every key alike. Source is the pool's
 	// servers_from URL, if any.
 	Fingerprint, Source string
+	// Clusters warns that the pool's hash sends similar keys to one server
+	// (warnClusters), or is empty.
+	Clusters string
 	// Ring is the picture of the pool's ring, inline SVG; Shares says it is a
 	// pie of sampled shares, for a distribution that is no ring.
 	Ring    template.HTML
@@ -225,6 +228,9 @@ func (p *Proxy) status(now time.Time) *statusPage {
 		}
 		if st.cfg.Redis {
 			sp.Protocol = "redis"
+		}
+		if note := pl.clusters.Load(); note != nil {
+			sp.Clusters = *note
 		}
 		sp.Ring, sp.Shares = p.statusRates.ring(p, pl, st)
 		shares := p.metrics.ringShares(st)

@@ -148,7 +148,8 @@ func TestRoute(t *testing.T) {
 
 // TestStatusPage checks the status page without a browser: every pool and
 // server is named, each pool's ring is inline SVG with the server names in
-// it, names are escaped, and nothing is loaded from elsewhere.
+// it, names are escaped, a pool whose hash clusters similar keys is warned
+// of, and nothing is loaded from elsewhere.
 func TestStatusPage(t *testing.T) {
 	s := memcachedtest.Start(t)
 	yaml := fmt.Sprintf(`alpha:
@@ -208,6 +209,14 @@ beta:
 	}
 	if strings.Contains(page, "<b>x</b>") {
 		t.Error("the status page has a server name unescaped")
+	}
+	// alpha's hash (fnv1a_64, ketama's default) clusters similar keys,
+	// beta's modula over two servers spreads them.
+	const warning = `<p class="warning" role="note">Warning: hash fnv1a_64 sends keys that differ only in their last character to one server (1000 of 1000 groups)`
+	alpha, beta, _ := strings.Cut(page, `id="pool-beta"`)
+	if !strings.Contains(alpha, warning) || strings.Contains(beta, `class="warning"`) {
+		t.Errorf("the status page warns of clustering in pools alpha %v, beta %v; want alpha only",
+			strings.Contains(alpha, warning), strings.Contains(beta, `class="warning"`))
 	}
 	if n := strings.Count(page, "<svg"); n != 2 {
 		t.Errorf("%d rings drawn; want one a pool, 2", n)
