@@ -540,9 +540,11 @@ that a file can be checked where etcd cannot be reached; 'chash route
 hash and distribution send keys that differ only in their last character
 ("user:1", "user:2", ...) to one server, as twemproxy's default fnv1a_64 on
 ketama does, gets a warning on stderr naming its file and line (status 0),
-and the proxy logs one as the pool starts, or a reload gives it such a hash:
-keep the hash where the pool must route as a deployed twemproxy does; for a
-new pool prefer md5 or xxh64.
+and the proxy logs one as the pool starts, or a change of its hash or its
+servers makes it so (under modula, fnv1a_64 clusters over three servers, not
+over four; a new server list is measured with its moved key space), and shows
+it on the status page while it holds: keep the hash where the pool must
+route as a deployed twemproxy does; for a new pool prefer md5 or xxh64.
 
 Without --config, proxy starts on 127.0.0.1:22121 in front of three small
 in-process memcached-compatible stores (64 MiB each, LRU eviction, expiry,

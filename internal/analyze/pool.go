@@ -212,7 +212,7 @@ func HashClusters(p *config.Pool) (*Clustering, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := pool.Balance(SampleKeys(20000, 1)) // exact where it can be
+	b, err := pool.Balance(SampleKeys(5000, 1)) // exact where it can be; shares to a few %, which Clustered needs only roughly
 	if err != nil {
 		return nil, err
 	}

@@ -446,3 +446,36 @@ func TestLogsClusteringHash(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestLogsClusteringServers changes a modula pool's servers, under which
+// fnv1a_64 sends similar keys to one server over three servers and not over
+// four: the warning comes once the list shrinks to three (measured off the
+// path of the change, as the moved key space is), the status page's note with
+// it, and the note goes as the list grows back, without another warning.
+func TestLogsClusteringServers(t *testing.T) {
+	const msg = "pool's hash sends keys that differ only in their last character to one server"
+	four := []string{"127.0.0.1:1:1", "127.0.0.1:2:1", "127.0.0.1:3:1", "127.0.0.1:4:1"}
+	var logs testprog.Buffer
+	p := startProxy(t, poolOf("distribution: modula\nhash: fnv1a_64", four), func(p *Proxy) {
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	servers := parseConfig(t, poolOf("", four)).Pools[0].Servers
+	pl := p.pools["alpha"]
+	for i, tt := range []struct {
+		n        int
+		warnings int
+		note     bool
+	}{{4, 0, false}, {3, 1, true}, {4, 1, false}, {3, 2, true}} {
+		if i > 0 {
+			if err := p.UpdateServers("alpha", servers[:tt.n]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Measured with the moves, at most a second after the last.
+		state := func() (int, bool) { return len(jsonLogs(t, &logs, msg)), pl.clusters.Load() != nil }
+		waitFor(5*time.Second, func() bool { w, n := state(); return w == tt.warnings && n == tt.note })
+		if w, n := state(); w != tt.warnings || n != tt.note {
+			t.Errorf("step %d, %d servers: %d warnings, the status page notes it %v; want %d, %v", i, tt.n, w, n, tt.warnings, tt.note)
+		}
+	}
+}

@@ -19,7 +19,9 @@ const moveEvery = time.Second
 // if none was measured within moveEvery, else with the changes that follow it
 // until moveEvery has passed. Each measurement compares the state before the
 // first change with the state after the last, exactly where the distribution
-// allows, and the log line says how many changes it covers.
+// allows, and the log line says how many changes it covers. It then checks
+// whether the pool's hash now sends similar keys to one server
+// (warnClusters).
 type moveLog struct {
 	mu      sync.Mutex
 	from    *state // the state before the changes not yet measured; nil if none
@@ -78,5 +80,13 @@ func (pl *pool) measureMoves() {
 		m.last = time.Now()
 		m.mu.Unlock()
 		pl.logMoves(from, to, why, changes)
+		// A new server list can make a hash cluster similar keys where
+		// it did not (modula's fnv1a_64 over three servers, not four):
+		// measured here, off the path of changes, as the moves are; a
+		// list already replaced waits for its successor's measurement
+		// (an ejection or a warm-up window's end keeps the list).
+		if pl.state.Load().cfg == to.cfg {
+			pl.proxy.warnClusters(pl, to.cfg)
+		}
 	}
 }

@@ -552,12 +552,14 @@ func (p *Proxy) startPool(path string, cfg *config.Pool, ln net.Listener, old *p
 	return pl, nil
 }
 
-// warnClusters warns, as a pool starts or a reload gives it another hash or
-// distribution, if they send keys that differ only in their last character
-// ("user:1", "user:2", ...) to one server (analyze.HashClusters), as
-// twemproxy's default fnv1a_64 does on ketama: a pool that must route as a
-// deployed twemproxy keeps it, a new one should not. The status page says it
-// too.
+// warnClusters warns if the pool's hash and distribution send keys that
+// differ only in their last character ("user:1", "user:2", ...) to one of its
+// servers (analyze.HashClusters), as twemproxy's default fnv1a_64 does on
+// ketama: a pool that must route as a deployed twemproxy keeps it, a new one
+// should not. It runs as the pool starts, as a reload gives it another hash
+// or distribution, and after the changes of its servers (moveLog), and logs
+// as the pool starts and when the pool turns to clustering; the status page
+// says it while it holds.
 func (p *Proxy) warnClusters(pl *pool, cfg *config.Pool) {
 	c, err := analyze.HashClusters(cfg)
 	if err != nil || c == nil || !c.Clustered() {
@@ -566,7 +568,9 @@ func (p *Proxy) warnClusters(pl *pool, cfg *config.Pool) {
 	}
 	note := fmt.Sprintf("hash %s sends keys that differ only in their last character to one server (%d of %d groups): for a new pool prefer md5 or xxh64",
 		dist.HashOf(cfg), c.Together, c.Groups)
-	pl.clusters.Store(&note)
+	if pl.clusters.Swap(&note) != nil {
+		return // said already
+	}
 	p.log.Warn("pool's hash sends keys that differ only in their last character to one server",
 		"pool", cfg.Name, "hash", dist.HashOf(cfg), "distribution", cfg.Distribution,
 		"groups_on_one_server", fmt.Sprintf("%d of %d", c.Together, c.Groups),
