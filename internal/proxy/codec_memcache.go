@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -186,7 +187,7 @@ func (c *mcClient) read(r request) (action, error) {
 			req.noreply = false
 			return closeAfter, nil
 		}
-		name, _, _ := bytes.Cut(me.Line, []byte(" "))
+		name, _, _ := bytes.Cut(me.Line, space)
 		if me.Reply == memcache.ReplyError && isHTTP(name) {
 			req.bad, req.noreply = refusedHTTP, true
 			return closeAfter, nil
@@ -346,13 +347,9 @@ func (r *mcRequest) reset() {
 // and notes where it stood: the reply gets the key from the proxy, in base64
 // as memcached writes the key of an item stored with b (appendLine).
 func (r *mcRequest) dropEcho() {
-	for i, t := range r.MetaFlags {
-		if t[0] == 'k' {
-			r.echo, r.echoAt = true, i
-			break
-		}
-	}
-	r.RemoveMetaFlag('k')
+	i := slices.IndexFunc(r.MetaFlags, func(t []byte) bool { return t[0] == 'k' })
+	r.MetaFlags = slices.Delete(r.MetaFlags, i, i+1)
+	r.echo, r.echoAt = true, i
 }
 
 // appendLine appends the reply line of r, line as the server wrote it. For an
