@@ -485,11 +485,14 @@
 //	or a cas) first copy it from the previous server, as a read would, so
 //	that a counter goes on counting; a cas value that a warmed gets returned
 //	is the previous server's, which the copy does not have (EXISTS: read it
-//	again with gets). A server that leaves and comes back after its window
-//	closed holds the values it had, which writes made meanwhile on other
-//	servers did not reach (as in a pool without warm-up): empty it
-//	(flush_all) before it rejoins where an old value must not come back.
-//	memcached pools only.
+//	again with gets). A call to a previous server waits the pool's timeout,
+//	or a second without one, and a previous server that fails is neither
+//	read nor sent deletes (it owes them) for server_retry_timeout (at least
+//	a second), so one that hangs costs a timeout once, not a request. A
+//	server that leaves and comes back after its window closed holds the
+//	values it had, which writes made meanwhile on other servers did not
+//	reach (as in a pool without warm-up): empty it (flush_all) before it
+//	rejoins where an old value must not come back. memcached pools only.
 //	Default: 0: no warm-up.
 //	Example:
 //		warmup: 60000

@@ -77,6 +77,7 @@ func (s *server) fail(err error) {
 	if !isTimeout(err) && !errors.Is(err, errTimeout) && !errors.Is(err, io.EOF) {
 		s.stats.errors.Add(1)
 	}
+	s.failedAt.Store(time.Now().UnixNano())
 	n := s.failures.Add(1)
 	if n == 1 && !s.down.Load() && s.ctx.Err() == nil { // "server down" says it for a connection
 		now := time.Now().UnixMilli()
@@ -87,6 +88,12 @@ func (s *server) fail(err error) {
 	}
 	st := s.pool.state.Load()
 	if st == nil || !st.cfg.AutoEjectHosts || int(n) < st.cfg.ServerFailureLimit {
+		return
+	}
+	if st.servers[s.name] != s {
+		// Not in the pool's list any more (a warm-up window reads it
+		// still): there is no ring to take it out of, and warm-up
+		// skips it while it fails (server.failing).
 		return
 	}
 	if s.ejected.CompareAndSwap(false, true) {

@@ -580,12 +580,12 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 		if !now.Before(w.until) {
 			continue
 		}
-		prev := w.prevOwner(hashed)
+		prev := w.prevOwner(hashed, now)
 		if prev == nil || prev.same(p.warmSrv[i]) || containsServer(p.cands[p.off[i]:p.off[i]+p.next[i]], prev) {
 			continue
 		}
 		p.warming[i], p.warmSrv[i] = true, prev
-		cl := c.planCall(r, deadline, prev)
+		cl := c.planCall(r, prevDeadline(deadline), prev)
 		var err error
 		if cl.out, err = r.req.(planRequest).appendWarmRead(cl.out, unitIndex(p, i), cl.reply); err != nil {
 			cl.complete(err) // not sent: the read finds nothing
@@ -628,8 +628,9 @@ func (c *client) warmed(r *clientReq, p *plan, st *state, i int, cl *call) bool 
 	job.key = slices.Clone(key)
 	job.from = cl.srv
 	job.del = !containsServer(targets, cl.srv)
+	now := time.Now()
 	for _, s := range st.warm.appendStale(nil, hashed, append(targets, cl.srv)) {
-		if s.ejected.Load() {
+		if s.unread(now) {
 			s.owe(job.key, false)
 		} else {
 			job.drop = append(job.drop, s)
@@ -667,11 +668,12 @@ func (c *client) planWrite(r *clientReq, p *plan, st *state, deadline time.Time)
 		// The item may be at a previous server still (incr of a counter
 		// not read since the change): copy it to the key's servers first,
 		// as a warm-up read would, then write (stepWrite).
+		now := time.Now()
 		for _, s := range p.stale {
-			if !s.ejected.Load() {
+			if !s.unread(now) {
 				p.stage, p.barrier = stageWarmRead, true
 				c.pool.stats.warmReads.Add(1)
-				cl := c.planCall(r, deadline, s)
+				cl := c.planCall(r, prevDeadline(deadline), s)
 				sendBuilt(cl)(c.pool.codecOf().appendItemRead(cl.out, key, cl.reply))
 				return
 			}
@@ -709,11 +711,11 @@ func (c *client) sendStaleWrite(r *clientReq, p *plan, deadline time.Time, key [
 	var built [4]*call
 	stale := built[:0]
 	for _, s := range p.stale {
-		if s.ejected.Load() {
+		if s.unread(began) {
 			s.owe(key, false)
 			continue
 		}
-		cl := c.planCall(r, later(deadline, began), s)
+		cl := c.planCall(r, prevDeadline(later(deadline, began)), s)
 		if del {
 			// The client's own delete: if the key's new server has
 			// not got it, this one's reply, in the client's form, is

@@ -44,6 +44,7 @@ type server struct {
 	// again").
 	failLogged   atomic.Bool
 	failLoggedAt atomic.Int64
+	failedAt     atomic.Int64 // unix nanoseconds of the last failure
 	ejected      atomic.Bool
 	ejectedAt    atomic.Int64 // unix microseconds of the last ejection, as nutcracker's stats give it
 	ctx          context.Context

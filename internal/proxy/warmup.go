@@ -182,12 +182,46 @@ func (w *window) readsFrom(s *server, now time.Time) bool {
 	return false
 }
 
+// prevTimeout bounds a call to a key's previous server in a pool without a
+// timeout: the call is the proxy's extra, and a previous server that hangs
+// (one removed from the list as it hung) must not hold the key's requests
+// until the window closes.
+const prevTimeout = time.Second
+
+// prevDeadline returns the deadline of a call to a key's previous server, for
+// a request whose deadline is deadline (zero for none).
+func prevDeadline(deadline time.Time) time.Time {
+	if deadline.IsZero() {
+		return time.Now().Add(prevTimeout)
+	}
+	return deadline
+}
+
+// unread reports whether warm-up leaves s alone as a key's previous server:
+// s is ejected, or it failed within the pool's server_retry_timeout (at
+// least prevTimeout) and has not answered since. Its copies are not read, and
+// their deletes are owed, not sent, so that a previous server that hangs
+// costs one timeout, not one a request.
+func (s *server) unread(now time.Time) bool {
+	if s.ejected.Load() {
+		return true
+	}
+	if s.failures.Load() == 0 {
+		return false
+	}
+	retry := prevTimeout
+	if st := s.pool.state.Load(); st != nil {
+		retry = max(retry, st.cfg.ServerRetryTimeout)
+	}
+	return now.UnixNano()-s.failedAt.Load() < int64(retry)
+}
+
 // prevOwner returns the server that served key (already through the hash
 // tag) before the window opened, or nil if none can be read.
-func (w *window) prevOwner(key []byte) *server {
+func (w *window) prevOwner(key []byte, now time.Time) *server {
 	var buf [8]*server
 	for _, s := range w.prevSet(buf[:0], key) {
-		if !s.same(w.skip) && !s.ejected.Load() {
+		if !s.same(w.skip) && !s.unread(now) {
 			return s
 		}
 	}

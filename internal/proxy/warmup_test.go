@@ -725,3 +725,52 @@ func scanned(line, format string, args ...any) bool {
 	n, err := fmt.Sscanf(line, format, args...)
 	return err == nil && n == len(args)
 }
+
+// TestWarmupPreviousHangsNoTimeout: in a pool without a timeout, a key's
+// previous server that hangs (removed from the list while it hangs) must not
+// make the key's requests wait for it: calls to a previous server have a
+// second at most, and one that failed is not read again for a while, its
+// deletes owed. With auto_eject_hosts, its failure ejects nothing: it is not
+// in the ring.
+func TestWarmupPreviousHangsNoTimeout(t *testing.T) {
+	for _, opts := range []string{"warmup: 60000", "warmup: 60000\nauto_eject_hosts: true\nserver_failure_limit: 1"} {
+		t.Run(strings.ReplaceAll(opts, "\n", ","), func(t *testing.T) { previousHangs(t, opts) })
+	}
+}
+
+func previousHangs(t *testing.T, opts string) {
+	p, servers, moved, _ := warmPool(t, opts, "hangs:", 4)
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers...))); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, moved) // on servers[1]
+	servers[1].Freeze()
+	defer servers[1].Thaw()
+	if err := p.Reload(parseConfig(t, poolYAML(opts, servers[0]))); err != nil {
+		t.Fatal(err)
+	}
+	st := p.pools["alpha"].stats
+	if got := c.mustDo("get " + moved[0] + "\r\n"); got != "END\r\n" {
+		t.Errorf("get %s while its previous server hangs = %q; want a miss", moved[0], got)
+	}
+	reads := st.warmReads.Load()
+	if reads != 1 {
+		t.Errorf("%d warm-up reads; want 1", reads)
+	}
+	if got := c.mustDo("get " + moved[1] + "\r\n"); got != "END\r\n" {
+		t.Errorf("get %s after its previous server failed a warm-up read = %q; want a miss", moved[1], got)
+	}
+	if got := st.warmReads.Load(); got != reads {
+		t.Errorf("%d more warm-up reads of a previous server that failed one; want none", got-reads)
+	}
+	if got := c.mustDo("set " + moved[2] + " 0 0 3\r\nnew\r\n"); got != "STORED\r\n" {
+		t.Errorf("set %s = %q; want STORED", moved[2], got)
+	}
+	if got := c.mustDo("delete " + moved[3] + "\r\n"); got != "NOT_FOUND\r\n" {
+		t.Errorf("delete %s = %q; want NOT_FOUND", moved[3], got)
+	}
+	if n := st.ejects.Load(); n != 0 {
+		t.Errorf("%d ejections; want none (the failing server is not in the list)", n)
+	}
+}
