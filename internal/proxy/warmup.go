@@ -125,8 +125,11 @@ func (w *window) copyCas(s *server, key []byte, from uint64, now time.Time) (uin
 	return 0, false
 }
 
-// maxWindows bounds a chain of windows.
-const maxWindows = 4
+// maxWindows bounds a chain of windows, so that a miss of a key no server
+// has looks it up in at most that many previous rings (and reads it from at
+// most that many previous servers, when each change moved it): a change past
+// it closes the oldest window still open early, and says so in the log.
+const maxWindows = 32
 
 // open returns w if it is open at now, else the newest older one that is,
 // or nil.
@@ -155,18 +158,22 @@ func (w *window) chain(i int) *window {
 }
 
 // chained returns the windows a window opening at now chains to: w and its
-// older ones that are open, at most maxWindows-1.
-func (w *window) chained(now time.Time) []*window {
+// older ones that are open, at most maxWindows-1, and how many open ones it
+// leaves out (the oldest).
+func (w *window) chained(now time.Time) (older []*window, dropped int) {
 	if w == nil {
-		return nil
+		return nil, 0
 	}
-	var out []*window
 	for _, o := range append([]*window{w}, w.older...) {
-		if now.Before(o.until) && len(out) < maxWindows-1 {
-			out = append(out, o)
+		switch {
+		case !now.Before(o.until):
+		case len(older) < maxWindows-1:
+			older = append(older, o)
+		default:
+			dropped++
 		}
 	}
-	return out
+	return older, dropped
 }
 
 // readsFrom reports whether a window of the chain that starts at w, open at
@@ -285,9 +292,14 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 		// or another hash (servers kept across a reload, so the lists alone
 		// look the same), which the fingerprint tells.
 		if !slices.Equal(cur.live, st.live) || cur.fingerprint != st.fingerprint || readmitted != nil && st.replicas > 1 {
+			older, dropped := cur.warm.chained(now)
 			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
-				until: now.Add(length), older: cur.warm.chained(now),
+				until: now.Add(length), older: older,
 				reads: pl.stats.warmReads.Load(), hits: pl.stats.warmHits.Load(), copies: pl.stats.warmCopies.Load()}
+			if dropped > 0 {
+				pl.proxy.log.Warn(why+": too many ring changes in the warm-up windows: the oldest closes early, "+
+					"the keys it moved that were not read since are cold", "pool", pl.name, "windows", maxWindows)
+			}
 			if slices.Equal(cur.live, st.live) {
 				w.skip = readmitted
 			}

@@ -774,3 +774,63 @@ func previousHangs(t *testing.T, opts string) {
 		t.Errorf("%d ejections; want none (the failing server is not in the list)", n)
 	}
 }
+
+// TestWarmupManyChanges: servers join one at a time, each while the windows
+// of the joins before are open, and then weights change: a key set before
+// the first change is read from where it was set, however many changes
+// moved it since, as long as the first change's window is open.
+func TestWarmupManyChanges(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	const opts = "timeout: 1000\nwarmup: 60000"
+	var lines []string
+	p := startProxy(t, poolOf(opts, []string{servers[0].Addr + ":1"}))
+	keys := testKeys("many:", 2000)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	changes := 0
+	for i := range servers[1:] {
+		lines = []string{servers[0].Addr + ":1"}
+		for _, o := range servers[1 : i+2] {
+			lines = append(lines, o.Addr+":1")
+		}
+		reloadAlpha(t, p, poolOf(opts, lines))
+		changes++
+	}
+	for w := 2; w <= 4; w++ {
+		lines[0] = fmt.Sprintf("%s:%d", servers[0].Addr, w)
+		reloadAlpha(t, p, poolOf(opts, lines))
+		changes++
+	}
+	pl := p.pools["alpha"]
+	if n := pl.stats.windows.Load(); n != uint64(changes) {
+		t.Fatalf("%d warm-up windows after %d changes; want one each", n, changes)
+	}
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("after %d ring changes, %d of %d gets hit; want all", changes, len(got), len(keys))
+	}
+}
+
+// TestWindowChainBound: a chain keeps at most maxWindows open windows; the
+// windows past it, and those closed, are left out, the open ones counted.
+func TestWindowChainBound(t *testing.T) {
+	now := time.Now()
+	var w *window
+	for i := range maxWindows + 5 {
+		older, dropped := w.chained(now)
+		want := 0
+		if i >= maxWindows {
+			want = 1 // the oldest of the full chain
+		}
+		if dropped != want {
+			t.Fatalf("window %d: %d dropped; want %d", i, dropped, want)
+		}
+		w = &window{until: now.Add(time.Minute), older: older}
+	}
+	if n := len(w.older) + 1; n != maxWindows {
+		t.Errorf("a chain of %d windows; want %d", n, maxWindows)
+	}
+	w.older[0].until = now // closed: left out, not counted
+	if older, dropped := w.chained(now); len(older) != maxWindows-1 || dropped != 0 {
+		t.Errorf("with one window closed, %d chained and %d dropped; want %d and 0", len(older), dropped, maxWindows-1)
+	}
+}
