@@ -388,7 +388,10 @@ var settings = []setting{
 				"ms with a mode or a cas, md with a cas) are decided by the first replica that is " +
 				"up (the next one if it fails), and the item it then holds is copied to the others. A write that cannot reach " +
 				"a replica is remembered and replayed, as a delete, before that replica serves " +
-				"reads again. Only the distributions with replica sets (chash, rendezvous, " +
+				"reads again. With warmup, a read that finds a key at one replica while a window " +
+				"is open copies it to the replicas a ring change made the key's (once a key), " +
+				"so that a server that joins as a key's second replica gets it too. " +
+				"Only the distributions with replica sets (chash, rendezvous, " +
 				"multiprobe, balanced) take more than 1; memcached pools only.",
 			Example: "replicas: 2",
 		},

@@ -27,6 +27,7 @@ type poolStats struct {
 	warmReads   atomic.Uint64 // reads of keys' previous servers
 	warmHits    atomic.Uint64 // of which found the key
 	warmCopies  atomic.Uint64 // values copied to their new servers
+	warmFills   atomic.Uint64 // keys hit at a replica, copied to the replicas a change added
 	warmDropped atomic.Uint64 // copies not made: too many waited
 	warmUndone  atomic.Uint64 // copies deleted again: the previous copy changed meanwhile
 	warmRecast  atomic.Uint64 // conditional writes given the cas of a copy (recast)
@@ -241,6 +242,7 @@ var (
 	descWarmReads   = prometheus.NewDesc("chash_proxy_warmup_reads_total", "Reads of keys' previous servers after misses at their new servers.", []string{"pool"}, nil)
 	descWarmHits    = prometheus.NewDesc("chash_proxy_warmup_hits_total", "Warm-up reads that found the key.", []string{"pool"}, nil)
 	descWarmCopies  = prometheus.NewDesc("chash_proxy_warmup_copies_total", "Values copied to their keys' new servers.", []string{"pool"}, nil)
+	descWarmFills   = prometheus.NewDesc("chash_proxy_warmup_fills_total", "Keys a read found at one of their replicas, in a warm-up window, copied to the replicas a ring change made theirs (replicas > 1).", []string{"pool"}, nil)
 	descWarmDropped = prometheus.NewDesc("chash_proxy_warmup_copies_dropped_total", "Copies not made because too many waited.", []string{"pool"}, nil)
 	descWarmUndone  = prometheus.NewDesc("chash_proxy_warmup_copies_undone_total", "Copies deleted from their new servers again because the previous server's copy changed while they were made; a copy written over since is left, and not counted.", []string{"pool"}, nil)
 	descWarmRecast  = prometheus.NewDesc("chash_proxy_warmup_recast_total", "Conditional writes (cas, a meta command's C) whose cas, read from the key's previous server, was that of an item copied in a warm-up window, sent with the copy's cas.", []string{"pool"}, nil)
@@ -272,7 +274,7 @@ func buildInfo() prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descClientConns, descClientIdle, descClientTotal, descClientErr, descForwardErr, descFragments,
 		descEjects, descSrvReqs, descSrvErrs, descSrvBadReply, descSrvTimeouts, descSrvEOF, descSrvConns, descSrvEjected, descSrvShare, descMemHeld, descMemWaits,
-		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmDropped, descWarmUndone, descWarmRecast, descFailovers,
+		descWindows, descWarmOpen, descWarmReads, descWarmHits, descWarmCopies, descWarmFills, descWarmDropped, descWarmUndone, descWarmRecast, descFailovers,
 		descOwed, descOwedTotal, descReplayed, descFlushes, descDrained, descRefused,
 		descSrvEjects, descSrvHits, descSrvMisses, descSrvSent, descSrvRecv, descClientIn, descClientOut} {
 		ch <- d
@@ -311,6 +313,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			count(descWarmReads, pl.stats.warmReads.Load(), pl.name)
 			count(descWarmHits, pl.stats.warmHits.Load(), pl.name)
 			count(descWarmCopies, pl.stats.warmCopies.Load(), pl.name)
+			count(descWarmFills, pl.stats.warmFills.Load(), pl.name)
 			count(descWarmDropped, pl.stats.warmDropped.Load(), pl.name)
 			count(descWarmUndone, pl.stats.warmUndone.Load(), pl.name)
 			count(descWarmRecast, pl.stats.warmRecast.Load(), pl.name)

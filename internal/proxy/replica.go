@@ -532,6 +532,9 @@ func (c *client) stepRead(r *clientReq, p *plan, st *state, deadline time.Time) 
 			continue
 		default:
 			p.src[i] = j
+			if p.hit[i] && st.warm != nil && st.replicas > 1 {
+				c.fill(r, p, st, unitIndex(p, i), cl.srv)
+			}
 			if p.hit[i] || p.acc != accessRead || cl.err == nil && preq.refused(cl.reply) {
 				p.next[i] = p.off[i+1] - p.off[i] // done
 				continue
@@ -595,6 +598,31 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 		return true
 	}
 	return false
+}
+
+// fill copies key k of r, which a read found at from, in the background to
+// its replicas that a ring change of the open windows made its and that may
+// not have it: a server that became a key's second replica is not read while
+// the first has the key, so a miss never warms it up. Once a window per key.
+func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
+	key, hashed := unitKey(st, r.req, k)
+	targets, err := p.replicasOf(p.targets[:0], st, hashed)
+	p.targets = targets
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	var to []*server
+	for _, s := range targets {
+		if !s.same(from) && !s.ejected.Load() && st.warm.joined(s, hashed, now) {
+			to = append(to, s)
+		}
+	}
+	if len(to) == 0 || !st.warm.firstFill(key) {
+		return
+	}
+	c.pool.stats.warmFills.Add(1)
+	c.pool.copier.enqueue(&copyJob{key: slices.Clone(key), from: from, to: to, fill: true})
 }
 
 // warmed handles the reply of a warm-up read of unit i, and reports whether

@@ -77,6 +77,9 @@ type window struct {
 	// was made from, for a client that read the item there (recast).
 	mu     sync.Mutex
 	copied map[copyAt]casPair
+	// filled are the keys copied to their new replicas after a hit at
+	// another (client.fill), at most maxCopied.
+	filled map[string]struct{}
 }
 
 // copyAt is a key's copy at a server.
@@ -123,6 +126,33 @@ func (w *window) copyCas(s *server, key []byte, from uint64, now time.Time) (uin
 		}
 	}
 	return 0, false
+}
+
+// firstFill reports whether key was not filled in w yet, and records it.
+func (w *window) firstFill(key []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.filled[string(key)]; ok {
+		return false
+	}
+	if w.filled == nil || len(w.filled) >= maxCopied {
+		w.filled = make(map[string]struct{})
+	}
+	w.filled[string(key)] = struct{}{}
+	return true
+}
+
+// joined reports whether s became one of key's servers (key through the hash
+// tag) in a change of the chain that starts at w, open at now: it is not in
+// the key's set before one of them.
+func (w *window) joined(s *server, key []byte, now time.Time) bool {
+	var buf [8]*server
+	for i := 0; w.chain(i) != nil; i++ {
+		if o := w.chain(i); now.Before(o.until) && !containsServer(o.prevSet(buf[:0], key), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxWindows bounds a chain of windows, so that a miss of a key no server
@@ -352,6 +382,10 @@ type copyJob struct {
 	it   item   // what the previous server held
 	from *server
 	to   []*server
+	// fill reads it from from first: a replica of the key that a client's
+	// read hit, whose copy goes to the replicas a change made the key's.
+	fill   bool
+	queued int64 // the bytes enqueue counted
 	// del deletes from's copy, if its cas is still it.cas: not when from is
 	// one of the key's replicas still.
 	del bool
@@ -387,6 +421,7 @@ func (w *warmCopier) enqueue(j *copyJob) {
 		go w.run()
 	})
 	n := int64(len(j.it.value))
+	j.queued = n
 	if w.bytes.Add(n) > maxCopyBytes {
 		w.bytes.Add(-n)
 		w.pl.stats.warmDropped.Add(1)
@@ -424,7 +459,7 @@ func (w *warmCopier) run() {
 		}
 		w.copy(batch)
 		for _, j := range batch {
-			w.bytes.Add(-int64(len(j.it.value)))
+			w.bytes.Add(-j.queued)
 		}
 	}
 }
@@ -467,6 +502,17 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		cas uint64
 	}
 	var adds []copied
+	// The items of fills: read where a client's read found them.
+	for _, j := range batch {
+		if j.fill {
+			send(j, j.from, func(cl *call) ([]byte, error) { return ic.appendItemRead(cl.out[:0], j.key, cl.reply) })
+		}
+	}
+	wait(func(x sent) {
+		if x.cl.err != nil || !ic.readItem(x.cl.reply, &x.j.it) {
+			x.j.to = nil // gone meanwhile, or its server failed: nothing to copy
+		}
+	})
 	// held are the jobs whose adds all found the key at its new servers: a
 	// client's write in the window, or another proxy's copy of the same
 	// read, put it there. Whoever did deletes the previous copies (the

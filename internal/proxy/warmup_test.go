@@ -834,3 +834,53 @@ func TestWindowChainBound(t *testing.T) {
 		t.Errorf("with one window closed, %d chained and %d dropped; want %d and 0", len(older), dropped, maxWindows-1)
 	}
 }
+
+// TestWarmupReplicaJoin: with replicas: 2, a server that joins becomes the
+// first replica of some keys and the second of others. Reads of the first
+// miss there and warm it up; reads of the others hit at their first replica,
+// and must still copy the key to the new second one, or the key has one copy
+// only until it is written again.
+func TestWarmupReplicaJoin(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	const opts = "distribution: chash\nreplicas: 2\ntimeout: 1000\nwarmup: 60000"
+	p := startProxy(t, poolYAML(opts, servers[:2]...))
+	keys := testKeys("repjoin:", 2000)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	all := poolYAML(opts, servers...)
+	reloadAlpha(t, p, all)
+	set := replicaSet(t, all, 2)
+	var first, second []string // keys of which the new server is the first, second replica
+	for _, k := range keys {
+		switch r := set(k); servers[2].Addr {
+		case r[0]:
+			first = append(first, k)
+		case r[1]:
+			second = append(second, k)
+		}
+	}
+	t.Logf("the new server is the first replica of %d keys, the second of %d", len(first), len(second))
+	if len(first) == 0 || len(second) == 0 {
+		t.Fatal("the join made the new server no key's first or no key's second replica")
+	}
+	if got := getMany(t, c, keys); len(got) != len(keys) {
+		t.Errorf("after the join, %d of %d gets hit; want all", len(got), len(keys))
+	}
+	owned := append(first, second...)
+	nw := dial(t, servers[2].Addr)
+	if !waitFor(10*time.Second, func() bool { return len(holds(t, nw, owned)) == len(owned) }) {
+		held := holds(t, nw, owned)
+		t.Errorf("the new server holds %d of the %d keys of which it is the first replica, %d of the %d of which it is the second; want all",
+			len(holds(t, nw, first)), len(first), len(held)-len(holds(t, nw, first)), len(second))
+	}
+	// One fill for each key of which the new server is the second replica,
+	// and no more when they are read again.
+	pl := p.pools["alpha"]
+	if got := pl.stats.warmFills.Load(); got != uint64(len(second)) {
+		t.Errorf("%d fills; want %d, one a key of which the new server is the second replica", got, len(second))
+	}
+	getMany(t, c, keys)
+	if got := pl.stats.warmFills.Load(); got != uint64(len(second)) {
+		t.Errorf("a second read of every key: %d fills; want %d still", got, len(second))
+	}
+}
