@@ -1215,7 +1215,11 @@
 // proxies send the name's keys to the new address). When the second stops, it hands the key back under
 // the first's lease in one step, so that the proxies never see the server
 // leave; were the first gone meanwhile, the key goes, and if the second dies,
-// the first puts the key back when its lease lapses.
+// the first puts the key back when its lease lapses. A server whose name
+// another key of the prefix holds (a key put by hand, "/p/cache-1" holding
+// "10.0.0.1:11211:1", and a register of 10.0.0.1:11211) is refused, naming
+// that key: the proxies refuse a list with a name twice, and would keep the
+// list they had.
 //
 // At start register waits --wait (10s by default) for etcd to answer, then
 // exits 1 naming the endpoints; a supervisor that restarts it waits longer. A

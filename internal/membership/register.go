@@ -131,7 +131,7 @@ func Register(ctx context.Context, reg Registration) (*Registrar, error) {
 	b := newBackoff(cfg)
 	lease, rev, err := r.put(ctx)
 	for err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errNameTaken) {
 			r.cli.Close()
 			return nil, err
 		}
@@ -197,6 +197,14 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
+	r.mu.Lock()
+	first := r.status.Registrations == 0
+	r.mu.Unlock()
+	if first {
+		if err := r.checkName(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
 	lease, err := r.cli.Grant(ctx, r.ttl)
 	var rev int64
 	if err == nil {
@@ -241,6 +249,35 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	r.status.Registered, r.status.Lease = true, int64(lease.ID)
 	r.status.Registrations++
 	return lease.ID, rev, nil
+}
+
+// errNameTaken is a registration whose server's name another key of the
+// prefix has: registered, it would make every proxy refuse the list.
+var errNameTaken = errors.New("server name taken")
+
+// checkName fails with errNameTaken if a key of the prefix other than the
+// registration's holds a server of the same name: one put by hand under
+// another key, or a line naming its server what is this one's host:port.
+// Proxies refuse a list with a name twice, so the registration would take
+// every server of the pool away from them. A key put between this check and
+// the registration's put is not seen: the proxies then keep their last list.
+func (r *Registrar) checkName(ctx context.Context) error {
+	start := time.Now()
+	resp, err := r.cli.Get(ctx, r.reg.Prefix, clientv3.WithPrefix())
+	if err != nil {
+		return etcdError("register "+r.key, r.reg.Endpoints, start, err)
+	}
+	mine, _ := parseLine(r.value)
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) == r.key {
+			continue
+		}
+		if s, err := parseLine(strings.TrimSpace(string(kv.Value))); err == nil && s.Name() == mine.Name() {
+			return fmt.Errorf("membership: register %s: key %q holds %q, a server of the same name %q: the proxies would refuse the list; "+
+				"delete that key, or give this server another name: %w", r.key, kv.Key, kv.Value, mine.Name(), errNameTaken)
+		}
+	}
+	return nil
 }
 
 // failed records a failed attempt to register and returns the number of

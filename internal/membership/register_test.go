@@ -323,3 +323,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestRegisterNameTaken: a key of the prefix put by hand holds a server named
+// what a registration's server is named (its host:port): registering it
+// would give the proxies a list with a name twice, which they refuse whole.
+// Register refuses instead, naming the key, and puts nothing; another
+// server registers as before.
+func TestRegisterNameTaken(t *testing.T) {
+	e := etcdtest.Start(t)
+	if _, err := e.Client().Put(ctxFor(t, wait), prefix+"cache-1", "10.0.0.1:11211:1"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Register(ctxFor(t, wait), Registration{Endpoints: []string{e.Endpoint}, Prefix: prefix, Server: "10.0.0.1:11211:2"})
+	if err == nil {
+		r.Close()
+		t.Fatal("Register of a server named as another key's succeeded; want an error")
+	}
+	if want := `key "` + prefix + `cache-1" holds "10.0.0.1:11211:1", a server of the same name "10.0.0.1:11211"`; !strings.Contains(err.Error(), want) {
+		t.Errorf("Register: %v; want an error containing %q", err, want)
+	}
+	if v, _ := lease(t, e, prefix+"10.0.0.1:11211"); v != "" {
+		t.Errorf("the refused registration put %q", v)
+	}
+	register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
+	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "10.0.0.2:11211:1" {
+		t.Errorf("another server's key holds %q; want its line", v)
+	}
+}
