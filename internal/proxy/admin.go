@@ -46,8 +46,9 @@ const reloadEvery = time.Second
 //
 //	GET    /         the status page: each pool's ring, servers, health, rates
 //	GET    /route    ?pool=P&key=K: {"pool":P,"key":K,"server":NAME}, the
-//	                 server of the key now (and "replicas", its replica set,
-//	                 with replicas > 1); 400 or 404 with {"error":...}
+//	                 server of the key now (with replicas > 1, the replica
+//	                 reads go to, and "replicas", its replica set); 400 or
+//	                 404 with {"error":...}
 //	GET    /metrics  Prometheus metrics
 //	GET    /stats    counters as JSON, nutcracker's stats document
 //	POST   /reload   reload ConfigPath; 200 on success, 400 with the error if refused

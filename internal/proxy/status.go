@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -365,6 +366,16 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request) {
 		set, _ := p.replicasOf(nil, st, st.cfg.HashKey([]byte(key)))
 		for _, s := range set {
 			reply.Replicas = append(reply.Replicas, routeReplica{Server: s.name, Ejected: s.ejected.Load()})
+		}
+		// The server is where a read goes (planRead): the first replica
+		// that is live and owes nothing, else the first live one; all
+		// ejected, the first, which is the answer's.
+		if i := slices.IndexFunc(set, func(s *server) bool { return !s.ejected.Load() && !s.owes() }); i >= 0 {
+			reply.Server = set[i].name
+		} else if i := slices.IndexFunc(set, func(s *server) bool { return !s.ejected.Load() }); i >= 0 {
+			reply.Server = set[i].name
+		} else if len(set) > 0 {
+			reply.Server, reply.Ejected = set[0].name, true
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")

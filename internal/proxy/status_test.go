@@ -356,3 +356,42 @@ func TestRouteEmptyRedisKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteReplicaEjected: in a pool with replicas: 2, a key whose first
+// replica is ejected is read from its second: /route names that one as the
+// key's server, and lists the first as ejected.
+func TestRouteReplicaEjected(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	yaml := fmt.Sprintf("alpha:\n  listen: 127.0.0.1:22121\n  distribution: chash\n  replicas: 2\n  timeout: 500\n  auto_eject_hosts: true\n  server_failure_limit: 1\n  server_retry_timeout: 60000\n  servers:\n   - %s:1 one\n   - %s:1 two\n   - %s:1 three\n",
+		servers[0].Addr, servers[1].Addr, servers[2].Addr)
+	p := startProxy(t, yaml, func(p *Proxy) { p.Admin = "127.0.0.1:0" })
+	route := func(k string) routeReply {
+		code, body := adminResponse(t, p, "/route?pool=alpha&key="+url.QueryEscape(k))
+		var r routeReply
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || len(r.Replicas) != 2 {
+			t.Fatalf("/route of %q: %d %s; want two replicas", k, code, body)
+		}
+		return r
+	}
+	var k string
+	for i := 0; k == ""; i++ {
+		if r := route(fmt.Sprintf("user:%d", i)); r.Replicas[0].Server == "one" {
+			k = r.Key
+		}
+	}
+	c := dial(t, p.Addr("alpha").String())
+	if got := c.mustDo("set " + k + " 0 0 1\r\nx\r\n"); got != "STORED\r\n" {
+		t.Fatalf("set %s: %q", k, got)
+	}
+	servers[0].Stop()
+	if got := c.mustDo("get " + k + "\r\n"); got != "VALUE "+k+" 0 1\r\nx\r\nEND\r\n" {
+		t.Fatalf("get %s with its first replica stopped = %q; want the second's", k, got)
+	}
+	if !p.ejected("alpha", "one") {
+		t.Fatal("the stopped server was not ejected")
+	}
+	r := route(k)
+	if r.Server != r.Replicas[1].Server || !r.Replicas[0].Ejected || r.Replicas[1].Ejected || r.Ejected {
+		t.Errorf("/route of %q with its first replica ejected = %+v; want its second as the server, the first listed ejected", k, r)
+	}
+}
