@@ -103,6 +103,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	cache.Hash, cache.Distribution = "fnv1a_64", "ketama"
 	cache.AutoEjectHosts, cache.ServerFailureLimit, cache.ServerRetryTimeout = true, 1, time.Hour
 	cache.Timeout = 500 * time.Millisecond
+	cache.Warmup = time.Hour // the page says a window is open, after the ejection
 	for i, s := range mc {
 		cache.Servers = append(cache.Servers, server(t, s.Addr, fmt.Sprintf("cache-%d", i+1)))
 	}
@@ -220,6 +221,17 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if !contains(rows, "cache-5") {
 		t.Errorf("20 s after cache-5 joined pool cache, the page's servers are %q", rows)
+	}
+	// The ejection and the join each opened a warm-up window.
+	deadline = time.Now().Add(10 * time.Second)
+	for text, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main"))); err != nil; text, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main"))) {
+		if time.Now().After(deadline) {
+			t.Fatal(err) // not a reload's moment: the page is gone
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(text, "2 warm-up windows are open until ") {
+		t.Errorf("after an ejection and a join in pool cache, with warmup, the page does not say 2 warm-up windows are open:\n%s", text)
 	}
 
 	if errs := consoleErrors(); len(errs) > 0 {

@@ -150,6 +150,9 @@ func TestServersFromFile(t *testing.T) {
 	if r.Source != "file:"+path || r.Revision != 1 || !r.Connected || !slices.Equal(r.Servers, []string{"a", "b"}) {
 		t.Errorf("Rings()[alpha] = %+v; want source file:%s, revision 1, connected, servers [a b]", r, path)
 	}
+	if page, want := adminGet(t, p, "/"), "servers from <code>file:"+path+"</code>, revision 1, 2 servers</span>"; !strings.Contains(page, want) {
+		t.Errorf("the status page lacks %q:\n%s", want, page)
+	}
 
 	three := append(slices.Clone(two), serverLine(servers[2], 2, "c"))
 	write(strings.Join(three, "\n") + "\n")
@@ -170,6 +173,9 @@ func TestServersFromFile(t *testing.T) {
 	}
 	if got := c.mustDo("get k\r\n"); got != "VALUE k 0 1\r\nx\r\nEND\r\n" && got != "END\r\n" {
 		t.Errorf("get after a refused file: %q", got)
+	}
+	if page, want := adminGet(t, p, "/"), "</code>: its latest list is refused (membership: "+path+":4: server &#34;not a server&#34;"; !strings.Contains(page, want) || !strings.Contains(page, "revision 2 keeps serving.</p>") {
+		t.Errorf("the status page lacks %q and revision 2 keeps serving:\n%s", want, page)
 	}
 
 	// No servers: every request is answered at once.
@@ -375,6 +381,9 @@ func TestServersFromEtcdFrozen(t *testing.T) {
 	frozen := time.Now()
 	if !pollFor(10*time.Second, func() bool { return !p.Rings()["alpha"].Connected }) {
 		t.Error("10s after etcd froze, its source still reports itself connected")
+	}
+	if page, want := adminGet(t, p, "/"), "</code>: unreachable since "; !strings.Contains(page, want) || !strings.Contains(page, "revision ") {
+		t.Errorf("with etcd frozen, the status page lacks %q:\n%s", want, page)
 	}
 	time.Sleep(30*time.Second - time.Since(frozen))
 	etcd.Thaw()

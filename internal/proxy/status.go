@@ -17,6 +17,7 @@ import (
 
 	"github.com/chash-dev/chash"
 	"github.com/chash-dev/chash/internal/analyze"
+	"github.com/chash-dev/chash/internal/membership"
 	"github.com/chash-dev/chash/internal/memcache"
 	"github.com/chash-dev/chash/internal/plot"
 )
@@ -57,6 +58,13 @@ type statusPool struct {
 	// show the same one route every key alike. Source is the pool's
 	// servers_from URL, if any.
 	Fingerprint, Source string
+	// SourceState says how the source fares: the revision serving, or
+	// that it cannot be reached or its latest list is refused (SourceBad).
+	SourceState string
+	SourceBad   bool
+	// Warmup says that a warm-up window is open, until when, and what it
+	// did so far; empty if none is.
+	Warmup string
 	// Clusters warns that the pool's hash sends similar keys to one server
 	// (warnClusters), or is empty.
 	Clusters string
@@ -219,6 +227,7 @@ func (p *Proxy) status(now time.Time) *statusPage {
 	page.Host, _ = os.Hostname()
 	page.Curr, _ = p.connections()
 	rings := p.Rings()
+	sources := p.sourceStatus()
 	pools := p.poolList()
 	sortPools(pools)
 	for _, pl := range pools {
@@ -233,6 +242,10 @@ func (p *Proxy) status(now time.Time) *statusPage {
 		if note := pl.clusters.Load(); note != nil {
 			sp.Clusters = *note
 		}
+		if src, ok := sources[pl.name]; ok {
+			sp.SourceState, sp.SourceBad = sourceState(src, rings[pl.name].Revision)
+		}
+		sp.Warmup = pl.warmupState(st, now)
 		sp.Ring, sp.Shares = p.statusRates.ring(p, pl, st)
 		shares := p.metrics.ringShares(st)
 		for i, s := range st.list {
@@ -253,6 +266,59 @@ func (p *Proxy) status(now time.Time) *statusPage {
 		page.Pools = append(page.Pools, sp)
 	}
 	return page
+}
+
+// sourceStatus returns the status of each pool's servers_from source, by
+// pool name.
+func (p *Proxy) sourceStatus() map[string]membership.Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]membership.Status, len(p.sources))
+	for name, ps := range p.sources {
+		out[name] = ps.src.Status()
+	}
+	return out
+}
+
+// sourceState says how a pool's source fares, for the status page, and
+// whether that is bad news: the pool serves revision all the same.
+func sourceState(s membership.Status, revision int64) (string, bool) {
+	since := s.Since.UTC().Format("15:04:05 UTC")
+	switch {
+	case !s.Connected:
+		return fmt.Sprintf("unreachable since %s (%s): revision %d keeps serving", since, s.LastError, revision), true
+	case s.Refusing:
+		return fmt.Sprintf("its latest list is refused (%s): revision %d keeps serving", s.LastError, revision), true
+	}
+	n := "servers"
+	if s.Servers == 1 {
+		n = "server"
+	}
+	return fmt.Sprintf("revision %d, %d %s", revision, s.Servers, n), false
+}
+
+// warmupState says, for the status page, until when warm-up windows are open
+// in st and what they did since the oldest opened, or "" if none is.
+func (pl *pool) warmupState(st *state, now time.Time) string {
+	w := st.warm.open(now)
+	if w == nil {
+		return ""
+	}
+	until, oldest, n := w.until, w, 0
+	for i := 0; w.chain(i) != nil; i++ {
+		if o := w.chain(i); now.Before(o.until) {
+			oldest, n = o, n+1
+			if o.until.After(until) {
+				until = o.until
+			}
+		}
+	}
+	what := "a warm-up window is open"
+	if n > 1 {
+		what = fmt.Sprintf("%d warm-up windows are open", n)
+	}
+	return fmt.Sprintf("%s until %s: %d reads of previous servers, %d hits, %d copies", what, until.UTC().Format("15:04:05 UTC"),
+		pl.stats.warmReads.Load()-oldest.reads, pl.stats.warmHits.Load()-oldest.hits, pl.stats.warmCopies.Load()-oldest.copies)
 }
 
 // cssColor returns plot.Color(i) as CSS, the colour of server i's arcs.

@@ -348,6 +348,11 @@ func TestWarmupUpdateServers(t *testing.T) {
 			t.Errorf("/metrics has no line %q", want)
 		}
 	}
+	rec = httptest.NewRecorder()
+	p.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if want := fmt.Sprintf(": %d reads of previous servers, %d hits, %d copies.</p>", len(moved), len(moved), len(moved)); !strings.Contains(rec.Body.String(), "a warm-up window is open until ") || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("the status page does not say a warm-up window is open, with %q:\n%s", want, rec.Body.String())
+	}
 }
 
 // TestWarmupReweight: a reload that changes only a server's weight keeps
