@@ -18,8 +18,9 @@ const ReadTimeout = 10 * time.Second
 // Config tunes a Source. The zero Config is ready to use; each field's doc
 // gives its zero-value default.
 type Config struct {
-	// Logger receives the source's logs: state changes, changes applied and
-	// changes refused. If nil, slog.Default() is used.
+	// Logger receives the source's logs: state changes and changes refused
+	// (warnings), and changes applied (at debug level: the apply function's
+	// owner says what a change did). If nil, slog.Default() is used.
 	Logger *slog.Logger
 	// Timeout bounds each request to etcd: a list, or a heartbeat. If zero, it
 	// is 2s, which rides out an etcd leader election (about a second with
@@ -272,7 +273,9 @@ func (s *Source) offer(l List, err error, apply func(List) error) {
 	s.list = l
 	s.status.Revision, s.status.Servers = l.Revision, len(l.Servers)
 	s.status.Applied++
-	s.log.Info("membership: server list changed", "revision", l.Revision, "servers", len(l.Servers))
+	// Debug: the apply function's owner says what the change did (the
+	// proxy logs the ring it made), and one line a change is enough.
+	s.log.Debug("membership: server list changed", "revision", l.Revision, "servers", len(l.Servers))
 	s.validLocked(l)
 }
 

@@ -204,7 +204,7 @@ func (p *Proxy) applyList(ps *poolSource, l membership.List) error {
 		return err
 	}
 	ps.applied.Store(l.Revision)
-	p.log.Info("servers_from: ring changed", "pool", ps.pool, "revision", l.Revision, "servers", len(l.Servers),
+	p.log.Info("servers_from: ring changed", "pool", ps.pool, "source", ps.url, "revision", l.Revision, "servers", len(l.Servers),
 		"fingerprint", pl.state.Load().fingerprint)
 	return nil
 }

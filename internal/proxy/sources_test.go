@@ -140,7 +140,11 @@ func TestServersFromFile(t *testing.T) {
 	two := []string{serverLine(servers[0], 1, "a"), serverLine(servers[1], 1, "b")}
 	write("# two servers\n" + strings.Join(two, "\n") + "\n")
 	pool := sourcePool("alpha", "file:"+path)
-	p := startSourceProxy(t, func(p *Proxy) { p.Sources.PollInterval = 200 * time.Millisecond }, pool)
+	var logs testprog.Buffer
+	p := startSourceProxy(t, func(p *Proxy) {
+		p.Sources.PollInterval = 200 * time.Millisecond
+		p.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	}, pool)
 	waitRing(t, time.Second, "alpha", fingerprintOf(t, pool, two...), p)
 	c := dial(t, p.Addr("alpha").String())
 	if got := c.mustDo("set k 0 0 1\r\nx\r\nget k\r\n"); got != "STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n" {
@@ -159,6 +163,14 @@ func TestServersFromFile(t *testing.T) {
 	waitRing(t, 5*time.Second, "alpha", fingerprintOf(t, pool, three...), p)
 	if r := p.Rings()["alpha"]; r.Revision != 2 || !slices.Equal(r.Servers, []string{"a", "b", "c"}) {
 		t.Errorf("after the rename: %+v; want revision 2, servers [a b c]", r)
+	}
+	// The change says so once, with the source and the ring's fingerprint;
+	// the source's own line is for debugging.
+	if got := jsonLogs(t, &logs, "servers_from: ring changed"); len(got) != 1 || got[0]["source"] != "file:"+path || got[0]["fingerprint"] != fingerprintOf(t, pool, three...) {
+		t.Errorf("logged %v for the change; want one line with the source and the fingerprint", got)
+	}
+	if got := jsonLogs(t, &logs, "membership: server list changed"); len(got) != 0 {
+		t.Errorf("the source logged the change too: %v", got)
 	}
 
 	// A bad line: refused, counted; the three servers keep serving.
