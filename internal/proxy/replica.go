@@ -611,16 +611,13 @@ func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	if err != nil {
 		return
 	}
-	now := time.Now()
-	var to []*server
-	for _, s := range targets {
-		if !s.same(from) && !s.ejected.Load() && st.warm.joined(s, hashed, now) {
-			to = append(to, s)
-		}
-	}
+	var buf [8]*server
+	to := st.warm.appendJoined(buf[:0], targets, hashed, from, time.Now())
+	to = slices.DeleteFunc(to, func(s *server) bool { return s.same(from) || s.ejected.Load() })
 	if len(to) == 0 || !st.warm.firstFill(key) {
 		return
 	}
+	to = slices.Clone(to)
 	c.pool.stats.warmFills.Add(1)
 	c.pool.copier.enqueue(&copyJob{key: slices.Clone(key), from: from, to: to, fill: true})
 }

@@ -8,17 +8,28 @@ import (
 
 // BenchmarkReplicas times request round trips through chash proxy in front
 // of two memcached servers, over chash's ring: one replica, two replicas,
-// and one replica with warmup set but no window open, which must cost
-// nothing. Sub-benchmarks: target / operation / client connections.
+// one replica with warmup set but no window open, which must cost nothing,
+// and two replicas over three servers, without a window and with one open
+// after the third joined, where each hit also asks whether another replica
+// of the key joined (client.fill).
+// Sub-benchmarks: target / operation / client connections.
 //
 //	go test ./internal/proxy -run XXX -bench Replicas -count 5
 func BenchmarkReplicas(b *testing.B) {
-	servers := []*memcachedtest.Server{memcachedtest.Start(b), memcachedtest.Start(b)}
+	servers := []*memcachedtest.Server{memcachedtest.Start(b), memcachedtest.Start(b), memcachedtest.Start(b)}
+	two := servers[:2]
 	const base = "timeout: 1000\ndistribution: chash"
+	const window = base + "\nreplicas: 2\nwarmup: 3600000"
+	joined := startProxy(b, poolYAML(window, two...))
+	if err := joined.Reload(parseConfig(b, poolYAML(window, servers...))); err != nil {
+		b.Fatal(err)
+	}
 	targets := []benchTarget{
-		{"replicas=1", startProxy(b, poolYAML(base, servers...)).Addr("alpha").String()},
-		{"replicas=2", startProxy(b, poolYAML(base+"\nreplicas: 2", servers...)).Addr("alpha").String()},
-		{"warmup-idle", startProxy(b, poolYAML(base+"\nwarmup: 60000", servers...)).Addr("alpha").String()},
+		{"replicas=1", startProxy(b, poolYAML(base, two...)).Addr("alpha").String()},
+		{"replicas=2", startProxy(b, poolYAML(base+"\nreplicas: 2", two...)).Addr("alpha").String()},
+		{"warmup-idle", startProxy(b, poolYAML(base+"\nwarmup: 60000", two...)).Addr("alpha").String()},
+		{"replicas=2-three", startProxy(b, poolYAML(window, servers...)).Addr("alpha").String()},
+		{"replicas=2-window", joined.Addr("alpha").String()},
 	}
 	benchMemcache(b, targets, targets, benchOp{"incr", "incr bench:n 1\r\n", "NOT_FOUND\r\n"})
 }

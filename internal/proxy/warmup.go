@@ -142,17 +142,25 @@ func (w *window) firstFill(key []byte) bool {
 	return true
 }
 
-// joined reports whether s became one of key's servers (key through the hash
-// tag) in a change of the chain that starts at w, open at now: it is not in
-// the key's set before one of them.
-func (w *window) joined(s *server, key []byte, now time.Time) bool {
+// appendJoined appends to dst the servers of set (key's servers now, key
+// through the hash tag) that became key's in a change of the chain that
+// starts at w, open at now: those not in the key's set before one of them.
+// Those in dst already, or skip, are left out.
+func (w *window) appendJoined(dst, set []*server, key []byte, skip *server, now time.Time) []*server {
 	var buf [8]*server
 	for i := 0; w.chain(i) != nil; i++ {
-		if o := w.chain(i); now.Before(o.until) && !containsServer(o.prevSet(buf[:0], key), s) {
-			return true
+		o := w.chain(i)
+		if !now.Before(o.until) {
+			continue
+		}
+		prev := o.prevSet(buf[:0], key)
+		for _, s := range set {
+			if s != skip && !containsServer(prev, s) && !containsServer(dst, s) {
+				dst = append(dst, s)
+			}
 		}
 	}
-	return false
+	return dst
 }
 
 // maxWindows bounds a chain of windows, so that a miss of a key no server
