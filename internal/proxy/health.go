@@ -93,7 +93,7 @@ func (s *server) fail(err error) {
 	if st.servers[s.name] != s {
 		// Not in the pool's list any more (a warm-up window reads it
 		// still): there is no ring to take it out of, and warm-up
-		// skips it while it fails (server.failing).
+		// skips it while it fails (server.unread).
 		return
 	}
 	if s.ejected.CompareAndSwap(false, true) {

@@ -606,7 +606,7 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 // the first has the key, so a miss never warms it up. Once a window per key.
 func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	key, hashed := unitKey(st, r.req, k)
-	targets, err := p.replicasOf(p.targets[:0], st, hashed)
+	targets, err := p.replicasOf(p.targets[:0], st, hashed) // a read has no targets: scratch
 	p.targets = targets
 	if err != nil {
 		return

@@ -482,10 +482,11 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	st := pl.state.Load()
 	// sent is a call of a step, and the job and server it is for.
 	type sent struct {
-		cl  *call
-		j   *copyJob
-		srv *server
-		cas bool // a delete conditioned on the previous copy's cas
+		cl     *call
+		j      *copyJob
+		srv    *server
+		cas    bool // a delete conditioned on the previous copy's cas
+		verify bool // a fill's read of the item it copied
 	}
 	var step []sent
 	send := func(j *copyJob, s *server, build func(cl *call) ([]byte, error)) {
@@ -521,6 +522,9 @@ func (w *warmCopier) copy(batch []*copyJob) {
 			x.j.to = nil // gone meanwhile, or its server failed: nothing to copy
 		}
 	})
+	if hook := testHookFilled.Load(); hook != nil {
+		(*hook)(batch)
+	}
 	// held are the jobs whose adds all found the key at its new servers: a
 	// client's write in the window, or another proxy's copy of the same
 	// read, put it there. Whoever did deletes the previous copies (the
@@ -549,7 +553,17 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	})
 
 	// Deletes of the previous copies: from's if unchanged, the others'
-	// whatever they hold.
+	// whatever they hold. A fill's item is read again where it was read:
+	// deleted or written there since its read (a client's delete reaches
+	// every replica, and may have come before the copy), the copy goes.
+	filled := map[*copyJob]bool{}
+	for _, a := range adds {
+		if a.j.fill && !filled[a.j] {
+			filled[a.j] = true
+			send(a.j, a.j.from, func(cl *call) ([]byte, error) { return ic.appendItemRead(cl.out[:0], a.j.key, cl.reply) })
+			step[len(step)-1].verify = true
+		}
+	}
 	for _, j := range batch {
 		if held[j] {
 			continue
@@ -563,8 +577,13 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		}
 	}
 	changed := map[*copyJob]bool{}
+	var now item
 	wait(func(x sent) {
 		switch {
+		case x.verify:
+			if x.cl.err != nil || !ic.readItem(x.cl.reply, &now) || now.cas != x.j.it.cas {
+				changed[x.j] = true
+			}
 		case x.cl.err != nil:
 			x.srv.owe(x.j.key, true) // it may still hold the key
 		case x.cas && !ic.deleted(x.cl.reply):
@@ -593,6 +612,10 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		}
 	})
 }
+
+// testHookFilled, if set, is called with each batch once its fills have read
+// their items, before the copies are made.
+var testHookFilled atomic.Pointer[func(batch []*copyJob)]
 
 // call returns the copier's i-th call, ready to send with the pool's timeout.
 func (w *warmCopier) call(i int, st *state) *call {

@@ -889,3 +889,54 @@ func TestWarmupReplicaJoin(t *testing.T) {
 		t.Errorf("a second read of every key: %d fills; want %d still", got, len(second))
 	}
 }
+
+// TestWarmupFillRace: a key read at its first replica is being filled to its
+// new second replica when a client deletes it, after the fill read it and
+// before the copy is made. The delete reaches both replicas, the second
+// finding nothing; the copy then made must be taken back, or the deleted
+// value comes back at the second replica.
+func TestWarmupFillRace(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	const opts = "distribution: chash\nreplicas: 2\ntimeout: 1000\nwarmup: 60000"
+	all := poolYAML(opts, servers...)
+	set := replicaSet(t, all, 2)
+	var k string
+	for i := 0; k == ""; i++ {
+		if c := fmt.Sprintf("race:%d", i); set(c)[1] == servers[2].Addr {
+			k = c
+		}
+	}
+	p := startProxy(t, poolYAML(opts, servers[:2]...))
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, []string{k})
+	reloadAlpha(t, p, all)
+	deleted := make(chan struct{})
+	hook := func(batch []*copyJob) {
+		for _, j := range batch {
+			if j.fill && string(j.key) == k {
+				for _, s := range servers {
+					dial(t, s.Addr).mustDo("delete " + k + "\r\n")
+				}
+				close(deleted)
+			}
+		}
+	}
+	testHookFilled.Store(&hook)
+	t.Cleanup(func() { testHookFilled.Store(nil) })
+	if got, want := c.mustDo("get "+k+"\r\n"), "VALUE "+k+" 0 "; !strings.HasPrefix(got, want) {
+		t.Fatalf("get %s = %q; want a hit", k, got)
+	}
+	select {
+	case <-deleted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no fill of the key")
+	}
+	pl := p.pools["alpha"]
+	waitFor(5*time.Second, func() bool { return pl.stats.warmUndone.Load() > 0 })
+	if got := dial(t, servers[2].Addr).mustDo("get " + k + "\r\n"); got != "END\r\n" {
+		t.Errorf("the new replica holds %q after the key was deleted while filled; want nothing", got)
+	}
+	if got := c.mustDo("get " + k + "\r\n"); got != "END\r\n" {
+		t.Errorf("get %s, deleted = %q; want a miss", k, got)
+	}
+}
