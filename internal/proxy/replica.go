@@ -603,7 +603,8 @@ func (c *client) warmUp(r *clientReq, p *plan, st *state, i int, deadline time.T
 // fill copies key k of r, which a read found at from, in the background to
 // its replicas that a ring change of the open windows made its and that may
 // not have it: a server that became a key's second replica is not read while
-// the first has the key, so a miss never warms it up. Once a window per key.
+// the first has the key, so a miss never warms it up. The copies at servers
+// the key's set lost are deleted. Once a window per key.
 func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	key, hashed := unitKey(st, r.req, k)
 	targets, err := p.replicasOf(p.targets[:0], st, hashed) // a read has no targets: scratch
@@ -612,14 +613,24 @@ func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 		return
 	}
 	var buf [8]*server
-	to := st.warm.appendJoined(buf[:0], targets, hashed, from, time.Now())
+	now := time.Now()
+	to := st.warm.appendJoined(buf[:0], targets, hashed, from, now)
 	to = slices.DeleteFunc(to, func(s *server) bool { return s.same(from) || s.ejected.Load() })
 	if len(to) == 0 || !st.warm.firstFill(key) {
 		return
 	}
-	to = slices.Clone(to)
+	job := &copyJob{key: slices.Clone(key), from: from, to: slices.Clone(to), fill: true}
+	// The servers the key's set lost keep a copy that writes no longer
+	// reach, and that would be read again were they its replicas again.
+	for _, s := range st.warm.appendStale(nil, hashed, targets) {
+		if s.unread(now) {
+			s.owe(job.key, false)
+		} else {
+			job.drop = append(job.drop, s)
+		}
+	}
 	c.pool.stats.warmFills.Add(1)
-	c.pool.copier.enqueue(&copyJob{key: slices.Clone(key), from: from, to: to, fill: true})
+	c.pool.copier.enqueue(job)
 }
 
 // warmed handles the reply of a warm-up read of unit i, and reports whether

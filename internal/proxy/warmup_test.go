@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -871,16 +872,39 @@ func TestWarmupReplicaJoin(t *testing.T) {
 	if got := getMany(t, c, keys); len(got) != len(keys) {
 		t.Errorf("after the join, %d of %d gets hit; want all", len(got), len(keys))
 	}
-	owned := append(first, second...)
+	owned := append(slices.Clone(first), second...)
 	nw := dial(t, servers[2].Addr)
 	if !waitFor(10*time.Second, func() bool { return len(holds(t, nw, owned)) == len(owned) }) {
 		held := holds(t, nw, owned)
 		t.Errorf("the new server holds %d of the %d keys of which it is the first replica, %d of the %d of which it is the second; want all",
 			len(holds(t, nw, first)), len(first), len(held)-len(holds(t, nw, first)), len(second))
 	}
+	// Every key on its two replicas, and on no other server: the copies of
+	// the servers a key's set lost are deleted.
+	pl := p.pools["alpha"]
+	waitCount(10*time.Second, pl.stats.warmHits.Load(), pl.stats.warmCopies.Load)
+	dc := direct(t, servers)
+	on := map[string]map[string]bool{}
+	for addr, d := range dc {
+		on[addr] = holds(t, d, keys)
+	}
+	misplaced := 0
+	for _, k := range keys {
+		r := set(k)
+		for addr := range dc {
+			if on[addr][k] != (addr == r[0] || addr == r[1]) {
+				misplaced++
+				if misplaced <= 3 {
+					t.Errorf("key %s on %s: %v; its replicas are %v", k, addr, on[addr][k], r)
+				}
+			}
+		}
+	}
+	if misplaced > 0 {
+		t.Errorf("%d copies where a key's replicas are not, or missing where they are", misplaced)
+	}
 	// One fill for each key of which the new server is the second replica,
 	// and no more when they are read again.
-	pl := p.pools["alpha"]
 	if got := pl.stats.warmFills.Load(); got != uint64(len(second)) {
 		t.Errorf("%d fills; want %d, one a key of which the new server is the second replica", got, len(second))
 	}
