@@ -622,13 +622,7 @@ func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	job := &copyJob{key: slices.Clone(key), from: from, to: slices.Clone(to), fill: true}
 	// The servers the key's set lost keep a copy that writes no longer
 	// reach, and that would be read again were they its replicas again.
-	for _, s := range st.warm.appendStale(nil, hashed, targets) {
-		if s.unread(now) {
-			s.owe(job.key, false)
-		} else {
-			job.drop = append(job.drop, s)
-		}
-	}
+	job.dropStale(st.warm, hashed, targets, now)
 	c.pool.stats.warmFills.Add(1)
 	c.pool.copier.enqueue(job)
 }
@@ -664,14 +658,7 @@ func (c *client) warmed(r *clientReq, p *plan, st *state, i int, cl *call) bool 
 	job.key = slices.Clone(key)
 	job.from = cl.srv
 	job.del = !containsServer(targets, cl.srv)
-	now := time.Now()
-	for _, s := range st.warm.appendStale(nil, hashed, append(targets, cl.srv)) {
-		if s.unread(now) {
-			s.owe(job.key, false)
-		} else {
-			job.drop = append(job.drop, s)
-		}
-	}
+	job.dropStale(st.warm, hashed, append(targets, cl.srv), time.Now())
 	pl.copier.enqueue(job)
 	return true
 }

@@ -402,6 +402,20 @@ type copyJob struct {
 	drop []*server
 }
 
+// dropStale makes j delete the copies of its key (hashed: through the hash
+// tag) at the servers that held it before the open windows of the chain that
+// starts at w, but for those in keep; those warm-up leaves alone owe the
+// delete instead (server.unread).
+func (j *copyJob) dropStale(w *window, hashed []byte, keep []*server, now time.Time) {
+	for _, s := range w.appendStale(nil, hashed, keep) {
+		if s.unread(now) {
+			s.owe(j.key, false)
+		} else {
+			j.drop = append(j.drop, s)
+		}
+	}
+}
+
 // maxCopyBytes bounds the values of the copies waiting for the copier; past
 // it, copies are dropped (chash_proxy_warmup_copies_dropped_total) and the
 // keys stay cold.
