@@ -614,7 +614,7 @@ func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	}
 	var buf [8]*server
 	now := time.Now()
-	to := st.warm.appendJoined(buf[:0], targets, hashed, from, now)
+	to := st.warm.appendJoined(buf[:0], targets, hashed, now)
 	to = slices.DeleteFunc(to, func(s *server) bool { return s.same(from) || s.ejected.Load() })
 	if len(to) == 0 || !st.warm.firstFill(key) {
 		return

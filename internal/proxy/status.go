@@ -305,12 +305,10 @@ func (pl *pool) warmupState(st *state, now time.Time) string {
 		return ""
 	}
 	until, oldest, n := w.until, w, 0
-	for i := 0; w.chain(i) != nil; i++ {
-		if o := w.chain(i); now.Before(o.until) {
-			oldest, n = o, n+1
-			if o.until.After(until) {
-				until = o.until
-			}
+	for o := range w.opened(now) {
+		oldest, n = o, n+1
+		if o.until.After(until) {
+			until = o.until
 		}
 	}
 	what := "a warm-up window is open"

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -113,11 +114,7 @@ func (w *window) noteCopy(s *server, key []byte, from, to uint64) {
 // copyCas returns the cas of key's copy at s made, in a window of the chain
 // that starts at w open at now, from an item whose cas was from.
 func (w *window) copyCas(s *server, key []byte, from uint64, now time.Time) (uint64, bool) {
-	for i := 0; w.chain(i) != nil; i++ {
-		o := w.chain(i)
-		if !now.Before(o.until) {
-			continue
-		}
+	for o := range w.opened(now) {
 		o.mu.Lock()
 		c, ok := o.copied[copyAt{s, string(key)}]
 		o.mu.Unlock()
@@ -145,17 +142,13 @@ func (w *window) firstFill(key []byte) bool {
 // appendJoined appends to dst the servers of set (key's servers now, key
 // through the hash tag) that became key's in a change of the chain that
 // starts at w, open at now: those not in the key's set before one of them.
-// Those in dst already, or skip, are left out.
-func (w *window) appendJoined(dst, set []*server, key []byte, skip *server, now time.Time) []*server {
+// Those in dst already are left out.
+func (w *window) appendJoined(dst, set []*server, key []byte, now time.Time) []*server {
 	var buf [8]*server
-	for i := 0; w.chain(i) != nil; i++ {
-		o := w.chain(i)
-		if !now.Before(o.until) {
-			continue
-		}
+	for o := range w.opened(now) {
 		prev := o.prevSet(buf[:0], key)
 		for _, s := range set {
-			if s != skip && !containsServer(prev, s) && !containsServer(dst, s) {
+			if !containsServer(prev, s) && !containsServer(dst, s) {
 				dst = append(dst, s)
 			}
 		}
@@ -195,6 +188,18 @@ func (w *window) chain(i int) *window {
 	return nil
 }
 
+// opened yields the windows of the chain that starts at w that are open at
+// now, the newest first.
+func (w *window) opened(now time.Time) iter.Seq[*window] {
+	return func(yield func(*window) bool) {
+		for i := 0; w.chain(i) != nil; i++ {
+			if o := w.chain(i); now.Before(o.until) && !yield(o) {
+				return
+			}
+		}
+	}
+}
+
 // chained returns the windows a window opening at now chains to: w and its
 // older ones that are open, at most maxWindows-1, and how many open ones it
 // leaves out (the oldest).
@@ -219,8 +224,8 @@ func (w *window) chained(now time.Time) (older []*window, dropped int) {
 // w reads from none; at the zero time every window of the chain counts, open
 // or not.
 func (w *window) readsFrom(s *server, now time.Time) bool {
-	for i := 0; w.chain(i) != nil; i++ {
-		if o := w.chain(i); now.Before(o.until) && slices.Contains(o.live, s) {
+	for o := range w.opened(now) {
+		if slices.Contains(o.live, s) {
 			return true
 		}
 	}
@@ -300,11 +305,7 @@ func (w *window) prevSet(dst []*server, key []byte) []*server {
 func (w *window) appendStale(dst []*server, key []byte, keep []*server) []*server {
 	now := time.Now()
 	var buf [8]*server
-	for i := 0; w.chain(i) != nil; i++ {
-		o := w.chain(i)
-		if !now.Before(o.until) {
-			continue
-		}
+	for o := range w.opened(now) {
 		for _, s := range o.prevSet(buf[:0], key) {
 			if !containsServer(keep, s) && !containsServer(dst, s) {
 				dst = append(dst, s)
