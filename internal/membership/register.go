@@ -200,35 +200,61 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	r.mu.Lock()
 	first := r.status.Registrations == 0
 	r.mu.Unlock()
+	var checked int64 // the revision checkName read the prefix at
+	var err error
 	if first {
-		if err := r.checkName(ctx); err != nil {
+		if checked, err = r.checkName(ctx); err != nil {
 			return 0, 0, err
 		}
 	}
 	lease, err := r.cli.Grant(ctx, r.ttl)
 	var rev int64
-	if err == nil {
-		var resp *clientv3.PutResponse
-		if resp, err = r.cli.Put(ctx, r.key, r.value, clientv3.WithLease(lease.ID), clientv3.WithPrevKV()); err == nil {
-			rev = resp.Header.Revision
-			r.mu.Lock()
-			if r.ours == nil {
-				r.ours = map[clientv3.LeaseID]bool{}
-			}
-			r.ours[lease.ID] = true
-			if kv := resp.PrevKv; kv != nil && kv.Lease != 0 && !r.ours[clientv3.LeaseID(kv.Lease)] {
-				r.taken = &takenKey{value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease)}
-			}
-			r.mu.Unlock()
-		} else {
-			// The put may have reached etcd, its answer lost or given up
-			// on (ctx done by a signal, say): revoke the lease, and the key
-			// with it, rather than leave a key to lapse after the caller
-			// was told there was none.
-			rctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-			r.cli.Revoke(rctx, lease.ID)
-			cancel()
+	checkFailed := false
+	for err == nil {
+		if first && testHookNameChecked != nil {
+			testHookNameChecked()
 		}
+		// A first registration puts its key only if no key of the prefix
+		// changed since checkName read it: one put in between by hand, or
+		// by another registration, naming this server, would go unseen.
+		txn := r.cli.Txn(ctx)
+		if first {
+			txn = txn.If(clientv3.Compare(clientv3.ModRevision(r.reg.Prefix), "<", checked+1).WithPrefix())
+		}
+		var resp *clientv3.TxnResponse
+		if resp, err = txn.Then(clientv3.OpPut(r.key, r.value, clientv3.WithLease(lease.ID), clientv3.WithPrevKV())).Commit(); err != nil {
+			break
+		}
+		if !resp.Succeeded {
+			if checked, err = r.checkName(ctx); err != nil {
+				checkFailed = true // its error says what and where
+				break
+			}
+			continue
+		}
+		rev = resp.Header.Revision
+		r.mu.Lock()
+		if r.ours == nil {
+			r.ours = map[clientv3.LeaseID]bool{}
+		}
+		r.ours[lease.ID] = true
+		if kv := resp.Responses[0].GetResponsePut().GetPrevKv(); kv != nil && kv.Lease != 0 && !r.ours[clientv3.LeaseID(kv.Lease)] {
+			r.taken = &takenKey{value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease)}
+		}
+		r.mu.Unlock()
+		break
+	}
+	if err != nil && lease != nil {
+		// The put may have reached etcd, its answer lost or given up on
+		// (ctx done by a signal, say), or a key naming this server came
+		// meanwhile: revoke the lease, and the key with it, rather than
+		// leave a key to lapse after the caller was told there was none.
+		rctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+		r.cli.Revoke(rctx, lease.ID)
+		cancel()
+	}
+	if checkFailed {
+		return 0, 0, err
 	}
 	if err != nil {
 		return 0, 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
@@ -255,17 +281,21 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 // prefix has: registered, it would make every proxy refuse the list.
 var errNameTaken = errors.New("server name taken")
 
+// testHookNameChecked, if set, runs between a first registration's checkName
+// and its put.
+var testHookNameChecked func()
+
 // checkName fails with errNameTaken if a key of the prefix other than the
 // registration's holds a server of the same name: one put by hand under
 // another key, or a line naming its server what is this one's host:port.
 // Proxies refuse a list with a name twice, so the registration would take
-// every server of the pool away from them. A key put between this check and
-// the registration's put is not seen: the proxies then keep their last list.
-func (r *Registrar) checkName(ctx context.Context) error {
+// every server of the pool away from them. It returns the revision it read
+// the prefix at, which the put compares the prefix with.
+func (r *Registrar) checkName(ctx context.Context) (int64, error) {
 	start := time.Now()
 	resp, err := r.cli.Get(ctx, r.reg.Prefix, clientv3.WithPrefix())
 	if err != nil {
-		return etcdError("register "+r.key, r.reg.Endpoints, start, err)
+		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
 	}
 	mine, _ := parseLine(r.value)
 	for _, kv := range resp.Kvs {
@@ -273,11 +303,11 @@ func (r *Registrar) checkName(ctx context.Context) error {
 			continue
 		}
 		if s, err := parseLine(strings.TrimSpace(string(kv.Value))); err == nil && s.Name() == mine.Name() {
-			return fmt.Errorf("membership: register %s: key %q holds %q, a server of the same name %q: the proxies would refuse the list; "+
+			return 0, fmt.Errorf("membership: register %s: key %q holds %q, a server of the same name %q: the proxies would refuse the list; "+
 				"delete that key, or give this server another name: %w", r.key, kv.Key, kv.Value, mine.Name(), errNameTaken)
 		}
 	}
-	return nil
+	return resp.Header.Revision, nil
 }
 
 // failed records a failed attempt to register and returns the number of

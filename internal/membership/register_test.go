@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -348,5 +349,57 @@ func TestRegisterNameTaken(t *testing.T) {
 	register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
 	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "10.0.0.2:11211:1" {
 		t.Errorf("another server's key holds %q; want its line", v)
+	}
+}
+
+// A key naming the server put after Register read the prefix, before its own
+// put, is seen: the put compares the prefix with what was read.
+func TestRegisterNameTakenMeanwhile(t *testing.T) {
+	e := etcdtest.Start(t)
+	puts := 0
+	testHookNameChecked = func() {
+		puts++
+		if puts == 1 {
+			if _, err := e.Client().Put(ctxFor(t, wait), prefix+"cache-1", "10.0.0.1:11211:1"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookNameChecked = nil })
+	r, err := Register(ctxFor(t, wait), Registration{Endpoints: []string{e.Endpoint}, Prefix: prefix, Server: "10.0.0.1:11211:2"})
+	if err == nil {
+		r.Close()
+		t.Fatal("Register of a server named meanwhile by another key succeeded; want an error")
+	}
+	if !errors.Is(err, errNameTaken) || !strings.Contains(err.Error(), `key "`+prefix+`cache-1" holds "10.0.0.1:11211:1"`) {
+		t.Errorf("Register: %v; want the name taken by %scache-1", err, prefix)
+	}
+	if v, _ := lease(t, e, prefix+"10.0.0.1:11211"); v != "" {
+		t.Errorf("the refused registration put %q", v)
+	}
+	resp, err := e.Client().Leases(ctxFor(t, wait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Leases) != 0 {
+		t.Errorf("%d leases left after the refused registration; want its lease revoked", len(resp.Leases))
+	}
+
+	// A key of another name put meanwhile only makes the put look again.
+	puts = 0
+	testHookNameChecked = func() {
+		puts++
+		if puts == 1 {
+			if _, err := e.Client().Put(ctxFor(t, wait), prefix+"cache-3", "10.0.0.3:11211:1"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	r = register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
+	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "10.0.0.2:11211:1" {
+		t.Errorf("the registration's key holds %q after a put of another name meanwhile; want its line", v)
+	}
+	if puts != 2 {
+		t.Errorf("%d puts tried; want 2 (the first refused by the prefix's change)", puts)
 	}
 }
