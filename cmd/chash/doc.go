@@ -472,27 +472,28 @@
 // warmup (chash)
 //
 //	How long, in milliseconds, the proxy warms the new servers of keys after
-//	the pool's ring changes (a reload, a membership change, an ejection, a
-//	readmission, a drain). While the window is open, a get, gets, gat, gats
-//	or mg that misses at a key's new server, for a key whose server changed,
-//	reads the key from its previous server; a hit answers the client and is
-//	copied to the new server with its flags and remaining time to live, and
-//	removed from the previous one. Keys that did not move never pay a second
-//	read. Writes and deletes in the window go to the new server and delete
-//	the previous server's copy, so no stale value comes back from it while
-//	the window is open. Commands that work on the stored item (incr, decr,
-//	append, prepend, add, replace, cas, touch, ma, and ms and md with a mode
-//	or a cas) first copy it from the previous server, as a read would, so
-//	that a counter goes on counting; a cas value that a warmed gets returned
-//	is the previous server's, which the copy does not have (EXISTS: read it
-//	again with gets). A call to a previous server waits the pool's timeout,
-//	or a second without one, and a previous server that fails is neither
-//	read nor sent deletes (it owes them) for server_retry_timeout (at least
-//	a second), so one that hangs costs a timeout once, not a request. A
-//	server that leaves and comes back after its window closed holds the
-//	values it had, which writes made meanwhile on other servers did not
-//	reach (as in a pool without warm-up): empty it (flush_all) before it
-//	rejoins where an old value must not come back. memcached pools only.
+//	the pool's ring or its replicas change (a reload, a membership change,
+//	an ejection, a readmission, a drain). While the window is open, a get,
+//	gets, gat, gats or mg that misses at a key's new server, for a key whose
+//	server changed, reads the key from its previous server; a hit answers
+//	the client and is copied to the new server with its flags and remaining
+//	time to live, and removed from the previous one. Keys that did not move
+//	never pay a second read. Writes and deletes in the window go to the new
+//	server and delete the previous server's copy, so no stale value comes
+//	back from it while the window is open. Commands that work on the stored
+//	item (incr, decr, append, prepend, add, replace, cas, touch, ma, and ms
+//	and md with a mode or a cas) first copy it from the previous server, as
+//	a read would, so that a counter goes on counting; a cas value that a
+//	warmed gets returned is the previous server's, which the copy does not
+//	have (EXISTS: read it again with gets). A call to a previous server
+//	waits the pool's timeout, or a second without one, and a previous server
+//	that fails is neither read nor sent deletes (it owes them) for
+//	server_retry_timeout (at least a second), so one that hangs costs a
+//	timeout once, not a request. A server that leaves and comes back after
+//	its window closed holds the values it had, which writes made meanwhile
+//	on other servers did not reach (as in a pool without warm-up): empty it
+//	(flush_all) before it rejoins where an old value must not come back.
+//	memcached pools only.
 //	Default: 0: no warm-up.
 //	Example:
 //		warmup: 60000
@@ -917,9 +918,10 @@
 //
 // Every pool's ring has a fingerprint: 16 hex digits, a pure function of the
 // pool's routing settings (distribution, hash, hash_tag, points, label, each
-// default filled in) and of its servers' names, addresses and weights (in
-// name order where the distribution's order does not matter). Proxies that
-// show a pool the same fingerprint route each of its keys alike. GET /ring
+// default filled in; replicas, above 1) and of its servers' names, addresses
+// and weights (in name order where the distribution's order does not
+// matter). Proxies that show a pool the same fingerprint route each of its
+// keys, and its copies, alike. GET /ring
 // on the admin listener shows it, as JSON:
 //
 //	{"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",

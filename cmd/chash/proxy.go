@@ -359,9 +359,10 @@ lease lapses and every proxy drops the server.
 
 Every pool's ring has a fingerprint: 16 hex digits, a pure function of the
 pool's routing settings (distribution, hash, hash_tag, points, label, each
-default filled in) and of its servers' names, addresses and weights (in
-name order where the distribution's order does not matter). Proxies that
-show a pool the same fingerprint route each of its keys alike. GET /ring
+default filled in; replicas, above 1) and of its servers' names, addresses
+and weights (in name order where the distribution's order does not
+matter). Proxies that show a pool the same fingerprint route each of its
+keys, and its copies, alike. GET /ring
 on the admin listener shows it, as JSON:
 
     {"pools": {"NAME": {"fingerprint": "HEX", "distribution": "ketama",

@@ -350,7 +350,7 @@ var settings = []setting{
 			Name: "warmup", Origin: "chash",
 			Default: "0: no warm-up",
 			Doc: "How long, in milliseconds, the proxy warms the new servers of keys after the " +
-				"pool's ring changes (a reload, a membership change, an ejection, a readmission, " +
+				"pool's ring or its replicas change (a reload, a membership change, an ejection, a readmission, " +
 				"a drain). While the window is open, a get, gets, gat, gats or mg that misses at a " +
 				"key's new server, for a key whose server changed, reads the key from its previous " +
 				"server; a hit answers the client and is copied to the new server with its flags " +

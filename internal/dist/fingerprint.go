@@ -82,20 +82,23 @@ const fingerprintVersion = "chash ring fingerprint 1\n"
 // It covers the distribution, its key hash, the hash tag, points and label,
 // each with its default filled in where the pool leaves it out (a pool that
 // says "hash: fnv1a_64" fingerprints as one that says nothing, since ketama
-// hashes with fnv1a_64 by default); and each server's name, address and
-// weight. Addresses count, as well as the names that most distributions hash,
-// since two proxies that send one name to two addresses disagree. The servers
-// are taken in list order, or in name order for a distribution whose routing
-// does not depend on their order (Entry.Order OrderFree); where the order
-// only breaks ties it counts, since proxies that list the servers in
-// different orders may disagree on a key. Weights count only for a
-// distribution that has them. What the pool does not route by (its listen
-// address, timeouts, ...) does not count.
+// hashes with fnv1a_64 by default); each server's name, address and weight;
+// and the pool's replicas, above 1, since proxies that write a key's copies
+// to different servers disagree too. Addresses count, as well as the names
+// that most distributions hash, since two proxies that send one name to two
+// addresses disagree. The servers are taken in list order, or in name order
+// for a distribution whose routing does not depend on their order
+// (Entry.Order OrderFree); where the order only breaks ties it counts, since
+// proxies that list the servers in different orders may disagree on a key.
+// Weights count only for a distribution that has them. What the pool does not
+// route by (its listen address, timeouts, ...) does not count.
 //
 // The value is the first 8 bytes of a SHA-256 of those settings in a fixed
 // encoding, the same in every version of chash that writes
-// fingerprintVersion (testdata/fingerprints.golden pins it). The error is
-// EntryOf's, for an unknown distribution.
+// fingerprintVersion (testdata/fingerprints.golden pins it), but for pools
+// of more than one replica, whose replicas count since 2026-12-05: proxies
+// of an earlier version show another fingerprint for such a pool. The error
+// is EntryOf's, for an unknown distribution.
 func Fingerprint(p *config.Pool, servers []config.Server) (string, error) {
 	e, err := EntryOf(p)
 	if err != nil {
@@ -139,6 +142,12 @@ func Fingerprint(p *config.Pool, servers []config.Server) (string, error) {
 		str(m.name)
 		str(m.addr)
 		num(m.weight)
+	}
+	if p.Replicas > 1 {
+		// After the servers, whose count ends them: a pool of one replica
+		// fingerprints as before replicas counted.
+		str("replicas")
+		num(p.Replicas)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8]), nil

@@ -104,6 +104,7 @@ func TestFingerprint(t *testing.T) {
 		}, list, true},
 		{"ketama's default hash named", "ketama", func(p *config.Pool) { p.Hash = "fnv1a_64" }, list, true},
 		{"random's weights", "random", nil, edit(func(s []config.Server) []config.Server { s[1].Weight = 3; return s }), true},
+		{"one replica named", "chash", func(p *config.Pool) { p.Replicas = 1 }, list, true},
 
 		{"a server added", "ketama", nil, append(slices.Clone(list), config.Server{Host: "10.0.0.4", Port: 11211, Weight: 1}), false},
 		{"a server removed", "ketama", nil, list[:2], false},
@@ -115,6 +116,7 @@ func TestFingerprint(t *testing.T) {
 		{"the hash tag", "ketama", func(p *config.Pool) { p.HashTag = "{}" }, list, false},
 		{"the points", "chash", func(p *config.Pool) { p.Points = 100 }, list, false},
 		{"the distribution", "libketama", nil, list, false},
+		{"replicas", "chash", func(p *config.Pool) { p.Replicas = 2 }, list, false},
 	}
 	fingerprint := func(dist string, edit func(p *config.Pool), servers []config.Server) string {
 		p := config.NewPool("p")

@@ -914,6 +914,69 @@ func TestWarmupReplicaJoin(t *testing.T) {
 	}
 }
 
+// TestWarmupReplicasChange: a reload that changes a pool's replicas changes
+// its keys' replica sets, as a resize does, and opens a window. From two
+// replicas to one, writes delete the copies at the second replicas, which
+// writes no longer reach; back to two, reads copy each key to its second
+// replica. Without the windows, the second replicas kept the values of
+// before the first change, which a read fails over to.
+func TestWarmupReplicasChange(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	two := poolYAML("distribution: chash\nreplicas: 2\ntimeout: 1000\nwarmup: 60000", servers...)
+	one := poolYAML("distribution: chash\nreplicas: 1\ntimeout: 1000\nwarmup: 60000", servers...)
+	p := startProxy(t, two)
+	pl := p.pools["alpha"]
+	keys := testKeys("repchange:", 500)
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	fp2 := p.Rings()["alpha"].Fingerprint
+	reloadAlpha(t, p, one)
+	if fp1 := p.Rings()["alpha"].Fingerprint; fp1 == fp2 {
+		t.Errorf("fingerprint %s with one replica and two; want them to differ", fp1)
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "set %s 0 0 2\r\nv2\r\n", k)
+	}
+	if got := c.mustDo(b.String()); got != strings.Repeat("STORED\r\n", len(keys)) {
+		t.Fatalf("setting the keys with one replica: %.40q", got)
+	}
+	reloadAlpha(t, p, two)
+	if got := pl.stats.windows.Load(); got != 2 {
+		t.Errorf("%d warm-up windows opened; want 2, one a change of replicas", got)
+	}
+	for k, v := range getMany(t, c, keys) {
+		if v != "v2" {
+			t.Errorf("get %s: %q; want v2", k, v)
+		}
+	}
+	waitCount(10*time.Second, pl.stats.warmFills.Load(), pl.stats.warmCopies.Load)
+	set := replicaSet(t, two, 2)
+	dc := direct(t, servers)
+	vals := map[string]map[string]string{}
+	for addr, d := range dc {
+		vals[addr] = getMany(t, d, keys)
+	}
+	bad := 0
+	for _, k := range keys {
+		r := set(k)
+		for addr := range dc {
+			want := ""
+			if addr == r[0] || addr == r[1] {
+				want = "v2"
+			}
+			if got := vals[addr][k]; got != want {
+				if bad++; bad <= 3 {
+					t.Errorf("key %s at %s: %q; want %q (its replicas are %v)", k, addr, got, want, r)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d copies of %d keys over %d servers are not what the key's replicas should hold", bad, len(keys), len(servers))
+	}
+}
+
 // TestWarmupFillRace: a key read at its first replica is being filled to its
 // new second replica when a client deletes it, after the fill read it and
 // before the copy is made. The delete reaches both replicas, the second
