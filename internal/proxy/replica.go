@@ -619,7 +619,7 @@ func (c *client) fill(r *clientReq, p *plan, st *state, k int, from *server) {
 	if len(to) == 0 || !st.warm.firstFill(key) {
 		return
 	}
-	job := &copyJob{key: slices.Clone(key), from: from, to: slices.Clone(to), fill: true}
+	job := &copyJob{key: slices.Clone(key), from: from, to: slices.Clone(to), fill: st.warm}
 	// The servers the key's set lost keep a copy that writes no longer
 	// reach, and that would be read again were they its replicas again.
 	job.dropStale(st.warm, hashed, targets, now)

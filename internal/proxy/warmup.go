@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"iter"
 	"slices"
 	"sync"
@@ -137,6 +138,14 @@ func (w *window) firstFill(key []byte) bool {
 	}
 	w.filled[string(key)] = struct{}{}
 	return true
+}
+
+// forgetFill forgets that key was filled in w, so that its next hit fills it
+// again.
+func (w *window) forgetFill(key []byte) {
+	w.mu.Lock()
+	delete(w.filled, string(key))
+	w.mu.Unlock()
 }
 
 // appendJoined appends to dst the servers of set (key's servers now, key
@@ -391,9 +400,10 @@ type copyJob struct {
 	it   item   // what the previous server held
 	from *server
 	to   []*server
-	// fill reads it from from first: a replica of the key that a client's
+	// fill, if set, is the window that recorded the job (firstFill): it
+	// reads the item from from first, a replica of the key that a client's
 	// read hit, whose copy goes to the replicas a change made the key's.
-	fill   bool
+	fill   *window
 	queued int64 // the bytes enqueue counted
 	// del deletes from's copy, if its cas is still it.cas: not when from is
 	// one of the key's replicas still.
@@ -502,6 +512,7 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		srv    *server
 		cas    bool // a delete conditioned on the previous copy's cas
 		verify bool // a fill's read of the item it copied
+		found  bool // a fill's read of the item its add found
 	}
 	var step []sent
 	send := func(j *copyJob, s *server, build func(cl *call) ([]byte, error)) {
@@ -528,7 +539,7 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	var adds []copied
 	// The items of fills: read where a client's read found them.
 	for _, j := range batch {
-		if j.fill {
+		if j.fill != nil {
 			send(j, j.from, func(cl *call) ([]byte, error) { return ic.appendItemRead(cl.out[:0], j.key, cl.reply) })
 		}
 	}
@@ -554,9 +565,16 @@ func (w *warmCopier) copy(batch []*copyJob) {
 		}
 		held[j] = len(j.to) > 0
 	}
+	// found are the fills' adds that found the key at a replica that
+	// joined its set: a client's write, another proxy's fill, or a copy
+	// left there when the server left the key's set before, which writes
+	// since did not reach (read below).
+	var found []copied
 	wait(func(x sent) {
 		if x.cl.err != nil || !ic.held(x.cl.reply) {
 			held[x.j] = false
+		} else if x.j.fill != nil {
+			found = append(found, copied{x.j, x.srv, 0})
 		}
 		if x.cl.err == nil {
 			if cas, ok := ic.stored(x.cl.reply); ok {
@@ -573,11 +591,15 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	// every replica, and may have come before the copy), the copy goes.
 	filled := map[*copyJob]bool{}
 	for _, a := range adds {
-		if a.j.fill && !filled[a.j] {
+		if a.j.fill != nil && !filled[a.j] {
 			filled[a.j] = true
 			send(a.j, a.j.from, func(cl *call) ([]byte, error) { return ic.appendItemRead(cl.out[:0], a.j.key, cl.reply) })
 			step[len(step)-1].verify = true
 		}
+	}
+	for _, f := range found {
+		send(f.j, f.srv, func(cl *call) ([]byte, error) { return ic.appendItemRead(cl.out[:0], f.j.key, cl.reply) })
+		step[len(step)-1].found = true
 	}
 	for _, j := range batch {
 		if held[j] {
@@ -593,8 +615,13 @@ func (w *warmCopier) copy(batch []*copyJob) {
 	}
 	changed := map[*copyJob]bool{}
 	var now item
+	var other []copied // found holding another value than the fill's
 	wait(func(x sent) {
 		switch {
+		case x.found:
+			if x.cl.err == nil && ic.readItem(x.cl.reply, &now) && (now.flags != x.j.it.flags || !bytes.Equal(now.value, x.j.it.value)) {
+				other = append(other, copied{x.j, x.srv, now.cas})
+			}
 		case x.verify:
 			if x.cl.err != nil || !ic.readItem(x.cl.reply, &now) || now.cas != x.j.it.cas {
 				changed[x.j] = true
@@ -603,6 +630,20 @@ func (w *warmCopier) copy(batch []*copyJob) {
 			x.srv.owe(x.j.key, true) // it may still hold the key
 		case x.cas && !ic.deleted(x.cl.reply):
 			changed[x.j] = true
+		}
+	})
+
+	// A value other than the one the replica that answered holds: a write
+	// since (which reached that replica too, and the next fill copies) or a
+	// copy the writes since it left the key's set did not reach, which a
+	// read failing over would return. Either way it goes, if unchanged: the
+	// key is cold there, never stale, until its next hit fills it again.
+	for _, o := range other {
+		send(o.j, o.srv, func(cl *call) ([]byte, error) { return ic.appendDelete(cl.out[:0], o.j.key, o.cas, cl.reply) })
+	}
+	wait(func(x sent) {
+		if x.cl.err == nil && ic.deleted(x.cl.reply) {
+			x.j.fill.forgetFill(x.j.key)
 		}
 	})
 	if len(changed) == 0 {

@@ -977,6 +977,83 @@ func TestWarmupReplicasChange(t *testing.T) {
 	}
 }
 
+// TestWarmupFillStale: a server that leaves a key's replica set keeps its
+// copy; written after the window of that change closed, the key's value is
+// new on its set and old there. When a change gives the key back to that
+// server, a fill finds the old value where it would add: it deletes it
+// (a read failing over would return it), and the next hit fills the key.
+func TestWarmupFillStale(t *testing.T) {
+	servers := []*memcachedtest.Server{memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t), memcachedtest.Start(t)}
+	three := poolYAML("distribution: chash\nreplicas: 2\ntimeout: 1000\nwarmup: 60000", servers[:3]...)
+	four := poolYAML("distribution: chash\nreplicas: 2\ntimeout: 1000\nwarmup: 100", servers...)
+	set3, set4 := replicaSet(t, three, 2), replicaSet(t, four, 2)
+	// Keys whose second replica over three servers left their set over
+	// four, and whose first stayed in it.
+	lost := map[string]string{} // key: the server it left
+	var keys []string
+	for i := 0; len(keys) < 200; i++ {
+		k := fmt.Sprintf("fillstale:%d", i)
+		r3, r4 := set3(k), set4(k)
+		if slices.Contains(r4, r3[0]) && !slices.Contains(r4, r3[1]) {
+			keys = append(keys, k)
+			lost[k] = r3[1]
+		}
+	}
+	p := startProxy(t, three)
+	pl := p.pools["alpha"]
+	c := dial(t, p.Addr("alpha").String())
+	setMany(t, c, keys)
+	reloadAlpha(t, p, four)
+	if !waitFor(5*time.Second, func() bool { return pl.state.Load().warm == nil }) {
+		t.Fatal("the window of the join did not close")
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "set %s 0 0 2\r\nv2\r\n", k)
+	}
+	if got := c.mustDo(b.String()); got != strings.Repeat("STORED\r\n", len(keys)) {
+		t.Fatalf("setting the keys over four servers: %.40q", got)
+	}
+	reloadAlpha(t, p, three) // the join undone
+	dc := direct(t, servers)
+	// atLost counts the keys whose server that left their set holds
+	// want(key) ("": nothing).
+	atLost := func(want func(k string) string) int {
+		vals := map[string]map[string]string{}
+		for addr, d := range dc {
+			vals[addr] = getMany(t, d, keys)
+		}
+		n := 0
+		for _, k := range keys {
+			if vals[lost[k]][k] == want(k) {
+				n++
+			}
+		}
+		return n
+	}
+	none := func(string) string { return "" }
+	v2 := func(string) string { return "v2" }
+	if n := atLost(valueOf); n != len(keys) {
+		t.Fatalf("before the reads, the servers the keys left hold %d of %d old values; want all", n, len(keys))
+	}
+	read := func() {
+		for k, v := range getMany(t, c, keys) {
+			if v != "v2" {
+				t.Errorf("get %s: %q; want v2", k, v)
+			}
+		}
+	}
+	read()
+	if !waitFor(10*time.Second, func() bool { return atLost(none) == len(keys) }) {
+		t.Fatalf("after a read of every key, the servers that rejoined their sets hold %d old values (and nothing for %d keys); want none old",
+			atLost(valueOf), atLost(none))
+	}
+	read()
+	if !waitFor(10*time.Second, func() bool { return atLost(v2) == len(keys) }) {
+		t.Errorf("after a second read, the servers that rejoined the keys' sets hold v2 for %d of %d keys; want all", atLost(v2), len(keys))
+	}
+}
+
 // TestWarmupFillRace: a key read at its first replica is being filled to its
 // new second replica when a client deletes it, after the fill read it and
 // before the copy is made. The delete reaches both replicas, the second
@@ -1000,7 +1077,7 @@ func TestWarmupFillRace(t *testing.T) {
 	deleted := make(chan struct{})
 	hook := func(batch []*copyJob) {
 		for _, j := range batch {
-			if j.fill && string(j.key) == k {
+			if j.fill != nil && string(j.key) == k {
 				for _, s := range servers {
 					dial(t, s.Addr).mustDo("delete " + k + "\r\n")
 				}
