@@ -203,7 +203,7 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	var checked int64 // the revision checkName read the prefix at
 	var err error
 	if first {
-		if checked, err = r.checkName(ctx); err != nil {
+		if checked, err = r.checkName(ctx, 0); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -226,7 +226,9 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 			break
 		}
 		if !resp.Succeeded {
-			if checked, err = r.checkName(ctx); err != nil {
+			// Only the keys put since need a look: many servers
+			// registering at once each read what the others put.
+			if checked, err = r.checkName(ctx, checked); err != nil {
 				checkFailed = true // its error says what and where
 				break
 			}
@@ -289,11 +291,16 @@ var testHookNameChecked func()
 // registration's holds a server of the same name: one put by hand under
 // another key, or a line naming its server what is this one's host:port.
 // Proxies refuse a list with a name twice, so the registration would take
-// every server of the pool away from them. It returns the revision it read
-// the prefix at, which the put compares the prefix with.
-func (r *Registrar) checkName(ctx context.Context) (int64, error) {
+// every server of the pool away from them. With since above 0, only the keys
+// put after that revision are looked at. It returns the revision it read the
+// prefix at, which the put compares the prefix with.
+func (r *Registrar) checkName(ctx context.Context, since int64) (int64, error) {
 	start := time.Now()
-	resp, err := r.cli.Get(ctx, r.reg.Prefix, clientv3.WithPrefix())
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if since > 0 {
+		opts = append(opts, clientv3.WithMinModRev(since+1))
+	}
+	resp, err := r.cli.Get(ctx, r.reg.Prefix, opts...)
 	if err != nil {
 		return 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -349,6 +350,40 @@ func TestRegisterNameTaken(t *testing.T) {
 	register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
 	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "10.0.0.2:11211:1" {
 		t.Errorf("another server's key holds %q; want its line", v)
+	}
+}
+
+// Servers registering at once each see the others' puts change the prefix
+// after their check: each looks at those keys, then puts its own.
+func TestRegisterManyAtOnce(t *testing.T) {
+	e := etcdtest.Start(t)
+	const n = 30
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := Register(ctxFor(t, wait), Registration{Endpoints: []string{e.Endpoint}, Prefix: prefix, Server: fmt.Sprintf("10.0.1.%d:11211:1", i+1)})
+			if err == nil {
+				t.Cleanup(func() { r.Close() })
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	resp, err := e.Client().Get(ctxFor(t, wait), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != n {
+		t.Errorf("%d keys under the prefix after %d registrations at once; want %d", resp.Count, n, n)
 	}
 }
 
