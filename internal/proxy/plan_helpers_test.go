@@ -127,6 +127,17 @@ func holds(t testing.TB, c *conn, keys []string) map[string]bool {
 	return m
 }
 
+// valuesOn returns, by server address, the values the servers on dc hold of
+// keys, by key.
+func valuesOn(t testing.TB, dc map[string]*conn, keys []string) map[string]map[string]string {
+	t.Helper()
+	vals := map[string]map[string]string{}
+	for addr, d := range dc {
+		vals[addr] = getMany(t, d, keys)
+	}
+	return vals
+}
+
 // routerOf builds the router of the first pool of yaml over its servers.
 func routerOf(t testing.TB, yaml string) (*config.Pool, dist.Router) {
 	t.Helper()

@@ -953,10 +953,7 @@ func TestWarmupReplicasChange(t *testing.T) {
 	waitCount(10*time.Second, pl.stats.warmFills.Load(), pl.stats.warmCopies.Load)
 	set := replicaSet(t, two, 2)
 	dc := direct(t, servers)
-	vals := map[string]map[string]string{}
-	for addr, d := range dc {
-		vals[addr] = getMany(t, d, keys)
-	}
+	vals := valuesOn(t, dc, keys)
 	bad := 0
 	for _, k := range keys {
 		r := set(k)
@@ -1019,10 +1016,7 @@ func TestWarmupFillStale(t *testing.T) {
 	// atLost counts the keys whose server that left their set holds
 	// want(key) ("": nothing).
 	atLost := func(want func(k string) string) int {
-		vals := map[string]map[string]string{}
-		for addr, d := range dc {
-			vals[addr] = getMany(t, d, keys)
-		}
+		vals := valuesOn(t, dc, keys)
 		n := 0
 		for _, k := range keys {
 			if vals[lost[k]][k] == want(k) {
