@@ -430,7 +430,7 @@ func TestRegisterNameTakenMeanwhile(t *testing.T) {
 			}
 		}
 	}
-	r = register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
+	register(t, e, "10.0.0.2:11211:1", 5*time.Second, new(testprog.Buffer))
 	if v, _ := lease(t, e, prefix+"10.0.0.2:11211"); v != "10.0.0.2:11211:1" {
 		t.Errorf("the registration's key holds %q after a put of another name meanwhile; want its line", v)
 	}
