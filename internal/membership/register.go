@@ -208,45 +208,11 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 		}
 	}
 	lease, err := r.cli.Grant(ctx, r.ttl)
-	var rev int64
-	checkFailed := false
-	for err == nil {
-		if first && testHookNameChecked != nil {
-			testHookNameChecked()
-		}
-		// A first registration puts its key only if no key of the prefix
-		// changed since checkName read it: one put in between by hand, or
-		// by another registration, naming this server, would go unseen.
-		txn := r.cli.Txn(ctx)
-		if first {
-			txn = txn.If(clientv3.Compare(clientv3.ModRevision(r.reg.Prefix), "<", checked+1).WithPrefix())
-		}
-		var resp *clientv3.TxnResponse
-		if resp, err = txn.Then(clientv3.OpPut(r.key, r.value, clientv3.WithLease(lease.ID), clientv3.WithPrevKV())).Commit(); err != nil {
-			break
-		}
-		if !resp.Succeeded {
-			// Only the keys put since need a look: many servers
-			// registering at once each read what the others put.
-			if checked, err = r.checkName(ctx, checked); err != nil {
-				checkFailed = true // its error says what and where
-				break
-			}
-			continue
-		}
-		rev = resp.Header.Revision
-		r.mu.Lock()
-		if r.ours == nil {
-			r.ours = map[clientv3.LeaseID]bool{}
-		}
-		r.ours[lease.ID] = true
-		if kv := resp.Responses[0].GetResponsePut().GetPrevKv(); kv != nil && kv.Lease != 0 && !r.ours[clientv3.LeaseID(kv.Lease)] {
-			r.taken = &takenKey{value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease)}
-		}
-		r.mu.Unlock()
-		break
+	if err != nil {
+		return 0, 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
 	}
-	if err != nil && lease != nil {
+	resp, err := r.putChecked(ctx, start, lease.ID, first, checked)
+	if err != nil {
 		// The put may have reached etcd, its answer lost or given up on
 		// (ctx done by a signal, say), or a key naming this server came
 		// meanwhile: revoke the lease, and the key with it, rather than
@@ -254,15 +220,18 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 		r.cli.Revoke(rctx, lease.ID)
 		cancel()
-	}
-	if checkFailed {
 		return 0, 0, err
 	}
-	if err != nil {
-		return 0, 0, etcdError("register "+r.key, r.reg.Endpoints, start, err)
-	}
+	rev := resp.Header.Revision
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ours == nil {
+		r.ours = map[clientv3.LeaseID]bool{}
+	}
+	r.ours[lease.ID] = true
+	if kv := resp.Responses[0].GetResponsePut().GetPrevKv(); kv != nil && kv.Lease != 0 && !r.ours[clientv3.LeaseID(kv.Lease)] {
+		r.taken = &takenKey{value: string(kv.Value), lease: clientv3.LeaseID(kv.Lease)}
+	}
 	if t := r.taken; t != nil && r.status.Registrations == 0 && !sameAddress(t.value, r.value) {
 		// Meant (a server moved) or a name given twice by mistake: either
 		// way, every proxy now sends the server's keys to another address.
@@ -277,6 +246,33 @@ func (r *Registrar) put(ctx context.Context) (clientv3.LeaseID, int64, error) {
 	r.status.Registered, r.status.Lease = true, int64(lease.ID)
 	r.status.Registrations++
 	return lease.ID, rev, nil
+}
+
+// putChecked puts the key under lease. A first registration puts it only if
+// no key of the prefix changed since checkName read it at revision checked:
+// one put in between by hand, or by another registration, naming this
+// server, would go unseen. If one did, it looks at the keys put since (many
+// servers registering at once each see the others') and tries again.
+func (r *Registrar) putChecked(ctx context.Context, start time.Time, lease clientv3.LeaseID, first bool, checked int64) (*clientv3.TxnResponse, error) {
+	for {
+		if first && testHookNameChecked != nil {
+			testHookNameChecked()
+		}
+		txn := r.cli.Txn(ctx)
+		if first {
+			txn = txn.If(clientv3.Compare(clientv3.ModRevision(r.reg.Prefix), "<", checked+1).WithPrefix())
+		}
+		resp, err := txn.Then(clientv3.OpPut(r.key, r.value, clientv3.WithLease(lease), clientv3.WithPrevKV())).Commit()
+		if err != nil {
+			return nil, etcdError("register "+r.key, r.reg.Endpoints, start, err)
+		}
+		if resp.Succeeded {
+			return resp, nil
+		}
+		if checked, err = r.checkName(ctx, checked); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // errNameTaken is a registration whose server's name another key of the
