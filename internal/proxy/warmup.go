@@ -336,9 +336,9 @@ func (pl *pool) storeLocked(cur, st *state, why string, readmitted *server, leng
 	now := time.Now()
 	st.warm = cur.warm.open(now) // kept, unless a new window chains to it
 	if length > 0 && cur.router != nil && st.router != nil && !cur.dist.Random && pl.codecOf() != nil {
-		// The ring changed: other servers, or the same with other weights
-		// or another hash (servers kept across a reload, so the lists alone
-		// look the same), which the fingerprint tells.
+		// The ring changed: other servers, or the same with other weights,
+		// another hash or other replicas (servers kept across a reload, so
+		// the lists alone look the same), which the fingerprint tells.
 		if !slices.Equal(cur.live, st.live) || cur.fingerprint != st.fingerprint || readmitted != nil && st.replicas > 1 {
 			older, dropped := cur.warm.chained(now)
 			w := &window{router: cur.router, rrouter: cur.rrouter, live: cur.live, replicas: cur.replicas,
